@@ -1,0 +1,50 @@
+"""nkigen_lite: NumPy-style tensor programs to NKI kernels for AWS Trainium2 (NeuronCore-v3).
+
+Public API (stable names; see docs/architecture.md §8)::
+
+    import nkigen_lite as nk
+    b = nk.Builder("softmax"); x = b.add_input("x", (256, 512), nk.float32)
+    ...
+    nk.run(graph, {"x": a})      # tensor interpreter
+    nk.parse(text), str(graph)  # text round trip
+"""
+
+from .ir.dtypes import (
+                        ALL_DTYPES,
+                        DType,
+                        bfloat16,
+                        bool_,
+                        float8_e3m4,
+                        float8_e4m3,
+                        float8_e4m3fn,
+                        float8_e5m2,
+                        float16,
+                        float32,
+                        get_dtype,
+                        int8,
+                        int16,
+                        int32,
+                        tfloat32,
+                        uint8,
+                        uint16,
+                        uint32,
+)
+from .ir.errors import BuildError, InterpretError, NkError, ParseError, VerifyError
+from .ir.graph import Graph
+from .ir.parser import parse
+from .ir.passes import Pass, PassContext, Pipeline, get_pass
+from .ir.printer import print_graph
+from .ir.value import Value
+from .tensor.builder import Builder
+from .tensor.interpret import run
+from .tensor.types import TensorType
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ALL_DTYPES", "DType", "bfloat16", "bool_", "float8_e3m4", "float8_e4m3", "float8_e4m3fn",
+    "float8_e5m2", "float16", "float32", "get_dtype", "int8", "int16", "int32", "tfloat32",
+    "uint8", "uint16", "uint32", "BuildError", "InterpretError", "NkError", "ParseError",
+    "VerifyError", "Graph", "parse", "Pass", "PassContext", "Pipeline", "get_pass",
+    "print_graph", "Value", "Builder", "run", "TensorType",
+]

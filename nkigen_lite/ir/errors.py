@@ -1,0 +1,27 @@
+"""Exception classes shared by every layer of nkigen_lite."""
+
+from __future__ import annotations
+
+
+class NkError(Exception):
+    """Base class of every error nkigen_lite raises on purpose."""
+
+
+class BuildError(NkError, ValueError):
+    """An op could not be built: its operands or attributes break a shape, dtype or range rule."""
+
+
+class VerifyError(NkError):
+    """The IR breaks an invariant; the message names the op (printed) and the rule."""
+
+
+class ParseError(NkError):
+    """IR text could not be parsed; carries the 1-based line and column."""
+
+    def __init__(self, message: str, line: int = 0, col: int = 0):
+        self.line, self.col, self.reason = line, col, message
+        super().__init__(f"{line}:{col}: {message}" if line else message)
+
+
+class InterpretError(NkError):
+    """An interpreter could not run the graph: bad inputs or an illegal access at run time."""

@@ -1,0 +1,331 @@
+"""Block, Region and Graph: op containers with O(1) insert/erase, walk, toposort and DCE."""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Iterator, Sequence
+
+from .attrs import STR, Attr, TupleOf
+from .errors import BuildError
+from .op import Op
+from .traits import Pure, Terminator
+from .value import Value
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class Block:
+    """A straight-line list of ops with block arguments (e.g. a loop's induction variable)."""
+
+    __slots__ = ("args", "_head", "_tail", "_len", "parent")
+
+    def __init__(self, arg_types: Sequence = (), arg_names: Sequence[str | None] = ()):
+        names = list(arg_names) + [None] * (len(arg_types) - len(arg_names))
+        self.args: list[Value] = [Value(t, self, i, n) for i, (t, n) in enumerate(zip(arg_types, names))]
+        self._head: Op | None = None
+        self._tail: Op | None = None
+        self._len = 0
+        self.parent: Region | None = None
+
+    def add_arg(self, type, name: str | None = None) -> Value:
+        v = Value(type, self, len(self.args), name)
+        self.args.append(v)
+        return v
+
+    def __iter__(self) -> Iterator[Op]:
+        op = self._head
+        while op is not None:
+            nxt = op._next  # safe against erasing the current op
+            yield op
+            op = nxt
+
+    def __reversed__(self) -> Iterator[Op]:
+        op = self._tail
+        while op is not None:
+            prv = op._prev
+            yield op
+            op = prv
+
+    def __len__(self) -> int:
+        return self._len
+
+    @property
+    def ops(self) -> list[Op]:
+        return list(self)
+
+    @property
+    def first(self) -> Op | None:
+        return self._head
+
+    @property
+    def last(self) -> Op | None:
+        return self._tail
+
+    def _link(self, op: Op, prev: Op | None, nxt: Op | None) -> Op:
+        if op.parent is not None:
+            raise BuildError(f"{op.name} is already in a block")
+        op.parent, op._prev, op._next = self, prev, nxt
+        if prev is None:
+            self._head = op
+        else:
+            prev._next = op
+        if nxt is None:
+            self._tail = op
+        else:
+            nxt._prev = op
+        self._len += 1
+        return op
+
+    def append(self, op: Op) -> Op:
+        return self._link(op, self._tail, None)
+
+    def prepend(self, op: Op) -> Op:
+        return self._link(op, None, self._head)
+
+    def insert_before(self, anchor: Op, op: Op) -> Op:
+        if anchor.parent is not self:
+            raise BuildError("insertion anchor is not in this block")
+        return self._link(op, anchor._prev, anchor)
+
+    def insert_after(self, anchor: Op, op: Op) -> Op:
+        if anchor.parent is not self:
+            raise BuildError("insertion anchor is not in this block")
+        return self._link(op, anchor, anchor._next)
+
+    def remove(self, op: Op) -> None:
+        """Unlink ``op`` (uses are untouched; see ``Op.erase``)."""
+        if op.parent is not self:
+            raise BuildError(f"{op.name} is not in this block")
+        if op._prev is None:
+            self._head = op._next
+        else:
+            op._prev._next = op._next
+        if op._next is None:
+            self._tail = op._prev
+        else:
+            op._next._prev = op._prev
+        op.parent = op._prev = op._next = None
+        self._len -= 1
+
+    def walk(self) -> Iterator[Op]:
+        for op in self:
+            yield from op.walk()
+
+
+class Region:
+    """A list of blocks owned by an op (or by a Graph); nkigen_lite uses one block per region."""
+
+    __slots__ = ("blocks", "parent")
+
+    def __init__(self, blocks: Sequence[Block] | None = None):
+        self.blocks: list[Block] = list(blocks) if blocks is not None else [Block()]
+        for b in self.blocks:
+            b.parent = self
+        self.parent = None
+
+    @property
+    def block(self) -> Block:
+        return self.blocks[0]
+
+
+class ReturnOp(Op):
+    """Terminator of a graph: names the graph outputs (``return y = %5, z = %6``)."""
+
+    name = "return"
+    traits = frozenset({Terminator})
+    attr_spec = (Attr("names", TupleOf(STR)),)
+
+    @classmethod
+    def infer(cls, operand_types, attrs):
+        if len(attrs["names"]) != len(operand_types):
+            raise BuildError("return: number of names and values differ")
+        return []
+
+    def verify(self) -> None:
+        names = self.attrs["names"]
+        if len(names) != self.num_operands:
+            raise BuildError("return: number of names and values differ")
+        if len(set(names)) != len(names):
+            raise BuildError(f"return: duplicate output names {list(names)}")
+        for n in names:
+            if not _IDENT.match(n):
+                raise BuildError(f"return: output name {n!r} is not an identifier")
+
+    def format_body(self, p) -> str:
+        return ", ".join(f"{n} = {p.name(v)}" for n, v in zip(self.attrs["names"], self.operands))
+
+    @classmethod
+    def parse_body(cls, ps):
+        operands, names = [], []
+        if not ps.at_line_end():
+            while True:
+                names.append(ps.expect_ident())
+                ps.expect("=")
+                operands.append(ps.parse_value_ref())
+                if not ps.accept(","):
+                    break
+        return operands, {"names": tuple(names)}
+
+
+class Graph:
+    """A named program: inputs are the arguments of its top block, outputs its return op."""
+
+    def __init__(self, name: str = "main"):
+        if not _IDENT.match(name):
+            raise BuildError(f"graph name {name!r} is not an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+        self.name = name
+        self.region = Region()
+        self.region.parent = self
+        self.input_names: list[str] = []
+
+    @property
+    def body(self) -> Block:
+        return self.region.block
+
+    # ---- signature ------------------------------------------------------------------------
+    def add_input(self, name: str, type) -> Value:
+        if not isinstance(name, str) or not _IDENT.match(name):
+            raise BuildError(f"input name {name!r} is not an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+        if name in self.input_names:
+            raise BuildError(f"duplicate input name {name!r}")
+        self.input_names.append(name)
+        return self.body.add_arg(type, name)
+
+    @property
+    def inputs(self) -> list[Value]:
+        return list(self.body.args)
+
+    def input(self, name: str) -> Value:
+        return self.body.args[self.input_names.index(name)]
+
+    @property
+    def return_op(self) -> ReturnOp | None:
+        last = self.body.last
+        return last if isinstance(last, ReturnOp) else None
+
+    @property
+    def outputs(self) -> dict[str, Value]:
+        ret = self.return_op
+        if ret is None:
+            return {}
+        return dict(zip(ret.attrs["names"], ret.operands))
+
+    def set_outputs(self, outputs: dict[str, Value]) -> None:
+        """Replace the graph's outputs (creates or rewrites the return op)."""
+        for name, v in outputs.items():
+            if not isinstance(name, str) or not _IDENT.match(name):
+                raise BuildError(f"output name {name!r} is not an identifier")
+            if not isinstance(v, Value):
+                raise BuildError(f"output {name!r} is not an IR Value: {v!r}")
+        old = self.return_op
+        if old is not None:
+            old.erase()
+        self.body.append(ReturnOp(list(outputs.values()), {"names": tuple(outputs)}))
+
+    # ---- traversal ---------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Op]:
+        return iter(self.body)
+
+    @property
+    def ops(self) -> list[Op]:
+        return self.body.ops
+
+    def walk(self) -> Iterator[Op]:
+        """Every op of the graph, nested ones included, in pre-order."""
+        return self.body.walk()
+
+    def toposort(self) -> None:
+        """Reorder every block so definitions precede uses, keeping side-effecting ops (and
+        the terminator) in their original relative order; otherwise stable."""
+        _toposort_block(self.body)
+
+    def dce(self) -> int:
+        """Erase pure ops whose results are unused (nested blocks too); returns the count."""
+        return dead_code_elimination(self.body)
+
+    def verify(self) -> None:
+        from .verifier import verify_graph
+
+        verify_graph(self)
+
+    def __str__(self) -> str:
+        from .printer import print_graph
+
+        return print_graph(self)
+
+    def __repr__(self) -> str:
+        return f"<Graph @{self.name}: {len(self.body)} ops>"
+
+
+def _enclosing_op_in(op: Op, block: Block) -> Op | None:
+    """The ancestor of ``op`` (or op itself) that sits directly in ``block``."""
+    while op is not None and op.parent is not block:
+        op = op.parent_op
+    return op
+
+
+def _toposort_block(block: Block) -> None:
+    ops = block.ops
+    index = {op: i for i, op in enumerate(ops)}
+    deps: dict[Op, set[Op]] = {op: set() for op in ops}
+    last_effect = None
+    for op in ops:
+        for inner in op.walk():
+            for v in inner.operands:
+                d = v.defining_op
+                if d is not None:
+                    top = _enclosing_op_in(d, block)
+                    if top is not None and top is not op:
+                        deps[op].add(top)
+        if not op.is_pure:
+            if last_effect is not None:
+                deps[op].add(last_effect)
+            last_effect = op
+        for r in op.regions:
+            for b in r.blocks:
+                _toposort_block(b)
+    users: dict[Op, list[Op]] = {op: [] for op in ops}
+    for op, ds in deps.items():
+        for d in ds:
+            users[d].append(op)
+    pending = {op: len(ds) for op, ds in deps.items()}
+    ready = [(index[op], op) for op in ops if pending[op] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, op = heapq.heappop(ready)
+        order.append(op)
+        for u in users[op]:
+            pending[u] -= 1
+            if pending[u] == 0:
+                heapq.heappush(ready, (index[u], u))
+    if len(order) != len(ops):
+        raise BuildError("toposort: the block has a dependency cycle")
+    term = [op for op in order if op.has_trait(Terminator)]
+    order = [op for op in order if not op.has_trait(Terminator)] + term
+    for op in ops:
+        block.remove(op)
+    for op in order:
+        block.append(op)
+
+
+def dead_code_elimination(block: Block) -> int:
+    """Erase unused pure ops in ``block`` and its nested blocks; returns the number erased."""
+    erased = 0
+    worklist = list(block.walk())
+    seen = set()
+    while worklist:
+        op = worklist.pop()
+        if op in seen or op.parent is None:
+            continue
+        if op.is_pure and not op.is_terminator and not any(r.has_uses for r in op.results):
+            seen.add(op)
+            operands = [v.defining_op for v in op.operands]
+            op.erase()
+            erased += 1
+            worklist.extend(d for d in operands if d is not None and d not in seen)
+    return erased
+
+
+__all__ = ["Block", "Region", "Graph", "ReturnOp", "Pure"]

@@ -1,0 +1,71 @@
+"""Interpreter core: an environment keyed by Value and an ``impl`` rule registry per dialect
+interpreter (rules are looked up along the op class's MRO)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from .errors import InterpretError
+from .graph import Block
+from .op import Op
+from .value import Value
+
+Rule = Callable[..., Any]
+
+
+class Interpreter:
+    """Base class: subclasses get their own rule table, filled with ``@Sub.impl(OpClass)``.
+
+    A rule is ``fn(interp, op, args) -> list of result values | None`` where ``args`` are the
+    operands' current values.
+    """
+
+    rules: ClassVar[dict[type, Rule]] = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls.rules = {}
+
+    @classmethod
+    def impl(cls, *op_classes: type[Op]):
+        def register(fn: Rule) -> Rule:
+            for oc in op_classes:
+                cls.rules[oc] = fn
+            return fn
+
+        return register
+
+    @classmethod
+    def rule_for(cls, op_class: type[Op]) -> Rule | None:
+        for k in op_class.__mro__:
+            if k in cls.rules:
+                return cls.rules[k]
+        return None
+
+    def __init__(self):
+        self.env: dict[Value, Any] = {}
+
+    def read(self, v: Value, op: Op) -> Any:
+        try:
+            return self.env[v]
+        except KeyError:
+            raise InterpretError(f"{op.name}: operand has no value yet ({v!r})") from None
+
+    def run_op(self, op: Op) -> None:
+        rule = self.rule_for(type(op))
+        if rule is None:
+            raise InterpretError(f"{type(self).__name__} has no rule for {op.name}")
+        args = [self.read(v, op) for v in op.operands]
+        out = rule(self, op, args)
+        if op.results:
+            if out is None or len(out) != len(op.results):
+                raise InterpretError(f"rule for {op.name} returned the wrong number of results")
+            for r, val in zip(op.results, out):
+                self.env[r] = val
+
+    def run_block(self, block: Block, args: list[Any] = ()) -> None:
+        for a, val in zip(block.args, args):
+            self.env[a] = val
+        for op in block:
+            self.run_op(op)

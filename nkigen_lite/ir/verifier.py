@@ -1,0 +1,117 @@
+"""Structural verifier: definitions dominate uses, use-lists are consistent, types check.
+
+Every failure raises ``VerifyError`` whose message states the rule and prints the op.
+"""
+
+from __future__ import annotations
+
+from .errors import VerifyError
+from .graph import Block, Graph, ReturnOp
+from .op import Op
+from .printer import Printer
+from .traits import Terminator
+from .value import Use, Value
+
+
+class _Verifier:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.printer = Printer(graph)
+        self.attached: set[Op] = set()
+        self.defined_values: list[Value] = []
+
+    def fail(self, rule: str, op: Op | None = None) -> VerifyError:
+        if op is None:
+            return VerifyError(rule)
+        try:
+            text = "\n".join(self.printer.format_op(op))
+        except Exception:  # noqa: BLE001 - the op may be too broken to print
+            text = op.name
+        return VerifyError(f"{rule}\n  at: {text}")
+
+    def run(self) -> None:
+        g = self.graph
+        body = g.body
+        if len(g.input_names) != len(body.args):
+            raise self.fail("graph input names and block arguments differ in number")
+        ret = body.last
+        if not isinstance(ret, ReturnOp):
+            raise self.fail(f"graph @{g.name} must end with a return op")
+        visible: set[Value] = set()
+        self.check_args(body, None)
+        visible.update(body.args)
+        self.block(body, visible, None)
+        for v in self.defined_values:
+            for use in v.uses:
+                if use.op not in self.attached:
+                    raise self.fail(
+                        f"use-list of {self.printer.name(v)} names a {use.op.name} op that is "
+                        "not in the graph"
+                    )
+
+    def check_args(self, block: Block, owner: Op | None) -> None:
+        for i, a in enumerate(block.args):
+            if a.owner is not block or a.index != i:
+                raise self.fail(f"block argument {i} does not point back to its block", owner)
+            self.defined_values.append(a)
+
+    def block(self, block: Block, visible: set[Value], owner: Op | None) -> None:
+        count = 0
+        for op in block:
+            count += 1
+            self.attached.add(op)
+            if op.parent is not block:
+                raise self.fail("op's parent pointer does not match its block", op)
+            if op.has_trait(Terminator) and op is not block.last:
+                raise self.fail(f"{op.name} must be the last op of its block", op)
+            if isinstance(op, ReturnOp) and owner is not None:
+                raise self.fail("return is only allowed at the graph's top level", op)
+            for i, v in enumerate(op.operands):
+                if not isinstance(v, Value):
+                    raise self.fail(f"operand {i} is not a Value", op)
+                if v not in visible:
+                    raise self.fail(
+                        f"operand {i} ({self.printer.name(v)}) is used before its definition "
+                        "or outside its scope", op)
+                if Use(op, i) not in v._uses:
+                    raise self.fail(
+                        f"operand {i} ({self.printer.name(v)}) is missing this use in its use-list",
+                        op)
+            for i, r in enumerate(op.results):
+                if r.owner is not op or r.index != i:
+                    raise self.fail(f"result {i} does not point back to its op", op)
+                for use in r.uses:
+                    ops = use.op.operands
+                    if use.index >= len(ops) or ops[use.index] is not r:
+                        raise self.fail(
+                            f"use-list of result {i} names operand {use.index} of a "
+                            f"{use.op.name} op that does not use it", op)
+            if len(op.regions) != op.num_regions:
+                raise self.fail(f"expected {op.num_regions} regions, found {len(op.regions)}", op)
+            inner_visible = visible
+            for region in op.regions:
+                if region.parent is not op:
+                    raise self.fail("region's parent pointer does not match its op", op)
+                for b in region.blocks:
+                    if b.parent is not region:
+                        raise self.fail("block's parent pointer does not match its region", op)
+                    self.check_args(b, op)
+                    inner_visible = set(visible)
+                    inner_visible.update(b.args)
+                    self.block(b, inner_visible, op)
+            try:
+                op.verify()
+            except VerifyError:
+                raise
+            except Exception as e:  # noqa: BLE001 - every failure becomes a VerifyError
+                kind = "" if type(e).__name__ == "BuildError" else f"{type(e).__name__}: "
+                raise self.fail(f"{kind}{e}", op) from None
+            visible.update(op.results)
+            self.defined_values.extend(op.results)
+        if count != len(block):
+            raise self.fail("block op count does not match its linked list")
+
+
+def verify_graph(graph: Graph) -> None:
+    """Raise VerifyError if ``graph`` breaks a structural or per-op rule."""
+    _Verifier(graph).run()

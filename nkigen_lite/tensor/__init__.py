@@ -1,0 +1,1 @@
+"""Tensor dialect: whole-tensor ops with NumPy semantics, builder, interpreter."""

@@ -1,0 +1,226 @@
+"""Tensor interpreter: the NumPy reference for tensor graphs.
+
+``mode="faithful"`` (default) computes floats in fp32 and rounds every op's result to its
+dtype, as the hardware does (bf16 sums accumulate in fp32). ``mode="float64"`` is the oracle:
+floats are computed and returned in float64 without rounding; integers stay exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..ir.dtypes import DType, cast_array, promote_types
+from ..ir.errors import InterpretError
+from ..ir.graph import Graph, ReturnOp
+from ..ir.interpreter import Interpreter
+from . import numerics
+from . import ops as T
+
+MODES = ("faithful", "float64")
+
+_UNARY_FN = {
+    T.ExpOp: np.exp, T.LogOp: np.log, T.SqrtOp: np.sqrt, T.RsqrtOp: numerics.rsqrt,
+    T.ReciprocalOp: numerics.reciprocal, T.TanhOp: np.tanh, T.SigmoidOp: numerics.sigmoid,
+    T.SiluOp: numerics.silu, T.GeluOp: numerics.gelu, T.SoftplusOp: numerics.softplus,
+    T.ErfOp: numerics.erf, T.SinOp: np.sin, T.CosOp: np.cos, T.ArctanOp: np.arctan,
+    T.ReluOp: numerics.relu, T.AbsOp: np.absolute, T.SignOp: np.sign, T.FloorOp: np.floor,
+    T.CeilOp: np.ceil, T.NegOp: np.negative, T.SquareOp: np.square,
+    T.LogicalNotOp: np.logical_not, T.BitwiseNotOp: np.invert,
+}
+
+
+class TensorInterpreter(Interpreter):
+    """Runs tensor graphs on NumPy (see module docstring for the two modes)."""
+
+    def __init__(self, mode: str = "faithful"):
+        super().__init__()
+        if mode not in MODES:
+            raise InterpretError(f"unknown interpreter mode {mode!r}; use one of {MODES}")
+        self.mode = mode
+
+    def compute_type(self, dtype: DType) -> np.dtype:
+        """NumPy dtype an engine computes in for values of ``dtype``."""
+        if dtype.is_float:
+            return np.dtype(np.float64 if self.mode == "float64" else np.float32)
+        return dtype.np_dtype
+
+    def load(self, x: np.ndarray, dtype: DType) -> np.ndarray:
+        """Convert a stored value to the compute type of ``dtype``."""
+        return np.asarray(x).astype(self.compute_type(dtype), copy=False)
+
+    def store(self, x, dtype: DType) -> np.ndarray:
+        """Round a computed value to what a write of ``dtype`` keeps."""
+        x = np.asarray(x)
+        if dtype.is_float and self.mode == "float64":
+            return x.astype(np.float64)
+        return cast_array(x, dtype)
+
+
+I = TensorInterpreter
+
+
+@I.impl(T.UnaryOp)
+def _unary(it: I, op, args):
+    out_t = op.results[0].type.dtype
+    in_t = op.operands[0].type.dtype
+    work = out_t if out_t.is_float else in_t
+    x = it.load(args[0], work)
+    with np.errstate(all="ignore"):
+        return [it.store(_UNARY_FN[type(op)](x), out_t)]
+
+
+@I.impl(T.BinaryOp)
+def _binary(it: I, op, args):
+    a_t, b_t = (v.type.dtype for v in op.operands)
+    out_t = op.results[0].type.dtype
+    work = out_t if out_t.is_float else promote_types(a_t, b_t)
+    a, b = it.load(args[0], work), it.load(args[1], work)
+    fn = op.ufunc
+    try:
+        with np.errstate(all="ignore"):
+            r = fn(a, b)
+    except ValueError as e:
+        raise InterpretError(f"{op.name}: {e}") from None
+    return [it.store(r, out_t)]
+
+
+@I.impl(T.WhereOp)
+def _where(it: I, op, args):
+    out_t = op.results[0].type.dtype
+    return [it.store(np.where(args[0], it.load(args[1], out_t), it.load(args[2], out_t)), out_t)]
+
+
+@I.impl(T.CastOp)
+def _cast(it: I, op, args):
+    return [it.store(args[0], op.attrs["dtype"])]
+
+
+@I.impl(T.ConstantOp)
+def _constant(it: I, op, args):
+    t = op.results[0].type
+    return [it.store(op.attrs["value"].array.astype(it.compute_type(t.dtype)), t.dtype)]
+
+
+@I.impl(T.FullOp)
+def _full(it: I, op, args):
+    t = op.results[0].type
+    return [it.store(np.full(t.shape, op.attrs["value"], it.compute_type(t.dtype)), t.dtype)]
+
+
+@I.impl(T.IotaOp)
+def _iota(it: I, op, args):
+    t = op.results[0].type
+    ax = op.attrs["axis"]
+    idx = np.arange(t.shape[ax]).reshape([-1 if i == ax else 1 for i in range(t.rank)])
+    return [it.store(np.broadcast_to(idx, t.shape).astype(it.compute_type(t.dtype)), t.dtype)]
+
+
+@I.impl(T.ReduceOp)
+def _reduce(it: I, op, args):
+    out_t = op.results[0].type.dtype
+    in_t = op.operands[0].type.dtype
+    kind, axes, keep = op.attrs["kind"], op.attrs["axes"], op.attrs["keepdims"]
+    if kind in ("any", "all"):
+        fn = np.any if kind == "any" else np.all
+        return [fn(args[0], axis=axes, keepdims=keep)]
+    work = out_t if out_t.is_float else in_t
+    x = it.load(args[0], work)
+    if not out_t.is_float and kind in ("sum", "prod"):
+        x = x.astype(np.int64 if in_t.is_signed or in_t.is_bool else np.uint64)
+    with np.errstate(all="ignore"):
+        if kind in ("var", "std"):
+            r = getattr(np, kind)(x, axis=axes, keepdims=keep, ddof=op.attrs["ddof"])
+        else:
+            r = getattr(np, kind)(x, axis=axes, keepdims=keep)
+    return [it.store(r, out_t)]
+
+
+@I.impl(T.MatmulOp)
+def _matmul(it: I, op, args):
+    out_t = op.results[0].type.dtype
+    return [it.store(np.matmul(it.load(args[0], out_t), it.load(args[1], out_t)), out_t)]
+
+
+@I.impl(T.TransposeOp)
+def _transpose(it: I, op, args):
+    return [np.ascontiguousarray(np.transpose(args[0], op.attrs["perm"]))]
+
+
+@I.impl(T.ReshapeOp)
+def _reshape(it: I, op, args):
+    return [np.reshape(args[0], op.attrs["shape"]).copy()]
+
+
+@I.impl(T.BroadcastToOp)
+def _broadcast(it: I, op, args):
+    return [np.broadcast_to(args[0], op.attrs["shape"]).copy()]
+
+
+@I.impl(T.SliceOp)
+def _slice(it: I, op, args):
+    idx = tuple(
+        slice(a, b if b >= 0 else None, s)
+        for a, b, s in zip(op.attrs["starts"], op.attrs["stops"], op.attrs["strides"])
+    )
+    return [args[0][idx].copy()]
+
+
+@I.impl(T.ConcatOp)
+def _concat(it: I, op, args):
+    out_t = op.results[0].type.dtype
+    parts = [it.load(a, out_t) for a in args]
+    return [it.store(np.concatenate(parts, axis=op.attrs["axis"]), out_t)]
+
+
+@I.impl(ReturnOp)
+def _return(it: I, op, args):
+    return None
+
+
+def check_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Validate run-time inputs against the graph signature; returns them as arrays."""
+    if not isinstance(inputs, Mapping):
+        raise InterpretError(f"inputs must be a dict {{name: array}}, got {type(inputs).__name__}")
+    names = graph.input_names
+    missing = [n for n in names if n not in inputs]
+    extra = [n for n in inputs if n not in names]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {missing}")
+        if extra:
+            parts.append(f"unexpected {extra}")
+        raise InterpretError(f"graph @{graph.name} inputs: {'; '.join(parts)} (expects {names})")
+    out = {}
+    for n, v in zip(names, graph.inputs):
+        a = inputs[n]
+        if not isinstance(a, (np.ndarray, np.generic)):
+            raise InterpretError(f"input {n!r} must be a NumPy array, got {type(a).__name__}")
+        a = np.asarray(a)
+        t = v.type
+        if tuple(a.shape) != t.shape:
+            raise InterpretError(f"input {n!r} has shape {tuple(a.shape)}, expected {t.shape}")
+        want = t.dtype.np_dtype
+        if a.dtype != want:
+            raise InterpretError(
+                f"input {n!r} has dtype {a.dtype}, expected {t.dtype.numpy_name}"
+            )
+        out[n] = cast_array(a, t.dtype) if t.dtype.name == "tf32" else a
+    return out
+
+
+def run(graph: Graph, inputs: Mapping[str, np.ndarray], mode: str = "faithful") -> dict[str, np.ndarray]:
+    """Run a tensor graph on NumPy; returns ``{output name: array}``."""
+    it = TensorInterpreter(mode)
+    arrays = check_inputs(graph, inputs)
+    ret = graph.return_op
+    if ret is None:
+        raise InterpretError(f"graph @{graph.name} has no outputs")
+    args = []
+    for n, v in zip(graph.input_names, graph.inputs):
+        a = arrays[n]
+        args.append(a.astype(np.float64) if (mode == "float64" and v.type.dtype.is_float) else a)
+    it.run_block(graph.body, args)
+    return {name: np.array(it.env[v]) for name, v in zip(ret.attrs["names"], ret.operands)}

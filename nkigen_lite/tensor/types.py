@@ -1,0 +1,59 @@
+"""TensorType: a whole tensor of a static shape and dtype (``tensor<256x512xf32>``)."""
+
+from __future__ import annotations
+
+from ..ir.dtypes import DType, get_dtype
+from ..ir.errors import BuildError
+from ..ir.types import Type, format_shape, parse_shape_and_rest
+
+
+class TensorType(Type):
+    """Static-shape tensor type; rank 0 prints as ``tensor<f32>``."""
+
+    keyword = "tensor"
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        shape = tuple(int(d) for d in shape)
+        if any(d < 0 for d in shape):
+            raise BuildError(f"tensor shape {shape} has a negative dimension")
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "dtype", get_dtype(dtype))
+
+    def __setattr__(self, k, v):
+        raise AttributeError("TensorType is immutable")
+
+    def __eq__(self, other):
+        return isinstance(other, TensorType) and self.shape == other.shape and self.dtype is other.dtype
+
+    def __hash__(self):
+        return hash(("tensor", self.shape, self.dtype.name))
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def with_shape(self, shape) -> TensorType:
+        return TensorType(shape, self.dtype)
+
+    def with_dtype(self, dtype: DType) -> TensorType:
+        return TensorType(self.shape, dtype)
+
+    def body(self) -> str:
+        return f"{format_shape(self.shape)}{self.dtype.name}"
+
+    @classmethod
+    def from_body(cls, body: str) -> TensorType:
+        shape, rest = parse_shape_and_rest(body)
+        return cls(shape, get_dtype(rest.strip()))
