@@ -75,8 +75,11 @@ def _unary(it: I, op, args):
 def _binary(it: I, op, args):
     a_t, b_t = (v.type.dtype for v in op.operands)
     out_t = op.results[0].type.dtype
-    work = out_t if out_t.is_float else promote_types(a_t, b_t)
-    a, b = it.load(args[0], work), it.load(args[1], work)
+    if out_t.is_float or a_t.is_float or b_t.is_float:
+        work = it.compute_type(out_t if out_t.is_float else promote_types(a_t, b_t))
+    else:  # integers and bools: NumPy's own (unnarrowed) type, so the result is exact
+        work = np.promote_types(a_t.np_dtype, b_t.np_dtype)
+    a, b = np.asarray(args[0]).astype(work), np.asarray(args[1]).astype(work)
     fn = op.ufunc
     try:
         with np.errstate(all="ignore"):
