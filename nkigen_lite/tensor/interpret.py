@@ -163,10 +163,12 @@ def _broadcast(it: I, op, args):
 
 @I.impl(T.SliceOp)
 def _slice(it: I, op, args):
-    idx = tuple(
-        slice(a, b if b >= 0 else None, s)
-        for a, b, s in zip(op.attrs["starts"], op.attrs["stops"], op.attrs["strides"])
-    )
+    idx = []
+    for a, b, s in zip(op.attrs["starts"], op.attrs["stops"], op.attrs["strides"]):
+        n = len(range(a, b, s))
+        last = a + (n - 1) * s  # in bounds (verified) whenever n > 0
+        idx.append(slice(a, last + s if last + s >= 0 else None, s) if n else slice(0, 0))
+    idx = tuple(idx)
     return [args[0][idx].copy()]
 
 
