@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from .errors import ParseError
 
 PUNCT = set("(){}[]<>,:=?*+-")
+DIGITS = frozenset("0123456789")
+LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+WORD_CHARS = LETTERS | DIGITS | {"_"}
 
 
 @dataclass(frozen=True)
@@ -63,19 +66,19 @@ class Lexer:
         c = t[start]
         if c in "%@":
             end = start + 1
-            while end < len(t) and (t[end].isalnum() or t[end] == "_"):
+            while end < len(t) and t[end] in WORD_CHARS:
                 end += 1
             if end == start + 1:
                 raise self.error(f"expected a name after {c!r}")
             self._advance(end - start)
             return Token("value" if c == "%" else "symbol", t[start + 1:end], line, col)
-        if c.isalpha() or c == "_":
+        if c in LETTERS or c == "_":
             end = start + 1
-            while end < len(t) and (t[end].isalnum() or t[end] in "_."):
+            while end < len(t) and (t[end] in WORD_CHARS or t[end] == "."):
                 end += 1
             self._advance(end - start)
             return Token("ident", t[start:end], line, col)
-        if c.isdigit() or (c == "-" and start + 1 < len(t) and t[start + 1].isdigit()):
+        if c in DIGITS or (c == "-" and start + 1 < len(t) and t[start + 1] in DIGITS):
             return self._number(start, line, col)
         if c == '"':
             return self._string(start, line, col)
@@ -90,22 +93,22 @@ class Lexer:
     def _number(self, start: int, line: int, col: int) -> Token:
         t = self.text
         end = start + 1 if t[start] == "-" else start
-        while end < len(t) and t[end].isdigit():
+        while end < len(t) and t[end] in DIGITS:
             end += 1
         is_float = False
-        if end < len(t) and t[end] == "." and end + 1 < len(t) and t[end + 1].isdigit():
+        if end < len(t) and t[end] == "." and end + 1 < len(t) and t[end + 1] in DIGITS:
             is_float = True
             end += 1
-            while end < len(t) and t[end].isdigit():
+            while end < len(t) and t[end] in DIGITS:
                 end += 1
         if end < len(t) and t[end] in "eE":
             j = end + 1
             if j < len(t) and t[j] in "+-":
                 j += 1
-            if j < len(t) and t[j].isdigit():
+            if j < len(t) and t[j] in DIGITS:
                 is_float = True
                 end = j
-                while end < len(t) and t[end].isdigit():
+                while end < len(t) and t[end] in DIGITS:
                     end += 1
         text = t[start:end]
         self._advance(end - start)

@@ -49,7 +49,7 @@ def parse_shape_and_rest(text: str) -> tuple[tuple[int, ...], str]:
     parts = text.strip().split("x")
     dims = []
     for i, p in enumerate(parts):
-        if p.isdigit():
+        if p.isascii() and p.isdigit():
             dims.append(int(p))
         else:
             return tuple(dims), "x".join(parts[i:])
