@@ -15,6 +15,8 @@ from .op import OP_REGISTRY
 from .types import TYPE_REGISTRY, parse_shape_and_rest
 from .value import Value
 
+MAX_NESTING = 64  # attribute lists and regions nest at most this deep (bounds the recursion)
+
 
 class Parser:
     """Recursive-descent parser; op classes use its helpers in their ``parse_body``."""
@@ -25,6 +27,7 @@ class Parser:
         self.scopes: list[dict[str, Value]] = []
         self.defined: set[str] = set()
         self.op_line = 0
+        self.depth = 0
 
     # ---- token helpers ------------------------------------------------------------------------
     def peek(self) -> Token:
@@ -80,6 +83,12 @@ class Parser:
             raise self.error(f"expected an integer, found {self.describe(tok)}", tok)
         return self.take().value
 
+    def enter(self, tok: Token) -> None:
+        """Open one nesting level (a list or a region); fails cleanly when nested too deep."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.error(f"nesting deeper than {MAX_NESTING} levels", tok)
+
     # ---- values -------------------------------------------------------------------------------
     def lookup(self, name: str, tok: Token) -> Value:
         for scope in reversed(self.scopes):
@@ -134,7 +143,7 @@ class Parser:
                 return float("-inf")
             raise self.error("expected a number after '-'", nxt)
         if self.at("["):
-            self.take()
+            self.enter(self.take())
             items = []
             if not self.at("]"):
                 while True:
@@ -142,6 +151,7 @@ class Parser:
                     if not self.accept(","):
                         break
             self.expect("]")
+            self.depth -= 1
             return tuple(items)
         if tok.kind == "ident":
             self.take()
@@ -234,7 +244,7 @@ class Parser:
         return graph
 
     def parse_region(self) -> Region:
-        self.expect("(")
+        self.enter(self.expect("("))
         arg_toks, types = [], []
         if not self.at(")"):
             while True:
@@ -259,6 +269,7 @@ class Parser:
             self.parse_op(block)
         self._close_line = self.expect("}").line
         self.scopes.pop()
+        self.depth -= 1
         return Region([block])
 
     def parse_op(self, block: Block) -> None:
