@@ -143,6 +143,8 @@ class ReturnOp(Op):
         return []
 
     def verify(self) -> None:
+        if self.results:
+            raise BuildError("return: must not have results")
         names = self.attrs["names"]
         if len(names) != self.num_operands:
             raise BuildError("return: number of names and values differ")
