@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..ir.dtypes import DType, bool_, from_numpy, promote_types
+from ..ir.dtypes import DType, bool_, float32, from_numpy, promote_types
 from ..ir.errors import BuildError
 
 
@@ -87,7 +87,12 @@ def unary_dtype(op: str, ufunc: Callable | None, float_only: bool, x: DType) -> 
         return _numpy_dtype(op, np.exp, x)
     if x.is_native_numpy:
         return _numpy_dtype(op, ufunc, x)
-    return x
+    # bf16 / fp8 / tf32: the op behaves as NumPy's does on float32 (same float, or bool)
+    try:
+        out = _numpy_dtype(op, ufunc, float32)
+    except BuildError:
+        raise BuildError(f"{op}: not defined for dtype {x.numpy_name}") from None
+    return x if out.is_float else out
 
 
 def binary_dtype(op: str, ufunc: Callable, category: str, a: DType, b: DType) -> DType:
