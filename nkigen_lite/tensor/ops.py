@@ -263,8 +263,6 @@ class ReduceOp(TensorOp):
             raise BuildError(f"{cls.name}: ddof only applies to var and std, not {kind}")
         if kind in ("max", "min") and any(x.shape[a] == 0 for a in axes):
             raise BuildError(f"{cls.name}: {kind} of an empty axis has no identity")
-        if kind in ("var", "std", "mean") and x.dtype.is_bool and kind != "mean":
-            raise BuildError(f"{cls.name}: {kind} is not defined for bool")
         if attrs["keepdims"]:
             shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
         else:
