@@ -37,6 +37,8 @@ class Value:
     """
 
     __slots__ = ("type", "name_hint", "owner", "index", "_uses", "_builder", "__weakref__")
+    # NumPy scalars and arrays defer to our reflected operators (np.float32(2) * x, a @ x)
+    __array_ufunc__ = None
 
     def __init__(self, type, owner=None, index: int = 0, name_hint: str | None = None):
         self.type = type
