@@ -70,6 +70,8 @@ class Builder:
              result_types=None, hint: str | None = None) -> Value:
         """Append an op and return its single result."""
         op = cls(list(operands), attrs, result_types)
+        if result_types is not None:  # explicit types were not inferred, so check them now
+            op.verify()
         self.graph.body.append(op)
         res = op.result
         res.name_hint = hint or cls.name.split(".", 1)[1]
