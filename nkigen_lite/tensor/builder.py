@@ -168,7 +168,12 @@ class Builder:
         if dtype is None:
             dtype = bool_ if isinstance(value, bool) else int32 if isinstance(value, int) else float32
         dt = get_dtype(dtype)
-        return self.emit(ops.FullOp, (), {"value": dt.python_value(value)},
+        try:
+            value = dt.python_value(value)
+        except (ValueError, OverflowError):
+            raise BuildError(f"tensor.full: value {value!r} cannot be stored as "
+                             f"{dt.numpy_name}") from None
+        return self.emit(ops.FullOp, (), {"value": value},
                          [TensorType(tuple(shape), dt)], hint="c")
 
     def zeros(self, shape, dtype=float32) -> Value:
