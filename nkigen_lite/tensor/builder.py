@@ -89,10 +89,11 @@ class Builder:
                 raise BuildError(f"constant array does not fit in {dt.numpy_name}")
             arr = arr.astype(dt.np_dtype)
         dtype = get_dtype(arr.dtype)
-        if arr.size and np.all(arr == arr.flat[0]) and not (
-            dtype.is_float and np.isnan(arr.flat[0])
-        ):
-            return self.full(arr.shape, dtype.python_value(arr.flat[0]), dtype)
+        flat = np.ascontiguousarray(arr).reshape(-1)
+        raw = flat.view(np.uint8).reshape(flat.size, dtype.itemsize)
+        # uniform means bit-identical, so 0.0 and -0.0 (or NaN payloads) are never merged
+        if flat.size and (raw == raw[0]).all() and not (dtype.is_float and np.isnan(flat[0])):
+            return self.full(arr.shape, dtype.python_value(flat[0]), dtype)
         return self.emit(ops.ConstantOp, (), {"value": FrozenArray(arr, dtype)}, hint="cst")
 
     def as_value(self, x: Operand, like: DType | None = None) -> Value:
