@@ -18,7 +18,17 @@ from typing import Any
 import numpy as np
 
 from ..ir.attrs import FrozenArray
-from ..ir.dtypes import DType, bool_, float32, from_numpy, get_dtype, int32, weak_scalar_dtype
+from ..ir.dtypes import (
+    DType,
+    bool_,
+    cast_array,
+    float32,
+    from_numpy,
+    get_dtype,
+    int32,
+    tfloat32,
+    weak_scalar_dtype,
+)
 from ..ir.errors import BuildError
 from ..ir.graph import Graph
 from ..ir.op import Op
@@ -78,7 +88,7 @@ class Builder:
         res._builder = self
         return res
 
-    def _const_from_numpy(self, a: np.ndarray | np.generic) -> Value:
+    def _const_from_numpy(self, a: np.ndarray | np.generic, dtype: DType | None = None) -> Value:
         arr = np.asarray(a)
         if arr.dtype == np.float64:
             arr = arr.astype(np.float32)
@@ -88,7 +98,10 @@ class Builder:
             if arr.size and (arr.min() < info.min or arr.max() > info.max):
                 raise BuildError(f"constant array does not fit in {dt.numpy_name}")
             arr = arr.astype(dt.np_dtype)
-        dtype = get_dtype(arr.dtype)
+        if dtype is tfloat32:
+            arr = cast_array(arr, tfloat32)
+        else:
+            dtype = get_dtype(arr.dtype)
         flat = np.ascontiguousarray(arr).reshape(-1)
         raw = flat.view(np.uint8).reshape(flat.size, dtype.itemsize)
         # uniform means bit-identical, so 0.0 and -0.0 (or NaN payloads) are never merged
@@ -186,9 +199,10 @@ class Builder:
     def constant(self, value, dtype=None) -> Value:
         """A constant tensor from array data (uniform arrays become ``tensor.full``)."""
         arr = np.asarray(value)
-        if dtype is not None:
-            arr = arr.astype(get_dtype(dtype).np_dtype)
-        return self._const_from_numpy(arr)
+        if dtype is None:
+            return self._const_from_numpy(arr)
+        dt = get_dtype(dtype)
+        return self._const_from_numpy(arr.astype(dt.np_dtype), dt)
 
     def iota(self, shape: Sequence[int] | int, axis: int = 0, dtype=int32) -> Value:
         """Each element holds its index along ``axis``."""
