@@ -380,11 +380,11 @@ class Builder:
                 raise BuildError(f"split: {n} elements along axis {ax} do not split into {k} equal parts")
             bounds = [i * (n // k) for i in range(k + 1)]
         else:
-            bounds = [0] + [min(max(int(i), 0), n) for i in indices_or_sections] + [n]
+            bounds = [0] + [operator.index(i) for i in indices_or_sections] + [n]
         out = []
-        for a, b in zip(bounds[:-1], bounds[1:]):
+        for a, b in zip(bounds[:-1], bounds[1:]):  # Python slice semantics, as np.split
             sl = [slice(None)] * v.ndim
-            sl[ax] = slice(a, max(a, b))
+            sl[ax] = slice(a, b)
             out.append(self._slice(v, sl))
         return out
 
