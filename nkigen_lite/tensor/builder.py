@@ -27,6 +27,7 @@ from ..ir.dtypes import (
     get_dtype,
     int32,
     tfloat32,
+    uint32,
     weak_scalar_dtype,
 )
 from ..ir.errors import BuildError
@@ -145,8 +146,24 @@ class Builder:
         cls = ops.BINARY_OPS.get(kind)
         if cls is None:
             raise BuildError(f"unknown binary op {kind!r}; known: {', '.join(ops.BINARY_OPS)}")
+        if cls.category == "compare":
+            a, b = self._exact_int_scalar(a, b), self._exact_int_scalar(b, a)
         va, vb = self._pair(a, b)
         return self.emit(cls, [va, vb])
+
+    def _exact_int_scalar(self, s: Operand, other: Operand) -> Operand:
+        """A Python int outside an integer tensor's range, as a wider (int32 or uint32)
+        constant: NumPy 2 compares such ints exactly (``int8_x < 1000`` is all True)."""
+        if not (isinstance(s, int) and not isinstance(s, bool) and isinstance(other, Value)
+                and other.dtype.is_int):
+            return s
+        info = np.iinfo(other.dtype.np_dtype)
+        if info.min <= s <= info.max:
+            return s
+        for dt in (int32, uint32):
+            if np.iinfo(dt.np_dtype).min <= s <= np.iinfo(dt.np_dtype).max:
+                return self.full((), s, dt)
+        return s
 
     def where(self, cond: Operand, a: Operand, b: Operand) -> Value:
         """``a`` where ``cond`` else ``b`` (non-bool conditions are tested against zero)."""
