@@ -57,4 +57,4 @@ def get_workload(name: str) -> Workload:
 
 
 def _load_all() -> None:
-    from . import norms, softmax  # noqa: F401  (registration side effects)
+    from . import attention, elementwise, mlp, norms, softmax  # noqa: F401  (registration)

@@ -1,0 +1,231 @@
+"""Fusion groups: partition a tensor graph into loop nests whose intermediates stay in SBUF.
+
+Compute ops (elementwise, where, cast, keepdims reductions, iota) join the group of a producer
+when their iteration domains are broadcast-compatible and the merge creates no cycle through
+an op outside the group. Every other op (matmul, view ops, constants) is lowered by its own
+family; values crossing a group boundary live in HBM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...ir.graph import Graph, ReturnOp
+from ...ir.op import Op
+from ...ir.value import Value
+from ...tensor import ops as T
+
+FUSIBLE = (T.UnaryOp, T.BinaryOp, T.WhereOp, T.CastOp, T.ReduceOp, T.IotaOp)
+
+
+def is_fusible(op: Op) -> bool:
+    """True for ops a fusion group can compute on tiles."""
+    return isinstance(op, FUSIBLE) and not (isinstance(op, T.ReduceOp) and not op.attrs["keepdims"])
+
+
+def op_domain(op: Op) -> tuple[int, ...]:
+    """The iteration space of a fusible op: its operand's shape for reductions, else its result's."""
+    if isinstance(op, T.ReduceOp):
+        return op.operand(0).type.shape
+    return op.result.type.shape
+
+
+def broadcast_compatible(small: tuple[int, ...], big: tuple[int, ...]) -> bool:
+    """True when ``small`` broadcasts to ``big`` with equal rank (each dim equal or 1)."""
+    return len(small) == len(big) and all(s in (1, b) for s, b in zip(small, big))
+
+
+def merge_domains(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The common domain of two broadcast-compatible domains of equal rank, else None."""
+    if len(a) != len(b):
+        return None
+    out = []
+    for x, y in zip(a, b):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            return None
+    return tuple(out)
+
+
+@dataclass
+class FusionGroup:
+    """Ops lowered together as one loop nest over ``domain``."""
+
+    id: int
+    domain: tuple[int, ...]
+    ops: list[Op] = field(default_factory=list)
+
+    def values(self) -> list[Value]:
+        return [op.result for op in self.ops]
+
+
+@dataclass
+class Partition:
+    """The graph's ops in lowering order: each item is a FusionGroup or a single non-fused op."""
+
+    items: list[FusionGroup | Op]
+    group_of: dict[Op, FusionGroup]
+
+    def escaping(self, group: FusionGroup, graph: Graph) -> list[Value]:
+        """Values of ``group`` used outside it (or returned): they need an HBM home."""
+        members = set(group.ops)
+        outs = []
+        for op in group.ops:
+            r = op.result
+            if any(u.op not in members for u in r.uses):
+                outs.append(r)
+        return outs
+
+
+def _ancestors(op: Op, stop: set[Op]) -> set[Op]:
+    seen: set[Op] = set()
+    stack = [v.defining_op for v in op.operands]
+    while stack:
+        d = stack.pop()
+        if d is None or d in seen or d in stop:
+            continue
+        seen.add(d)
+        stack.extend(v.defining_op for v in d.operands)
+    return seen
+
+
+def _creates_cycle(members: set[Op], order: dict[Op, int]) -> bool:
+    """True if some op outside ``members`` is both fed by and feeding the member set."""
+    anc: set[Op] = set()
+    for m in members:
+        anc |= _ancestors(m, members)
+    if not anc:
+        return False
+    tainted: set[Op] = set()
+    last = max(order[m] for m in members)
+    for op in sorted(anc | members, key=order.__getitem__):
+        if order[op] > last:
+            break
+        if op in members:
+            continue
+        if any((v.defining_op in members or v.defining_op in tainted) for v in op.operands):
+            tainted.add(op)
+            if op in anc:
+                return True
+    return False
+
+
+def form_groups(graph: Graph) -> Partition:
+    """Partition the (top-level, straight-line) tensor graph into fusion groups and other ops."""
+    ops = [op for op in graph.body if not isinstance(op, ReturnOp)]
+    order = {op: i for i, op in enumerate(ops)}
+    group_of: dict[Op, FusionGroup] = {}
+    groups: list[FusionGroup] = []
+    for op in ops:
+        if not is_fusible(op):
+            continue
+        dom = op_domain(op)
+        candidates: list[FusionGroup] = []
+        for v in op.operands:
+            g = group_of.get(v.defining_op)
+            if g is not None and g not in candidates:
+                candidates.append(g)
+        target = None
+        for g in candidates:
+            merged = merge_domains(g.domain, dom)
+            if merged is None:
+                continue
+            if target is None:
+                trial = set(g.ops) | {op}
+                if not _creates_cycle(trial, order):
+                    target, dom = g, merged
+            else:
+                both = merge_domains(target.domain, g.domain)
+                if both is None:
+                    continue
+                trial = set(target.ops) | set(g.ops) | {op}
+                if not _creates_cycle(trial, order):
+                    for o in g.ops:
+                        group_of[o] = target
+                    target.ops = sorted(target.ops + g.ops, key=order.__getitem__)
+                    target.domain = merge_domains(both, dom)
+                    groups.remove(g)
+        if target is None:
+            target = FusionGroup(len(groups), dom)
+            groups.append(target)
+        else:
+            target.domain = merge_domains(target.domain, dom)
+        target.ops.append(op)
+        group_of[op] = target
+    _merge_siblings(groups, group_of, order)
+    items = _condensed_toposort(ops, group_of, order)
+    for i, g in enumerate(x for x in items if isinstance(x, FusionGroup)):
+        g.id = i
+    return Partition(items, group_of)
+
+
+def _external_inputs(g: FusionGroup) -> set[Value]:
+    members = set(g.ops)
+    return {v for op in g.ops for v in op.operands if v.defining_op not in members}
+
+
+def _merge_siblings(groups: list[FusionGroup], group_of: dict, order: dict) -> None:
+    """Horizontal fusion: merge groups over the same domain that read a common input, so the
+    input is loaded once (e.g. the two halves of RoPE)."""
+    changed = True
+    while changed:
+        changed = False
+        for i, a in enumerate(groups):
+            ins_a = _external_inputs(a)
+            for b in groups[i + 1:]:
+                if a.domain != b.domain or not (ins_a & _external_inputs(b)):
+                    continue
+                if _creates_cycle(set(a.ops) | set(b.ops), order):
+                    continue
+                a.ops = sorted(a.ops + b.ops, key=order.__getitem__)
+                for o in b.ops:
+                    group_of[o] = a
+                groups.remove(b)
+                changed = True
+                break
+            if changed:
+                break
+
+
+def _condensed_toposort(ops, group_of, order) -> list[FusionGroup | Op]:
+    """Groups and lone ops in a dependency order (ties broken by first op position)."""
+    import heapq
+
+    def item_of(op):
+        return group_of.get(op, op)
+
+    items: dict[int, FusionGroup | Op] = {}
+    first: dict[int, int] = {}
+    for op in ops:
+        it = item_of(op)
+        if id(it) not in items:
+            items[id(it)] = it
+            first[id(it)] = order[op]
+    deps: dict[int, set[int]] = {k: set() for k in items}
+    for op in ops:
+        me = id(item_of(op))
+        for v in op.operands:
+            d = v.defining_op
+            if d is not None and d in order and id(item_of(d)) != me:
+                deps[me].add(id(item_of(d)))
+    users: dict[int, list[int]] = {k: [] for k in items}
+    for k, ds in deps.items():
+        for d in ds:
+            users[d].append(k)
+    pending = {k: len(ds) for k, ds in deps.items()}
+    ready = [(first[k], k) for k in items if pending[k] == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        _, k = heapq.heappop(ready)
+        out.append(items[k])
+        for u in users[k]:
+            pending[u] -= 1
+            if pending[u] == 0:
+                heapq.heappush(ready, (first[u], u))
+    if len(out) != len(items):
+        raise AssertionError("fusion groups form a cycle")
+    return out

@@ -1,0 +1,142 @@
+"""Tiling plan of a fusion group: which domain dims are loops (I), partitions (P) or free (F),
+how the partition dims are chunked into tiles of at most ``partitions`` rows, and how wide a
+free-dim tile may be within the SBUF budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.errors import BuildError
+from ...tensor import ops as T
+from .groups import FusionGroup
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """Loop nest and tile shape of one fusion group.
+
+    ``order`` lists the domain dims as (I dims..., P dims..., F dims...); HBM operands are read
+    through views permuted into that order. ``p_dims[0]`` is iterated in chunks of ``p_chunk``
+    (a fori_loop over full chunks plus a peeled remainder); the other P dims are whole.
+    ``f_chunk`` (when not None) chunks ``f_dims[0]`` the same way.
+    """
+
+    domain: tuple[int, ...]
+    roles: tuple[str, ...]
+    i_dims: tuple[int, ...]
+    p_dims: tuple[int, ...]
+    f_dims: tuple[int, ...]
+    p_chunk: int
+    f_chunk: int | None
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        return self.i_dims + self.p_dims + self.f_dims
+
+    @property
+    def rows(self) -> int:
+        """Partition rows of a full tile."""
+        n = self.p_chunk
+        for d in self.p_dims[1:]:
+            n *= self.domain[d]
+        return n
+
+    @property
+    def free_shape(self) -> tuple[int, ...]:
+        """Free dims of a full tile (the first F dim chunked when ``f_chunk`` is set)."""
+        out = [self.domain[d] for d in self.f_dims]
+        if self.f_chunk is not None and out:
+            out[0] = self.f_chunk
+        return tuple(out)
+
+
+def reduced_axes(group: FusionGroup) -> set[int]:
+    """Domain dims reduced by some reduction of the group."""
+    axes: set[int] = set()
+    for op in group.ops:
+        if isinstance(op, T.ReduceOp):
+            axes |= set(op.attrs["axes"])
+    return axes
+
+
+def default_roles(domain: tuple[int, ...], reduce_axes: set[int], partitions: int) -> tuple[str, ...]:
+    """F = the reduced dims (or the last dim); then fold the innermost remaining dims onto the
+    partitions while the product fits; the next dim is chunked if a chunk >= 2 fits; rest I."""
+    rank = len(domain)
+    if rank == 0:
+        return ()
+    roles = ["I"] * rank
+    f = sorted(reduce_axes) if reduce_axes else [rank - 1]
+    for d in f:
+        roles[d] = "F"
+    inner = 1
+    for d in reversed([d for d in range(rank) if roles[d] != "F"]):
+        n = domain[d]
+        if inner * n <= partitions:
+            roles[d] = "P"
+            inner *= n
+        else:
+            if partitions // inner >= 2:
+                roles[d] = "P"
+            break
+    return tuple(roles)
+
+
+def make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: int,
+              sbuf_budget: int, itemsize_sum: int) -> GroupPlan:
+    """Build the plan. ``itemsize_sum`` = Σ itemsize over the tiles live in one iteration per
+    free element (an upper bound used to size the free-dim chunk within ``sbuf_budget``)."""
+    dom = group.domain
+    red = reduced_axes(group)
+    if roles is None:
+        roles = default_roles(dom, red, partitions)
+    if len(roles) != len(dom):
+        raise BuildError(f"layout roles {roles} do not match the group domain {dom}")
+    roles = list(roles)
+    for d in red:  # a fused reduction must run over free dims
+        if roles[d] != "F":
+            roles[d] = "F"
+    i_dims = tuple(d for d in range(len(dom)) if roles[d] == "I")
+    p_dims = tuple(d for d in range(len(dom)) if roles[d] == "P")
+    f_dims = tuple(d for d in range(len(dom)) if roles[d] == "F")
+    # the innermost P dims are whole; only the outermost one is chunked
+    inner = 1
+    keep: list[int] = []
+    for d in reversed(p_dims):
+        if inner * dom[d] <= partitions:
+            keep.insert(0, d)
+            inner *= dom[d]
+        else:
+            break
+    p_list = list(p_dims)
+    chunk = 1
+    if len(keep) < len(p_list):
+        outer = p_list[len(p_list) - len(keep) - 1]
+        chunk = max(1, min(dom[outer], partitions // inner))
+        # dims beyond the chunked one cannot also be P: demote them to I loops
+        demoted = p_list[: len(p_list) - len(keep) - 1]
+        i_dims = tuple(sorted(i_dims + tuple(demoted)))
+        p_list = [outer] + keep
+    elif keep:
+        chunk = dom[keep[0]]
+        p_list = keep
+    roles_out = ["I"] * len(dom)
+    for d in p_list:
+        roles_out[d] = "P"
+    for d in f_dims:
+        roles_out[d] = "F"
+    free = 1
+    for d in f_dims:
+        free *= dom[d]
+    f_chunk = None
+    if free * itemsize_sum > sbuf_budget:
+        if red:
+            raise BuildError(
+                f"fusion group over {dom}: a row of {free:,} free elements needs "
+                f"{free * itemsize_sum:,} B/partition > SBUF budget {sbuf_budget:,} B; "
+                "reductions over free-dim chunks are not supported"
+            )
+        inner_free = free // dom[f_dims[0]]
+        f_chunk = max(1, sbuf_budget // (itemsize_sum * inner_free))
+        f_chunk = min(f_chunk, dom[f_dims[0]])
+    return GroupPlan(tuple(dom), tuple(roles_out), i_dims, tuple(p_list), f_dims, chunk, f_chunk)
