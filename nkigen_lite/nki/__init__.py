@@ -1,0 +1,1 @@
+"""NKI dialect: explicit memory (HBM / SBUF / PSUM), DMA, tiled loops and NISA compute ops."""

@@ -1,0 +1,173 @@
+"""The hardware target: every trn2 number the compiler uses, each with its fact-sheet source.
+
+Source keys in brackets resolve in shared/reference/trn2_nki_facts.md §9. This module is the
+only place in the package where hardware numbers live; the verifier, interpreter, lowering and
+cost model read them from a ``Target``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_ALL_DTYPES = frozenset({"f32", "f16", "bf16", "tf32", "f8e4m3", "f8e4m3fn", "f8e5m2", "f8e3m4",
+                         "i8", "i16", "i32", "u8", "u16", "u32", "bool"})
+
+
+@dataclass(frozen=True)
+class Target:
+    """One NeuronCore generation's limits, dtype support, clocks and cost constants."""
+
+    name: str
+    nc_version: str
+
+    # ---- on-chip memory (facts §1.3, §2.1) ------------------------------------------------------
+    num_partitions: int                 # pmax: partition dim of any SBUF/PSUM tile
+    sbuf_bytes_per_partition: int       # usable SBUF per partition
+    sbuf_physical_bytes_per_partition: int
+    psum_num_banks: int                 # PSUM banks per partition
+    psum_bank_bytes: int                # bytes per PSUM bank per partition
+    psum_bank_fmax: int                 # fp32 elements per PSUM bank per partition
+    psum_min_align_bytes: int
+    sbuf_min_align_bytes: int
+    max_free_dims: int                  # free dims of one access pattern
+    partition_quadrant: int             # partition-start granularity for <= 32 partitions
+
+    # ---- Tensor engine (facts §2.1, §2.2, §2.4) -------------------------------------------------
+    gemm_contraction_max: int           # K on the partition dim
+    gemm_stationary_fmax: int           # M: stationary free size
+    gemm_moving_fmax: int               # N: moving free size
+    pe_transpose_max: int               # nc_transpose on TensorE: input <= this x this
+    vector_transpose_max: int           # nc_transpose on VectorE: input <= this x this
+    matmul_input_dtypes: frozenset      # dtype names TensorE reads
+    matmul_fp32_class: frozenset        # these may only pair with each other
+    matmul_dst_dtypes: frozenset        # PSUM result dtypes of nc_matmul
+    bn_stats_fmax: int
+
+    # ---- engines (facts §1.4, §2.5) ------------------------------------------------------------
+    engine_dtypes: tuple                # ((engine, frozenset of dtype names), ...)
+    scalar_tensor_scalar_ops: tuple     # op chains ScalarE's tensor_scalar supports
+    tensor_clock_hz: float
+    vector_clock_hz: float
+    scalar_clock_hz: float
+    gpsimd_clock_hz: float
+
+    # ---- ScalarE activation input domains (no range reduction outside them) ---------------------
+    activation_domains: tuple           # ((func, low, high), ...): |x| range for reciprocal
+
+    # ---- DMA (facts §1.6, §1.8, §7.2) ----------------------------------------------------------
+    dma_engines: int
+    dma_queues_per_engine: int
+    dma_partitions_per_engine: int
+    dma_engine_bytes_per_s: float       # practical per-engine rate
+    dma_engine_peak_bytes_per_s: float  # theoretical per-engine link rate
+    dma_first_byte_latency_ns: float    # semaphore-to-start latency of one DMA
+    dge_issue_ns: float                 # HW-DGE descriptor generation per dma_copy
+    dma_min_efficient_bytes_per_partition: int
+    dma_saturating_bytes_per_partition: int
+    dma_transpose_hbm_bytes_per_s: float
+    dma_transpose_sbuf_bytes_per_s: float
+    hbm_bytes_per_s: float              # per-core HBM share used by the roofline
+
+    # ---- per-instruction cost constants (facts §1.7, §7.2) -------------------------------------
+    min_ii_cycles: int                  # MIN_II of VectorE / ScalarE instructions
+    mm_init_latency_cycles: int
+    matmul_fp32_factor: int             # fp32 matmul cycles vs bf16
+    vector_instruction_overhead_cycles: int
+    access_init_cycles: int
+    gpsimd_start_cycles: int
+    min_ii_dynamic_cycles: int
+    vector_reciprocal_factor: int
+    tensor_sem_to_start_ns: float
+    tensor_write_drain_ns: float
+    vector_sem_to_start_ns: float
+    vector_write_drain_ns: float
+    gpsimd_sem_to_start_ns: float
+    gpsimd_write_drain_ns: float
+
+    # ---- derived views -------------------------------------------------------------------------
+    @property
+    def psum_bytes_per_partition(self) -> int:
+        return self.psum_num_banks * self.psum_bank_bytes
+
+    def dtypes_of(self, engine: str) -> frozenset:
+        """Dtype names an engine reads and writes."""
+        return dict(self.engine_dtypes)[engine]
+
+    def activation_domain(self, func: str) -> tuple[float, float] | None:
+        """Documented input range of an activation function, or None when unrestricted."""
+        for f, lo, hi in self.activation_domains:
+            if f == func:
+                return lo, hi
+        return None
+
+
+TRN2 = Target(
+    name="trn2",
+    nc_version="gen3",                            # trn2 = NeuronCore-v3 = gen3 [ISA]
+    num_partitions=128,                           # pmax [TILING] [KLR]
+    sbuf_bytes_per_partition=212_984,             # 224 KiB - 16 KiB - 8 B on gen3 [KLR]
+    sbuf_physical_bytes_per_partition=224 * 1024,  # 28 MiB = 128 x 224 KiB [ARCH-T2]
+    psum_num_banks=8,                             # 8 banks per partition [ARCH-T2] [NKL]
+    psum_bank_bytes=2048,                         # PSUM_BANK_SIZE = 2048 [NKL] [ARCH-T1]
+    psum_bank_fmax=512,                           # psum_bank_fmax [TILESIZE] [KLR]
+    psum_min_align_bytes=4,                       # psum_min_align [KLR]
+    sbuf_min_align_bytes=1,                       # sbuf_min_align [KLR]
+    max_free_dims=4,                              # up to 4-D pattern per partition [ARCH-T1] [APS]
+    partition_quadrant=32,                        # partition start rules [ARCH-T1]
+    gemm_contraction_max=128,                     # K <= 128 on partitions [ISA]
+    gemm_stationary_fmax=128,                     # gemm_stationary_fmax [TILING] [KLR]
+    gemm_moving_fmax=512,                         # gemm_moving_fmax [TILING] [KLR]
+    pe_transpose_max=128,                         # nc_transpose(engine=tensor) <= [128,128] [ISA]
+    vector_transpose_max=32,                      # nc_transpose(engine=vector) <= [32,32] [ISA]
+    matmul_input_dtypes=frozenset({"f8e4m3", "f8e5m2", "f8e3m4", "bf16", "f16", "tf32", "f32"}),
+    # [ISA] input dtypes; fp8_e3 at bf16 speed [ARCH-T2]; e4m3fn (OCP) matmul is v4+ only [SHARED]
+    matmul_fp32_class=frozenset({"f32", "tf32"}),  # fp32/tf32 pair only with fp32/tf32 [ISA]
+    matmul_dst_dtypes=frozenset({"f32"}),          # dst fp32 on v2/v3 [ISA]
+    bn_stats_fmax=512,                            # bn_stats_fmax [ISA] [KLR]
+    engine_dtypes=(
+        ("tensor", frozenset({"f8e4m3", "f8e5m2", "f8e3m4", "bf16", "f16", "tf32", "f32"})),  # [ISA]
+        ("vector", _ALL_DTYPES),                   # all NKI dtypes [ARCH-T1] [ISA]
+        ("scalar", _ALL_DTYPES),                   # all NKI dtypes, fp32 math [ISA]
+        ("gpsimd", _ALL_DTYPES),                   # free cast to/from fp32 [ARCH-T1]
+    ),
+    # ScalarE tensor_scalar on trn2: only (mult, add), (mult), (add) [ISA]
+    scalar_tensor_scalar_ops=(("multiply", "add"), ("multiply",), ("add",)),
+    tensor_clock_hz=2.4e9,                        # [ARCH-T2]
+    vector_clock_hz=0.96e9,                       # [ARCH-T2]
+    scalar_clock_hz=1.2e9,                        # [ARCH-T2]
+    gpsimd_clock_hz=1.2e9,                        # [ARCH-T2]
+    activation_domains=(                          # [SHARED]
+        ("log", 2.0 ** -64, 2.0 ** 64),
+        ("sin", -3.141592653589793, 3.141592653589793),   # no range reduction
+        ("arctan", -1.5707963267948966, 1.5707963267948966),
+        ("sqrt", 2.0 ** -116, 2.0 ** 118),
+        ("rsqrt", 2.0 ** -87, 2.0 ** 97),
+        ("reciprocal", 2.0 ** -42, 2.0 ** 42),     # on |x|
+    ),
+    dma_engines=16,                               # 16 DMA engines per NC [DMA-OV] [ARCH-T2]
+    dma_queues_per_engine=16,                     # [DMA-OV]
+    dma_partitions_per_engine=8,                  # ~1 engine per 8 partitions [DMA-OV] [DMA-BW]
+    dma_engine_bytes_per_s=23e9,                  # 23 B/ns per engine on trn2 [DMA-OV] [DMA-BW]
+    dma_engine_peak_bytes_per_s=27.2e9,           # theoretical [DMA-OV]
+    dma_first_byte_latency_ns=1300.0,             # semaphore-to-start [DMA-BW] [NKIPY-HW]
+    dge_issue_ns=600.0,                           # HW-DGE per DMA instruction [ARCH-T2] [DGE]
+    dma_min_efficient_bytes_per_partition=2048,   # >= 2 KiB recommended [DMA-BW]
+    dma_saturating_bytes_per_partition=4096,      # >= 4 KiB saturates [DMA-BW]
+    dma_transpose_hbm_bytes_per_s=335e9,          # HBM->SBUF DMA transpose [NKIPY-HW]
+    dma_transpose_sbuf_bytes_per_s=215e9,         # SBUF->SBUF DMA transpose [NKIPY-HW]
+    hbm_bytes_per_s=360e9,                        # per-core roofline bandwidth [derived] §7.1
+    min_ii_cycles=64,                             # MIN_II [OLD-ISA] [SHARED]
+    mm_init_latency_cycles=64,                    # MM_INIT_LATENCY (NC-v2) [ARCH-T1]
+    matmul_fp32_factor=4,                         # fp32 matmul ~4x bf16 [OLD-ISA] [ARCH-T2]
+    vector_instruction_overhead_cycles=100,       # small dependent instructions [ARCH-T1]
+    access_init_cycles=60,                        # SBUF/PSUM access initiation (NC-v2) [ARCH-T1]
+    gpsimd_start_cycles=150,                      # GPSIMD_START [OLD-ISA]
+    min_ii_dynamic_cycles=600,                    # dynamic-address tensor_copy [OLD-ISA]
+    vector_reciprocal_factor=8,                   # VectorE reciprocal 8N [OLD-ISA]
+    tensor_sem_to_start_ns=81.0,                  # [NKIPY-HW]
+    tensor_write_drain_ns=150.0,                  # [NKIPY-HW]
+    vector_sem_to_start_ns=268.0,                 # [NKIPY-HW]
+    vector_write_drain_ns=161.0,                  # [NKIPY-HW]
+    gpsimd_sem_to_start_ns=186.0,                 # [NKIPY-HW]
+    gpsimd_write_drain_ns=218.0,                  # [NKIPY-HW]
+)
