@@ -1,0 +1,9 @@
+"""The one exception class the NKI simulator raises for an illegal or unsupported kernel."""
+
+from __future__ import annotations
+
+from ..ir.errors import InterpretError
+
+
+class NkiSimError(InterpretError):
+    """A simulated kernel broke an NKI rule (message names the API call, the value and the rule)."""

@@ -1,0 +1,22 @@
+"""The simulated ``nki.isa`` (nisa): destination-first instructions and their enums."""
+
+from __future__ import annotations
+
+from .enums import dge_mode, engine, matmul_perf_mode, nc_version, oob_mode, reduce_cmd
+from .isa_data import affine_select, dma_copy, iota, memset, tensor_copy, tensor_copy_predicated
+from .isa_scalar import activation
+from .isa_tensor_engine import nc_matmul, nc_transpose
+from .isa_vector import select_reduce, tensor_reduce, tensor_scalar, tensor_tensor
+
+
+def get_nc_version() -> nc_version:
+    """The simulated NeuronCore generation: gen3 (trn2)."""
+    return nc_version.gen3
+
+
+__all__ = [
+    "dma_copy", "tensor_copy", "tensor_copy_predicated", "memset", "iota", "affine_select",
+    "activation", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "tensor_reduce",
+    "select_reduce", "get_nc_version", "engine", "reduce_cmd", "dge_mode", "oob_mode",
+    "matmul_perf_mode", "nc_version",
+]
