@@ -185,7 +185,7 @@ def weak_scalar_dtype(tensor_dtype: DType, value) -> DType:
 
 def round_tf32(x: np.ndarray) -> np.ndarray:
     """Round float32 values to tf32 precision (10-bit mantissa, round to nearest even)."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
+    x = np.array(x, dtype=np.float32, order="C")  # (ascontiguousarray would make 0-d 1-d)
     bits = x.view(np.uint32).astype(np.uint64)
     finite = np.isfinite(x)
     lsb = (bits >> 13) & 1
