@@ -56,7 +56,8 @@ class DType:
     @property
     def is_native_numpy(self) -> bool:
         """True when NumPy itself defines the type (promotion and ufunc rules come from NumPy)."""
-        return self.np_dtype.kind in "biuf" and self is not tfloat32
+        # isbuiltin: ml_dtypes types are user-defined (float8_e5m2 even reports kind 'f')
+        return self.np_dtype.isbuiltin == 1 and self.np_dtype.kind in "biuf" and self is not tfloat32
 
     @property
     def bits(self) -> int:
