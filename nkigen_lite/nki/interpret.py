@@ -1,0 +1,272 @@
+"""NKI interpreter: ``run(graph, inputs, target=TRN2) -> {output name: array}``.
+
+Memory model: every kernel input and HBM allocation is a flat NumPy buffer (views are strided
+windows of it, so writes go through); SBUF and PSUM tiles are arrays with byte-accurate
+capacity accounting. Each buffer carries a written-mask: fresh memory is poisoned and reading
+an unwritten element raises, as does an output left partly unwritten. Accesses are bounds-
+checked explicitly (NumPy slicing would clamp), dealloc'd tiles cannot be touched or freed
+again, and tiles still live at the end raise. PSUM remembers which elements a matmul wrote
+last, so accumulating onto anything else raises. Compute rules: interpret_compute.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..ir.dtypes import DType, cast_array, tfloat32, uint8
+from ..ir.errors import InterpretError
+from ..ir.graph import Graph, ReturnOp
+from ..ir.interpreter import Interpreter
+from ..ir.printer import Printer
+from ..tensor.interpret import check_inputs
+from . import ops
+from .access import AccessSpec
+from .target import TRN2, Target
+from .types import HbmType, MemorySpace, TileType
+from .verify import verify as verify_graph
+
+
+class Buffer:
+    """Storage of one tensor: data, written-mask, PSUM matmul-mask, liveness."""
+
+    __slots__ = ("data", "written", "mm", "dtype", "space", "alive", "label", "flat", "wflat",
+                 "read_only", "injective")
+
+    def __init__(self, shape, dtype: DType, space: MemorySpace, label: str):
+        self.dtype, self.space, self.label = dtype, space, label
+        n = int(np.prod(shape))
+        fill = np.nan if dtype.is_float else 0
+        self.flat = np.full(n, fill, dtype=dtype.np_dtype)
+        self.wflat = np.zeros(n, dtype=bool)
+        self.data = self.flat.reshape(shape)
+        self.written = self.wflat.reshape(shape)
+        self.mm = np.zeros(shape, dtype=bool) if space is MemorySpace.PSUM else None
+        self.alive, self.read_only, self.injective = True, False, True
+
+    def view(self, shape, strides, offset: int, label: str) -> Buffer:
+        """A strided window over this buffer's flat storage sharing data and mask."""
+        v = Buffer.__new__(Buffer)
+        v.dtype, v.space, v.label, v.mm = self.dtype, self.space, label, None
+        v.flat, v.wflat, v.alive, v.read_only = self.flat, self.wflat, True, self.read_only
+        item = self.flat.itemsize
+        v.data = as_strided(self.flat[offset:], shape, tuple(s * item for s in strides))
+        v.written = as_strided(self.wflat[offset:], shape, tuple(strides))
+        dims = sorted((s, n) for s, n in zip(strides, shape) if n > 1)
+        reach, v.injective = 0, True
+        for s, n in dims:
+            v.injective &= s > reach
+            reach += (n - 1) * s
+        return v
+
+
+def to_storage(x, dtype: DType, wrap: bool = False) -> np.ndarray:
+    """Round computed values once into ``dtype`` (floats RNE; float -> int RNE and saturating;
+    int -> int saturating, or two's-complement wrapping for bitwise results)."""
+    x = np.asarray(x)
+    if x.dtype == dtype.np_dtype and dtype is not tfloat32:
+        return x
+    if dtype.is_bool:
+        return cast_array(x, uint8, float_to_int="rne") != 0
+    if dtype.is_int and x.dtype.kind in "iub":
+        if wrap:
+            return x.astype(np.int64).astype(dtype.np_dtype)
+        info = np.iinfo(dtype.np_dtype)
+        return np.clip(x.astype(np.int64), info.min, info.max).astype(dtype.np_dtype)
+    return cast_array(x, dtype, float_to_int="rne")
+
+
+class NkiInterpreter(Interpreter):
+    """Runs NKI graphs on NumPy with the memory model described in the module docstring."""
+
+    def __init__(self, graph: Graph, target: Target = TRN2):
+        super().__init__()
+        self.graph, self.target = graph, target
+        self.printer = Printer(graph)
+        self.sbuf_used = 0
+        self.psum_banks = 0
+        self.live: dict[int, tuple[Buffer, ops.AllocOp]] = {}
+        self.iteration: list[tuple[str, int]] = []
+
+    # ---- errors ------------------------------------------------------------------------------------
+    def fail(self, op, msg: str) -> InterpretError:
+        where = ""
+        if self.iteration:
+            where = " (iteration " + ", ".join(f"{n} = {i}" for n, i in self.iteration) + ")"
+        text = self.printer.format_op(op)[0].strip()
+        return InterpretError(f"{op.name}: {msg}{where}\n  at: {text}")
+
+    # ---- windows -------------------------------------------------------------------------------------
+    def window(self, op, name: str, spec: AccessSpec, args):
+        """(buffer, index tuple, access shape, has stride-0 dims) after liveness/bounds checks."""
+        buf: Buffer = args[spec.tensor]
+        if not buf.alive:
+            raise self.fail(op, f"{name} uses {buf.label} after its dealloc")
+        idx, bcast = [], False
+        shape = buf.data.shape
+        for k, d in enumerate(spec.dims):
+            off = d.offset.const
+            for p, c in d.offset.terms:
+                off += c * args[p]
+            last = off + (d.size - 1) * d.stride
+            if off < 0 or last >= shape[k]:
+                raise self.fail(op, f"{name} dim {k} window [{off}, {last + 1}) is out of bounds "
+                                    f"for {buf.label} of shape {shape}")
+            if d.stride == 0:
+                idx.append(slice(off, off + 1))
+                bcast = bcast or d.size > 1
+            else:
+                idx.append(slice(off, last + 1, d.stride))
+        return buf, tuple(idx), tuple(d.size for d in spec.dims), bcast
+
+    def read_access(self, op, name: str, args) -> np.ndarray:
+        """The stored values of access ``name`` (raises on poison, OOB, dead tiles)."""
+        spec = op.attrs[name]
+        buf, idx, shape, bcast = self.window(op, name, spec, args)
+        w = buf.written[idx]
+        if not w.all():
+            bad = tuple(int(i) for i in np.argwhere(~w)[0])
+            raise self.fail(op, f"{name} reads unwritten (poisoned) memory of {buf.label} at window "
+                                f"element {list(bad)}")
+        data = buf.data[idx]
+        return np.broadcast_to(data, shape) if bcast else data
+
+    def write_access(self, op, name: str, args, values, *, from_matmul: bool = False, wrap: bool = False) -> None:
+        """Round ``values`` into access ``name`` and mark it written."""
+        spec = op.attrs[name]
+        buf, idx, shape, bcast = self.window(op, name, spec, args)
+        if bcast or not buf.injective:
+            raise self.fail(op, f"{name} writes one element of {buf.label} more than once")
+        if buf.read_only:
+            raise self.fail(op, f"{name} writes kernel input {buf.label}")
+        values = np.asarray(values)
+        if values.size != int(np.prod(shape)):
+            raise self.fail(op, f"{name} receives {values.size} elements for a window of {shape}")
+        buf.data[idx] = to_storage(values, buf.dtype, wrap).reshape(shape)
+        buf.written[idx] = True
+        if buf.mm is not None:
+            buf.mm[idx] = from_matmul
+
+    def psum_matmul_state(self, op, name: str, args) -> bool:
+        """True when every element of the window was last written by nc_matmul."""
+        buf, idx, _, _ = self.window(op, name, op.attrs[name], args)
+        return bool(buf.mm is not None and buf.mm[idx].all())
+
+    # ---- allocation ----------------------------------------------------------------------------------
+    def allocate(self, op: ops.AllocOp) -> Buffer:
+        t, tg = op.result.type, self.target
+        label = self.printer.name(op.result)
+        if isinstance(t, HbmType):
+            return Buffer(t.shape, t.dtype, MemorySpace.HBM, label)
+        if t.partitions > tg.num_partitions:
+            raise self.fail(op, f"tile has {t.partitions} partitions > {tg.num_partitions}")
+        bpp = t.bytes_per_partition
+        if t.space is MemorySpace.SBUF:
+            if self.sbuf_used + bpp > tg.sbuf_bytes_per_partition:
+                raise self.fail(op, f"SBUF exhausted: {self.sbuf_used + bpp:,} B/partition > "
+                                    f"{tg.sbuf_bytes_per_partition:,}")
+            self.sbuf_used += bpp
+        else:
+            if bpp > tg.psum_bank_bytes:
+                raise self.fail(op, f"PSUM tile of {bpp:,} B/partition exceeds a "
+                                    f"{tg.psum_bank_bytes:,} B bank")
+            if self.psum_banks + 1 > tg.psum_num_banks:
+                raise self.fail(op, f"PSUM exhausted: all {tg.psum_num_banks} banks are in use")
+            self.psum_banks += 1
+        buf = Buffer(t.shape, t.dtype, t.space, label)
+        self.live[id(buf)] = (buf, op)
+        return buf
+
+    def release(self, op, buf: Buffer) -> None:
+        if buf.space is MemorySpace.HBM:
+            raise self.fail(op, f"{buf.label} is in HBM; only on-chip tiles are deallocated")
+        if not buf.alive:
+            raise self.fail(op, f"{buf.label} is deallocated twice")
+        buf.alive = False
+        del self.live[id(buf)]
+        if buf.space is MemorySpace.SBUF:
+            self.sbuf_used -= buf.data.size // buf.data.shape[0] * buf.dtype.itemsize
+        else:
+            self.psum_banks -= 1
+
+
+I = NkiInterpreter
+
+
+@I.impl(ops.AllocOp)
+def _alloc(it: I, op, args):
+    return [it.allocate(op)]
+
+
+@I.impl(ops.DeallocOp)
+def _dealloc(it: I, op, args):
+    it.release(op, args[0])
+
+
+@I.impl(ops.HbmViewOp)
+def _view(it: I, op, args):
+    base: Buffer = args[0]
+    t = op.results[0].type
+    if op.extent() > base.flat.size:
+        raise it.fail(op, f"view reaches flat element {op.extent() - 1} of a {base.flat.size}-element "
+                          "tensor")
+    return [base.view(t.shape, op.attrs["strides"], op.attrs["offset"], it.printer.name(op.result))]
+
+
+@I.impl(ops.ForiLoopOp)
+def _loop(it: I, op, args):
+    name = it.printer.name(op.index)
+    for i in range(op.attrs["lower"], op.attrs["upper"], op.attrs["step"]):
+        it.iteration.append((name, i))
+        try:
+            it.run_block(op.body, [i])
+        finally:
+            it.iteration.pop()
+
+
+@I.impl(ReturnOp)
+def _return(it: I, op, args):
+    return None
+
+
+def run(graph: Graph, inputs: Mapping[str, np.ndarray], target: Target = TRN2,
+        verify: bool = True) -> dict[str, np.ndarray]:
+    """Run an NKI graph on NumPy; returns ``{output name: array}``. The hardware verifier runs
+    first unless ``verify=False`` (the run-time checks hold either way)."""
+    from . import interpret_compute  # noqa: F401  (registers the compute rules)
+
+    if verify:
+        verify_graph(graph, target)
+    arrays = check_inputs(graph, inputs)
+    it = NkiInterpreter(graph, target)
+    args = []
+    for name, v in zip(graph.input_names, graph.inputs):
+        buf = Buffer(v.type.shape, v.type.dtype, MemorySpace.HBM, "%" + name)
+        buf.data[...] = arrays[name]
+        buf.written[...] = True
+        buf.read_only = True
+        args.append(buf)
+    ret = graph.return_op
+    if ret is None:
+        raise InterpretError(f"graph @{graph.name} has no outputs")
+    it.run_block(graph.body, args)
+    if it.live:
+        buf, op = next(iter(it.live.values()))
+        raise it.fail(op, f"{buf.label} is still allocated at kernel end ({len(it.live)} live "
+                          "tile(s) leaked)")
+    out = {}
+    for name, v in graph.outputs.items():
+        buf = it.env[v]
+        if not isinstance(v.type, HbmType):
+            raise it.fail(ret, f"output {name} is not an HBM tensor")
+        if not buf.written.all():
+            bad = [int(i) for i in np.argwhere(~buf.written)[0]]
+            missing = int((~buf.written).sum())
+            raise it.fail(ret, f"output {name} has {missing:,} unwritten elements (first at {bad})")
+        out[name] = buf.data.copy()
+    return out
+
+
+__all__ = ["run", "NkiInterpreter", "Buffer", "to_storage", "TileType"]

@@ -1,0 +1,303 @@
+"""Per-op hardware legality rules of the NKI verifier (memory spaces, engines, dtypes, shapes).
+
+Each rule is ``fn(ctx, op)`` registered with ``@rule(OpClass)``; it raises through
+``ctx.fail(op, message)``. Program-wide rules (capacity, lifetimes, bounds) live in verify.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..ir.errors import VerifyError
+from . import ops
+from .ops.alu import BITVEC_OPS, op_kind
+from .types import Access, MemorySpace
+
+SBUF, PSUM, HBM = MemorySpace.SBUF, MemorySpace.PSUM, MemorySpace.HBM
+OP_RULES: dict[type, Callable] = {}
+
+
+def rule(*classes):
+    """Register a per-op legality rule."""
+    def register(fn):
+        for c in classes:
+            OP_RULES[c] = fn
+        return fn
+    return register
+
+
+def _n(x: int) -> str:
+    return f"{x:,}"
+
+
+def _pf(a: Access) -> tuple[int, int]:
+    return a.partitions, a.free_size
+
+
+def _same_pf(ctx, op, name_a: str, name_b: str) -> None:
+    a, b = op.access(name_a), op.access(name_b)
+    if _pf(a) != _pf(b):
+        raise ctx.fail(op, f"{name_a} has {_n(a.partitions)} partitions x {_n(a.free_size)} "
+                           f"elements but {name_b} has {_n(b.partitions)} x {_n(b.free_size)}")
+    if a.dims[0].offset != b.dims[0].offset:
+        raise ctx.fail(op, f"{name_a} and {name_b} start at different partitions (engines keep "
+                           "each lane on its partition)")
+
+
+def _column(ctx, op, name: str, like: str, dtypes=None) -> None:
+    """``name`` must be a (P, 1) access on the partitions of ``like``."""
+    a, ref = op.access(name), op.access(like)
+    if a is None:
+        return
+    if a.partitions != ref.partitions or a.free_size != 1:
+        raise ctx.fail(op, f"{name} must be a ({ref.partitions}, 1) per-partition column, got "
+                           f"{a.partitions} partitions x {a.free_size} elements")
+    if a.dims[0].offset != ref.dims[0].offset:
+        raise ctx.fail(op, f"{name} must start at the same partition as {like}")
+    if dtypes is not None and a.dtype.name not in dtypes:
+        raise ctx.fail(op, f"{name} must be {'/'.join(sorted(dtypes))}, got {a.dtype}")
+
+
+def _spaces(ctx, op, name: str, allowed) -> None:
+    a = op.access(name)
+    if a is not None and a.space not in allowed:
+        legal = " or ".join(s.value.upper() for s in allowed)
+        raise ctx.fail(op, f"{name} is in {a.space.value.upper()}; {op.name} needs {legal}")
+
+
+def check_compute_common(ctx, op) -> None:
+    """Engine, engine dtypes, on-chip operands, partition rules and dst shape for compute ops."""
+    t = ctx.target
+    eng = op.engine
+    if eng not in op.engines:
+        raise ctx.fail(op, f"{op.name} cannot run on the {eng} engine (legal: {', '.join(op.engines)})")
+    legal = t.dtypes_of(eng)
+    for name, _ in op.access_attrs():
+        a = op.access(name)
+        if a.space is HBM:
+            raise ctx.fail(op, f"{name} is in HBM; compute engines only read SBUF/PSUM (use dma_copy)")
+        if eng == "gpsimd" and a.space is PSUM:
+            raise ctx.fail(op, f"{name} is in PSUM; the GpSimd engine cannot access PSUM")
+        if a.dtype.name not in legal:
+            raise ctx.fail(op, f"{name} dtype {a.dtype} is not supported by the {eng} engine")
+        ctx.check_partition_start(op, name, a)
+        if len(a.dims) - 1 > t.max_free_dims:
+            raise ctx.fail(op, f"{name} has {len(a.dims) - 1} free dims > {t.max_free_dims}")
+    for name in op.writes:
+        if op.access(name) is not None:
+            ctx.check_injective(op, name)
+
+
+@rule(ops.DmaCopyOp)
+def _dma(ctx, op) -> None:
+    dst, src = op.access("dst"), op.access("src")
+    for name, a in (("dst", dst), ("src", src)):
+        if a.space is PSUM:
+            raise ctx.fail(op, f"dma_copy {name} is in PSUM; DMA cannot touch PSUM (tensor_copy "
+                               "PSUM -> SBUF first)")
+    if dst.size != src.size:
+        raise ctx.fail(op, f"dma_copy moves {_n(src.size)} elements from src into a dst window of "
+                           f"{_n(dst.size)}")
+    ctx.check_injective(op, "dst")
+
+
+@rule(ops.TensorCopyOp)
+def _copy(ctx, op) -> None:
+    check_compute_common(ctx, op)
+    _same_pf(ctx, op, "dst", "src")
+
+
+@rule(ops.MemsetOp)
+def _memset(ctx, op) -> None:
+    check_compute_common(ctx, op)
+    dt, v = op.access("dst").dtype, op.attrs["value"]
+    if dt.is_int or dt.is_bool:
+        import numpy as np
+        lo, hi = (0, 1) if dt.is_bool else (np.iinfo(dt.np_dtype).min, np.iinfo(dt.np_dtype).max)
+        if isinstance(v, float) or not lo <= int(v) <= hi:
+            raise ctx.fail(op, f"memset value {v!r} is not a {dt} integer in [{lo}, {hi}]")
+
+
+def _pattern_size(ctx, op) -> None:
+    pattern, dst = op.attrs["pattern"], op.access("dst")
+    if len(pattern) > ctx.target.max_free_dims:
+        raise ctx.fail(op, f"pattern has {len(pattern)} dims > {ctx.target.max_free_dims}")
+    n = 1
+    for _, num in pattern:
+        n *= num
+    if n != dst.free_size:
+        raise ctx.fail(op, f"pattern covers {_n(n)} elements per partition but dst has "
+                           f"{_n(dst.free_size)}")
+
+
+@rule(ops.IotaOp)
+def _iota(ctx, op) -> None:
+    check_compute_common(ctx, op)
+    _pattern_size(ctx, op)
+
+
+@rule(ops.AffineSelectOp)
+def _affine_select(ctx, op) -> None:
+    check_compute_common(ctx, op)
+    _same_pf(ctx, op, "dst", "on_true_tile")
+    _pattern_size(ctx, op)
+
+
+@rule(ops.MatmulOp)
+def _matmul(ctx, op) -> None:
+    check_compute_common(ctx, op)
+    t = ctx.target
+    _spaces(ctx, op, "dst", (PSUM,))
+    _spaces(ctx, op, "stationary", (SBUF,))
+    _spaces(ctx, op, "moving", (SBUF,))
+    dst, st, mv = op.access("dst"), op.access("stationary"), op.access("moving")
+    k, m = _pf(st)
+    k2, n = _pf(mv)
+    if k != k2:
+        raise ctx.fail(op, f"contraction mismatch: stationary has {k} partitions, moving {k2}")
+    if k > t.gemm_contraction_max:
+        raise ctx.fail(op, f"contraction K = {k} > {t.gemm_contraction_max} partitions")
+    if m > t.gemm_stationary_fmax:
+        raise ctx.fail(op, f"stationary free size M = {_n(m)} > {t.gemm_stationary_fmax}")
+    if n > t.gemm_moving_fmax:
+        raise ctx.fail(op, f"moving free size N = {_n(n)} > {t.gemm_moving_fmax}")
+    if _pf(dst) != (m, n):
+        raise ctx.fail(op, f"dst is {dst.partitions} x {_n(dst.free_size)} but stationary^T @ "
+                           f"moving is {m} x {_n(n)}")
+    if dst.dtype.name not in t.matmul_dst_dtypes:
+        raise ctx.fail(op, f"nc_matmul dst must be {'/'.join(sorted(t.matmul_dst_dtypes))} in "
+                           f"PSUM, got {dst.dtype}")
+    for name, a in (("stationary", st), ("moving", mv)):
+        if a.dtype.name not in t.matmul_input_dtypes:
+            raise ctx.fail(op, f"{name} dtype {a.dtype} is not a Tensor engine input dtype")
+    fp32 = t.matmul_fp32_class
+    if (st.dtype.name in fp32) != (mv.dtype.name in fp32):
+        raise ctx.fail(op, f"stationary {st.dtype} and moving {mv.dtype}: fp32/tf32 pair only "
+                           "with fp32/tf32")
+
+
+@rule(ops.TransposeOp)
+def _transpose(ctx, op) -> None:
+    check_compute_common(ctx, op)
+    t = ctx.target
+    dst, src = op.access("dst"), op.access("data")
+    if op.engine == "tensor":
+        _spaces(ctx, op, "data", (SBUF,))
+        _spaces(ctx, op, "dst", (PSUM,))
+        limit = t.pe_transpose_max
+        if src.dtype.itemsize == 1:
+            raise ctx.fail(op, "fp8/8-bit Tensor-engine transposes (16-bit PSUM output) are not "
+                               "modelled")
+    else:
+        limit = t.vector_transpose_max
+    p, f = _pf(src)
+    if p > limit or f > limit:
+        raise ctx.fail(op, f"{op.engine} transpose input {p} x {_n(f)} exceeds {limit} x {limit}")
+    if _pf(dst) != (f, p):
+        raise ctx.fail(op, f"dst is {dst.partitions} x {_n(dst.free_size)}, transpose of "
+                           f"{p} x {f} is {f} x {p}")
+    if dst.dtype is not src.dtype:
+        raise ctx.fail(op, f"transpose keeps the dtype: data {src.dtype}, dst {dst.dtype}")
+
+
+@rule(ops.ActivationOp)
+def _activation(ctx, op) -> None:
+    check_compute_common(ctx, op)
+    _same_pf(ctx, op, "dst", "data")
+    _column(ctx, op, "bias", "data", {"f32"})
+    _column(ctx, op, "scale", "data", {"f32"})
+    _column(ctx, op, "reduce_res", "data")
+    r = op.access("reduce_res")
+    if r is not None and not r.dtype.is_float:
+        raise ctx.fail(op, f"reduce_res must be a float tile, got {r.dtype}")
+
+
+def _check_bitvec(ctx, op, alu: str, names) -> None:
+    for name in names:
+        a = op.access(name)
+        if a is not None and not a.dtype.is_int:
+            raise ctx.fail(op, f"bitwise op {alu} needs integer operands; {name} is {a.dtype}")
+
+
+@rule(ops.TensorTensorOp)
+def _tensor_tensor(ctx, op) -> None:
+    check_compute_common(ctx, op)
+    _same_pf(ctx, op, "dst", "data1")
+    _same_pf(ctx, op, "dst", "data2")
+    if op.access("data1").space is PSUM and op.access("data2").space is PSUM:
+        raise ctx.fail(op, "data1 and data2 are both in PSUM; at most one input may be")
+    alu = op.attrs["op"]
+    if alu in BITVEC_OPS:
+        _check_bitvec(ctx, op, alu, ("dst", "data1", "data2"))
+    if alu == "power" and op.engine != "gpsimd":
+        raise ctx.fail(op, "power runs on the gpsimd engine only")
+
+
+@rule(ops.TensorScalarOp)
+def _tensor_scalar(ctx, op) -> None:
+    check_compute_common(ctx, op)
+    _same_pf(ctx, op, "dst", "data")
+    chain = [op.attrs["op0"]] + ([op.attrs["op1"]] if op.attrs["op1"] else [])
+    kinds = {op_kind(a) == "bitvec" for a in chain}
+    if len(kinds) > 1:
+        raise ctx.fail(op, f"ops {chain} mix bitwise and arithmetic operators")
+    for i, alu in enumerate(chain):
+        name = f"operand{i}"
+        _column(ctx, op, name, "data")
+        val = op.attrs[name]
+        if alu in BITVEC_OPS:
+            if op.engine != "vector":
+                raise ctx.fail(op, f"bitwise tensor_scalar ({alu}) runs on the vector engine only")
+            _check_bitvec(ctx, op, alu, ("dst", "data", name))
+            if isinstance(val, float):
+                raise ctx.fail(op, f"{name} of bitwise op {alu} must be an integer, got {val!r}")
+    if op.engine == "scalar":
+        if tuple(chain) not in ctx.target.scalar_tensor_scalar_ops or op.attrs["reverse0"] or \
+                op.attrs["reverse1"]:
+            legal = ", ".join(str(list(c)) for c in ctx.target.scalar_tensor_scalar_ops)
+            raise ctx.fail(op, f"the scalar engine's tensor_scalar supports only {legal} "
+                               f"(unreversed), got {chain}")
+
+
+@rule(ops.TensorReduceOp)
+def _tensor_reduce(ctx, op) -> None:
+    check_compute_common(ctx, op)
+    src, dst = op.access("data"), op.access("dst")
+    axes, rank = op.attrs["axis"], len(src.dims)
+    want = tuple(range(rank - len(axes), rank))
+    if not axes or tuple(sorted(axes)) != want or 0 in axes:
+        raise ctx.fail(op, f"tensor_reduce axis {list(axes)} must be trailing free axes of the "
+                           f"rank-{rank} data, e.g. {list(range(1, rank))[-1:]}")
+    kept = 1
+    for d in src.dims[1:rank - len(axes)]:
+        kept *= d.size
+    if _pf(dst) != (src.partitions, kept):
+        raise ctx.fail(op, f"dst is {dst.partitions} x {_n(dst.free_size)} but the reduction "
+                           f"gives {src.partitions} x {_n(kept)}")
+    if dst.dims[0].offset != src.dims[0].offset:
+        raise ctx.fail(op, "dst and data start at different partitions")
+    alu = op.attrs["op"]
+    if alu in BITVEC_OPS:
+        _check_bitvec(ctx, op, alu, ("dst", "data"))
+
+
+@rule(ops.SelectOp)
+def _select(ctx, op) -> None:
+    check_compute_common(ctx, op)
+    _same_pf(ctx, op, "dst", "predicate")
+    _same_pf(ctx, op, "dst", "on_true")
+    if op.access("on_false") is not None:
+        _same_pf(ctx, op, "dst", "on_false")
+    pred = op.access("predicate").dtype
+    if not (pred.is_bool or pred.is_int) or pred.itemsize > 2:
+        raise ctx.fail(op, f"predicate must be a 1- or 2-byte integer or bool tile, got {pred}")
+
+
+def check_rule_table() -> list[str]:
+    """Names of NKI ops without a legality rule (the registry test expects none)."""
+    from .verify import PROGRAM_OPS
+
+    return [c.name for c in ops.ALL_OPS if c not in OP_RULES and c not in PROGRAM_OPS]
+
+
+__all__ = ["OP_RULES", "rule", "check_compute_common", "VerifyError"]
