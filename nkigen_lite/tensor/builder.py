@@ -124,12 +124,15 @@ class Builder:
             return self.full((), x, dt)
         raise BuildError(f"cannot use {type(x).__name__} {x!r} as a tensor operand")
 
-    def _pair(self, a: Operand, b: Operand) -> tuple[Value, Value]:
-        if isinstance(a, Value) or not isinstance(b, Value):
-            va = self.as_value(a)
-            return va, self.as_value(b, va.dtype)
-        vb = self.as_value(b)
-        return self.as_value(a, vb.dtype), vb
+    def _pair(self, op: str, a: Operand, b: Operand) -> tuple[Value, Value]:
+        try:
+            if isinstance(a, Value) or not isinstance(b, Value):
+                va = self.as_value(a)
+                return va, self.as_value(b, va.dtype)
+            vb = self.as_value(b)
+            return self.as_value(a, vb.dtype), vb
+        except BuildError as e:
+            raise BuildError(f"{op}: {e}") from None
 
     # ---- elementwise ---------------------------------------------------------------------------
     def unary(self, kind: str, x: Operand) -> Value:
@@ -148,7 +151,7 @@ class Builder:
             raise BuildError(f"unknown binary op {kind!r}; known: {', '.join(ops.BINARY_OPS)}")
         if cls.category == "compare":
             a, b = self._exact_int_scalar(a, b), self._exact_int_scalar(b, a)
-        va, vb = self._pair(a, b)
+        va, vb = self._pair(cls.name, a, b)
         return self.emit(cls, [va, vb])
 
     def _exact_int_scalar(self, s: Operand, other: Operand) -> Operand:
@@ -170,7 +173,7 @@ class Builder:
         c = self.as_value(cond)
         if c.dtype is not bool_:
             c = self.binary("not_equal", c, 0)
-        va, vb = self._pair(a, b)
+        va, vb = self._pair(ops.WhereOp.name, a, b)
         return self.emit(ops.WhereOp, [c, va, vb])
 
     def cast(self, x: Operand, dtype) -> Value:
