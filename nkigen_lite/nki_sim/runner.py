@@ -70,7 +70,10 @@ def _find_kernel(src, namespace: dict) -> JitKernel:
         return src
     if inspect.isfunction(src):
         return JitKernel(src)
-    kernels = {name: v for name, v in namespace.items() if isinstance(v, JitKernel)}
+    kernels: dict[str, JitKernel] = {}
+    for name, v in namespace.items():
+        if isinstance(v, JitKernel) and all(v is not k for k in kernels.values()):
+            kernels[name] = v
     if len(kernels) != 1:
         found = ", ".join(sorted(kernels)) or "none"
         raise NkiSimError(f"simulate: the module must define exactly one @nki.jit kernel; found {found}")
