@@ -217,7 +217,7 @@ def parse_affine(ps) -> Affine:
         if ps.at("+") or ps.at("-"):
             sign = 1 if ps.take().text == "+" else -1
             a = a + _parse_term(ps) * sign
-        elif tok.kind == "int" and tok.value < 0:
+        elif tok.kind == "int" and tok.text.startswith("-"):
             a = a + _parse_term(ps)
         else:
             break

@@ -251,7 +251,8 @@ def run(graph: Graph, inputs: Mapping[str, np.ndarray], target: Target = TRN2,
     ret = graph.return_op
     if ret is None:
         raise InterpretError(f"graph @{graph.name} has no outputs")
-    it.run_block(graph.body, args)
+    with np.errstate(all="ignore"):  # IEEE results (inf, nan) are the data, not errors
+        it.run_block(graph.body, args)
     if it.live:
         buf, op = next(iter(it.live.values()))
         raise it.fail(op, f"{buf.label} is still allocated at kernel end ({len(it.live)} live "
