@@ -69,7 +69,8 @@ def run_kernel(func, args: tuple, kwargs: dict) -> tuple[object, SimStats]:
     try:
         inputs = []
         for pname, value in list(bound.arguments.items()):
-            bound.arguments[pname] = _to_kernel_arg(value, f"{name}({pname})", run, inputs)
+            bound.arguments[pname] = _to_kernel_arg(value, pname, f"kernel input {name}({pname})",
+                                                    run, inputs)
         result = func(*bound.args, **bound.kwargs)
         outputs = _collect_outputs(result, name, inputs)
     finally:
@@ -77,17 +78,18 @@ def run_kernel(func, args: tuple, kwargs: dict) -> tuple[object, SimStats]:
     return outputs, stats
 
 
-def _to_kernel_arg(value, where: str, run, inputs: list):
+def _to_kernel_arg(value, label: str, where: str, run, inputs: list):
     if isinstance(value, np.ndarray):
-        dtype = resolve_dtype(value.dtype, f"kernel input {where}")
-        st = Storage(value.shape, dtype, shared_hbm, where, run)
+        dtype = resolve_dtype(value.dtype, where)
+        st = Storage(value.shape, dtype, shared_hbm, label, run)
         st.data[:] = np.ascontiguousarray(value, dtype=dtype.np_dtype).ravel()
         st.written[:] = True
         st.read_only = True
         inputs.append(st)
         return NkiTensor(st, 0, value.shape, compact_strides(value.shape))
     if isinstance(value, tuple):
-        return tuple(_to_kernel_arg(v, f"{where}[{i}]", run, inputs) for i, v in enumerate(value))
+        return tuple(_to_kernel_arg(v, f"{label}[{i}]", f"{where}[{i}]", run, inputs)
+                     for i, v in enumerate(value))
     return value
 
 
