@@ -110,6 +110,7 @@ _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _BY_NAME.update({d.numpy_name: d for d in ALL_DTYPES})
 _BY_NAME["bool"] = bool_
 _BY_NP = {d.np_dtype: d for d in ALL_DTYPES if d is not tfloat32}
+_FLOAT_STORAGE = {np.dtype(np.float64)} | {d.np_dtype for d in FLOAT_DTYPES}
 _NARROW = {np.dtype(np.float64): float32, np.dtype(np.int64): int32, np.dtype(np.uint64): uint32}
 
 
@@ -204,7 +205,7 @@ def cast_array(x, dtype: DType, float_to_int: str = "truncate") -> np.ndarray:
     x = np.asarray(x)
     if dtype is tfloat32:
         return round_tf32(x.astype(np.float32))
-    if dtype.is_int and x.dtype.kind == "f":
+    if dtype.is_int and x.dtype in _FLOAT_STORAGE:
         info = np.iinfo(dtype.np_dtype)
         xf = x.astype(np.float64)
         r = np.trunc(xf) if float_to_int == "truncate" else np.rint(xf)
