@@ -82,7 +82,8 @@ def storage(x, dtype: nk.DType) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     if dtype is nk.tfloat32:
         return round_tf32(x)
-    return x.astype(dtype.np_dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x.astype(dtype.np_dtype)
 
 
 def round_tf32(x) -> np.ndarray:
