@@ -312,6 +312,8 @@ def test_dma_may_start_at_any_partition(nk):
     (lambda nl, nisa, x, t: t + t, "Python arithmetic"),
     (lambda nl, nisa, x, t: nisa.nc_transpose(dst=nl.ndarray((64, 128), dtype=nl.float32), data=t,
                                               engine=nisa.engine.vector), "at most 32x32"),
+    (lambda nl, nisa, x, t: nisa.nc_transpose(dst=nl.ndarray((2, 129), dtype=nl.float32, buffer=nl.psum),
+                                              data=nl.zeros((2, 129), dtype=nl.float32)), "at most 128x128"),
     (lambda nl, nisa, x, t: nisa.dma_copy(dst=t.ap([[64, 128], [1, 32], [0, 2]]), src=t),
      "writes some elements more than once"),
 ])
@@ -335,3 +337,27 @@ def test_calls_outside_a_kernel_and_nested_kernels_raise(nk):
 
     with pytest.raises(NkiSimError, match="called from inside kernel 'outer'"):
         outer(X)
+
+
+def test_tensors_of_a_finished_call_are_unusable(nk):
+    nki, nl, nisa = nk
+    kept = []
+
+    @nki.jit
+    def first(x):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        kept.append(t)
+        y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=y, src=t)
+        return y
+
+    @nki.jit
+    def second(x):
+        y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=y, src=kept[0])
+        return y
+
+    np.testing.assert_array_equal(first(X), X)
+    with pytest.raises(NkiSimError, match="belongs to a kernel call that has ended"):
+        second(X)
