@@ -1,0 +1,37 @@
+"""The ``canonicalize`` pass: rewrite rules to a fixed point, alternating with CSE."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.errors import BuildError
+from ..ir.graph import Graph
+from ..ir.passes import Pass, PassContext
+from ..ir.rewrite import apply_patterns
+from .canonical import PATTERNS
+from .canonical.cse import cse
+
+MAX_ROUNDS = 32
+
+
+def canonicalize(graph: Graph) -> dict[str, int]:
+    """Canonicalize ``graph`` in place; returns how often each rule fired (CSE included)."""
+    counts: dict[str, int] = {}
+    for _ in range(MAX_ROUNDS):
+        for name, n in apply_patterns(graph, PATTERNS).items():
+            counts[name] = counts.get(name, 0) + n
+        merged = cse(graph)
+        if not merged:
+            return counts
+        counts["CSE"] = counts.get("CSE", 0) + merged
+    raise BuildError(f"canonicalize did not reach a fixed point in {MAX_ROUNDS} rounds: {counts}")
+
+
+@dataclass(frozen=True)
+class Canonicalize(Pass):
+    """Recompose primitive chains, fold identities and constants, simplify shape ops, CSE."""
+
+    name = "canonicalize"
+
+    def run(self, graph: Graph, ctx: PassContext) -> None:
+        ctx.analyses["canonicalize"] = canonicalize(graph)

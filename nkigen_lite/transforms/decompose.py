@@ -1,0 +1,51 @@
+"""The ``decompose`` pass: lower the tensor ops the target lacks into ops it has."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.errors import BuildError
+from ..ir.graph import Graph
+from ..ir.passes import Pass, PassContext
+from ..ir.printer import format_op
+from ..ir.rewrite import apply_patterns
+from ..tensor import ops as T
+from .capabilities import Capabilities, capabilities
+from .decomposition import patterns
+
+
+def unsupported(op, caps: Capabilities) -> bool:
+    """True when ``op`` is an elementwise or reduction op the target cannot run."""
+    short = op.name.rpartition(".")[2]
+    if isinstance(op, T.UnaryOp):
+        return not caps.has_unary(short)
+    if isinstance(op, T.BinaryOp):
+        return not caps.has_binary(short)
+    if isinstance(op, T.ReduceOp):
+        return not op.attrs["keepdims"] or not caps.has_reduce(op.attrs["kind"])
+    return False
+
+
+def decompose(graph: Graph, target=None) -> dict[str, int]:
+    """Decompose ``graph`` in place for ``target`` (default trn2); returns how often each
+    decomposition fired. Raises BuildError naming an op that is left without a lowering."""
+    caps = capabilities(target)
+    fired = apply_patterns(graph, patterns(caps))
+    for op in graph.walk():
+        if unsupported(op, caps):
+            name = getattr(caps.target, "name", "the target")
+            raise BuildError(
+                f"decompose: {op.name} is not native on {name} and has no decomposition "
+                f"for these operands:\n  {format_op(op)}"
+            )
+    return fired
+
+
+@dataclass(frozen=True)
+class Decompose(Pass):
+    """Rewrite ops the target lacks (div, mean, var, floor_divide, cos, ...) into ops it has."""
+
+    name = "decompose"
+
+    def run(self, graph: Graph, ctx: PassContext) -> None:
+        ctx.analyses["decompose"] = decompose(graph, ctx.target)
