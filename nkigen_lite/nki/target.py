@@ -38,7 +38,6 @@ class Target:
     gemm_moving_fmax: int               # N: moving free size
     pe_transpose_max: int               # nc_transpose on TensorE: input <= this x this
     vector_transpose_max: int           # nc_transpose on VectorE: input <= this x this
-    matmul_input_dtypes: frozenset      # dtype names TensorE reads
     matmul_fp32_class: frozenset        # these may only pair with each other
     matmul_dst_dtypes: frozenset        # PSUM result dtypes of nc_matmul
     bn_stats_fmax: int
@@ -119,13 +118,12 @@ TRN2 = Target(
     gemm_moving_fmax=512,                         # gemm_moving_fmax [TILING] [KLR]
     pe_transpose_max=128,                         # nc_transpose(engine=tensor) <= [128,128] [ISA]
     vector_transpose_max=32,                      # nc_transpose(engine=vector) <= [32,32] [ISA]
-    matmul_input_dtypes=frozenset({"f8e4m3", "f8e5m2", "f8e3m4", "bf16", "f16", "tf32", "f32"}),
-    # [ISA] input dtypes; fp8_e3 at bf16 speed [ARCH-T2]; e4m3fn (OCP) matmul is v4+ only [SHARED]
     matmul_fp32_class=frozenset({"f32", "tf32"}),  # fp32/tf32 pair only with fp32/tf32 [ISA]
     matmul_dst_dtypes=frozenset({"f32"}),          # dst fp32 on v2/v3 [ISA]
     bn_stats_fmax=512,                            # bn_stats_fmax [ISA] [KLR]
     engine_dtypes=(
-        ("tensor", frozenset({"f8e4m3", "f8e5m2", "f8e3m4", "bf16", "f16", "tf32", "f32"})),  # [ISA]
+        # TensorE inputs [ISA]; fp8_e3 at bf16 speed [ARCH-T2]; e4m3fn (OCP) matmul is v4+ [SHARED]
+        ("tensor", frozenset({"f8e4m3", "f8e5m2", "f8e3m4", "bf16", "f16", "tf32", "f32"})),
         ("vector", _ALL_DTYPES),                   # all NKI dtypes [ARCH-T1] [ISA]
         ("scalar", _ALL_DTYPES),                   # all NKI dtypes, fp32 math [ISA]
         ("gpsimd", _ALL_DTYPES),                   # free cast to/from fp32 [ARCH-T1]

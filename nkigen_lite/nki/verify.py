@@ -138,6 +138,9 @@ class VerifyContext:
         allocated = []
         for op in block:
             for v in op.operands:
+                if v in self.dead and isinstance(op, ops.DeallocOp):
+                    raise self.fail(op, f"{self.name(v)} is deallocated twice (first by "
+                                        f"{self.describe(self.dead[v])})")
                 if v in self.dead:
                     raise self.fail(op, f"{self.name(v)} is used after its dealloc "
                                         f"({self.describe(self.dead[v])})")
