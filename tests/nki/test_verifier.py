@@ -163,8 +163,8 @@ def _kernel(build):
     b = nk.nki.Builder("k")
     x = b.add_input("x", (256, 512), F32)
     y = b.alloc((128, 512), F32, "hbm", name="y")
-    outputs = build(b, x, y) or {"y": y}
-    b.set_outputs(outputs)
+    out = build(b, x, y)
+    b.set_outputs(out if isinstance(out, dict) else {"y": y})
     return b.graph
 
 
