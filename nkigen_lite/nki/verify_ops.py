@@ -68,11 +68,10 @@ def _spaces(ctx, op, name: str, allowed) -> None:
 
 def check_compute_common(ctx, op) -> None:
     """Engine, engine dtypes, on-chip operands, partition rules and dst shape for compute ops."""
-    t = ctx.target
     eng = op.engine
     if eng not in op.engines:
         raise ctx.fail(op, f"{op.name} cannot run on the {eng} engine (legal: {', '.join(op.engines)})")
-    legal = t.dtypes_of(eng)
+    legal = ctx.target.dtypes_of(eng)
     for name, _ in op.access_attrs():
         a = op.access(name)
         if a.space is HBM:
@@ -82,8 +81,6 @@ def check_compute_common(ctx, op) -> None:
         if a.dtype.name not in legal:
             raise ctx.fail(op, f"{name} dtype {a.dtype} is not supported by the {eng} engine")
         ctx.check_partition_start(op, name, a)
-        if len(a.dims) - 1 > t.max_free_dims:
-            raise ctx.fail(op, f"{name} has {len(a.dims) - 1} free dims > {t.max_free_dims}")
     for name in op.writes:
         if op.access(name) is not None:
             ctx.check_injective(op, name)
