@@ -138,7 +138,8 @@ class KernelRun:
 
     def _live_summary(self, buf: Buffer) -> str:
         labels = [label for b, _, label in self._live.values() if b is buf]
-        return "; ".join(labels) if labels else "none"
+        shown = "; ".join(labels[:8]) if labels else "none"
+        return shown + (f"; ... ({len(labels)} tensors)" if len(labels) > 8 else "")
 
     def count(self, engine_name: str) -> None:
         """Record one instruction issued on an engine."""
