@@ -1,4 +1,4 @@
-"""Data-movement and fill instructions: dma_copy, tensor_copy, tensor_copy_predicated, memset, iota."""
+"""Data movement and GpSimd fills: dma_copy, tensor_copy(_predicated), memset, iota, affine_select."""
 
 from __future__ import annotations
 
