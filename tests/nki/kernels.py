@@ -1,6 +1,8 @@
-"""Hand-written NKI kernels shared by the tests (built with nk.nki.Builder)."""
+"""Hand-written NKI kernels shared by the tests (built with nk.nki.Builder), and a check."""
 
 from __future__ import annotations
+
+import numpy as np
 
 import nkigen_lite as nk
 from nkigen_lite.nki import ts
@@ -115,3 +117,11 @@ def transpose(rows: int, cols: int, dtype=nk.float32) -> nk.Graph:
                 b.dealloc(v)
     b.set_outputs({"y": y})
     return b.graph
+
+
+def assert_dot_close(got, a, w):
+    """fp32 dot products of length K: |error| <= K * 2**-24 * (|a| @ |w|) (the classic bound)."""
+    a64, w64 = a.astype(np.float64), w.astype(np.float64)
+    bound = a.shape[1] * 2.0 ** -24 * (np.abs(a64) @ np.abs(w64))
+    err = np.abs(got - a64 @ w64)
+    assert (err <= bound).all(), f"max error/bound {float((err / bound).max()):.3g}"
