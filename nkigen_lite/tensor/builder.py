@@ -437,8 +437,8 @@ class Builder:
         n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
         if n_real > v.ndim:
             raise BuildError(f"too many indices for a tensor of rank {v.ndim}")
-        if Ellipsis in key:
-            i = key.index(Ellipsis)
+        if any(k is Ellipsis for k in key):  # identity: == on a Value would build an op
+            i = next(n for n, k in enumerate(key) if k is Ellipsis)
             key = key[:i] + (slice(None),) * (v.ndim - n_real) + key[i + 1:]
         else:
             key = key + (slice(None),) * (v.ndim - n_real)
