@@ -133,7 +133,8 @@ class NkiInterpreter(Interpreter):
         data = buf.data[idx]
         return np.broadcast_to(data, shape) if bcast else data
 
-    def write_access(self, op, name: str, args, values, *, from_matmul: bool = False, wrap: bool = False) -> None:
+    def write_access(self, op, name: str, args, values, *, from_matmul: bool = False,
+                     wrap: bool = False) -> None:
         """Round ``values`` into access ``name`` and mark it written."""
         spec = op.attrs[name]
         buf, idx, shape, bcast = self.window(op, name, spec, args)

@@ -50,7 +50,8 @@ def test_output_left_partly_unwritten_raises():
         b.dma_copy(dst=t, src=x[0:128, :])
         b.dma_copy(dst=y[0:64, :], src=t[0:64, :])
         b.dealloc(t)
-    with pytest.raises(nk.InterpretError, match=r"output y has 32,768 unwritten elements \(first at \[64, 0\]\)"):
+    with pytest.raises(nk.InterpretError,
+                       match=r"output y has 32,768 unwritten elements \(first at \[64, 0\]\)"):
         _run(build, verify=True)
 
 

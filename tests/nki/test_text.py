@@ -96,7 +96,8 @@ def test_handwritten_text_with_sugar_parses():
   nki.fori_loop {lower = 0, upper = 2, step = 1} (%i: index) {
     %t = nki.alloc : tile<128x64xf32, sbuf>
     nki.dma_copy %t, %x[ts(%i, 128), 0:64]
-    nki.tensor_scalar %t[0:128, 0:64:2], %t[0:128, ds(2*%i - %i*2 + 1, 32, 2)] {op0 = add, operand0 = 1.0, engine = vector}
+    nki.tensor_scalar %t[0:128, 0:64:2], %t[0:128, ds(2*%i - %i*2 + 1, 32, 2)] {op0 = add, \
+operand0 = 1.0, engine = vector}
     nki.tensor_scalar %t[0:128, 1:64:2], %t[0:128, 0:32] {op0 = add, operand0 = 1.0, engine = vector}
     nki.dma_copy %y[%i*128-0 : %i*128 + 128, 0:64], %t
     nki.dealloc %t
@@ -137,7 +138,8 @@ def test_types_print_and_compare_by_value():
 
     t = TileType((128, 512), nk.bfloat16, "psum")
     assert str(t) == "tile<128x512xbf16, psum>" and t == TileType([128, 512], "bf16", "psum")
-    assert t != TileType((128, 512), nk.bfloat16, "sbuf") and hash(t) == hash(TileType((128, 512), nk.bfloat16, "psum"))
+    assert t != TileType((128, 512), nk.bfloat16, "sbuf")
+    assert hash(t) == hash(TileType((128, 512), nk.bfloat16, "psum"))
     assert str(HbmType((2048, 4096), nk.float32)) == "hbm<2048x4096xf32>"
     assert str(IndexType()) == "index" and IndexType() == IndexType()
     with pytest.raises(nk.BuildError, match="partition dim and at least one free dim"):

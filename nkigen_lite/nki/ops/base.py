@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from ...ir.attrs import Attr, EnumAttr
+from ...ir.errors import BuildError
+from ...ir.op import Op
+from ...ir.traits import SideEffect
 from ..access import (
     ACCESS,
     ACCESS_KINDS,
@@ -26,10 +30,6 @@ from ..access import (
     unpack_access,
     unpack_affine,
 )
-from ...ir.attrs import Attr, EnumAttr
-from ...ir.errors import BuildError
-from ...ir.op import Op
-from ...ir.traits import Engine, SideEffect
 from ..types import Access, Affine, HbmType, IndexType, TileType
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd")
