@@ -449,6 +449,8 @@ class Builder:
                 continue
             n = v.shape[dim]
             if isinstance(k, slice):
+                if k.step == 0:
+                    raise BuildError(f"tensor.slice: step of dim {dim} is zero")
                 slices.append(k)
                 out_shape.append(len(range(*k.indices(n))))
             elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
