@@ -59,8 +59,8 @@ def normalize_axes(op: str, axes, rank: int) -> tuple[int, ...]:
     """None -> all axes; int or sequence -> sorted unique non-negative axes."""
     if axes is None:
         return tuple(range(rank))
-    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
-        axes = (axes,)
+    if not isinstance(axes, (list, tuple, range)):
+        axes = (axes,)  # a single axis; normalize_axis rejects anything but an integer
     out = [normalize_axis(op, a, rank) for a in axes]
     if len(set(out)) != len(out):
         raise BuildError(f"{op}: repeated axis in {tuple(axes)}")
