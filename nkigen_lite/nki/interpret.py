@@ -25,7 +25,7 @@ from ..tensor.interpret import check_inputs
 from . import ops
 from .access import AccessSpec
 from .target import TRN2, Target
-from .types import HbmType, MemorySpace, TileType
+from .types import HbmType, MemorySpace
 from .verify import verify as verify_graph
 
 
@@ -181,8 +181,6 @@ class NkiInterpreter(Interpreter):
         return buf
 
     def release(self, op, buf: Buffer) -> None:
-        if buf.space is MemorySpace.HBM:
-            raise self.fail(op, f"{buf.label} is in HBM; only on-chip tiles are deallocated")
         if not buf.alive:
             raise self.fail(op, f"{buf.label} is deallocated twice")
         buf.alive = False
@@ -271,4 +269,4 @@ def run(graph: Graph, inputs: Mapping[str, np.ndarray], target: Target = TRN2,
     return out
 
 
-__all__ = ["run", "NkiInterpreter", "Buffer", "to_storage", "TileType"]
+__all__ = ["run", "NkiInterpreter", "Buffer", "to_storage"]

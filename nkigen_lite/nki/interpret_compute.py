@@ -14,7 +14,7 @@ import numpy as np
 from . import numerics, ops
 from .access import AccessSpec
 from .interpret import NkiInterpreter as I
-from .ops.alu import BITVEC_OPS, COMPARE_OPS
+from .ops.alu import BITVEC_OPS
 
 F32 = np.dtype(np.float32)
 
@@ -201,5 +201,3 @@ def _select(it: I, op, args):
     on_false = _operand(it, op, "on_false", args, False)
     it.write_access(op, "dst", args, np.where(pred, on_true, on_false))
 
-
-__all__ = ["COMPARE_OPS"]

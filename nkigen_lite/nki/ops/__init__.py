@@ -5,6 +5,7 @@ from .compute import (
     COMPUTE_OPS,
     ActivationOp,
     AffineSelectOp,
+    ComputeOp,
     IotaOp,
     MatmulOp,
     MemsetOp,
@@ -21,7 +22,7 @@ from .memory import AllocOp, DeallocOp, DmaCopyOp, HbmViewOp
 ALL_OPS = (AllocOp, DeallocOp, HbmViewOp, DmaCopyOp, *COMPUTE_OPS, ForiLoopOp)
 
 __all__ = [
-    "ENGINES", "NkiOp", "COMPUTE_OPS", "ActivationOp", "AffineSelectOp", "IotaOp", "MatmulOp",
+    "ENGINES", "NkiOp", "ComputeOp", "COMPUTE_OPS", "ActivationOp", "AffineSelectOp", "IotaOp", "MatmulOp",
     "MemsetOp", "SelectOp", "TensorCopyOp", "TensorReduceOp", "TensorScalarOp", "TensorTensorOp",
     "TransposeOp", "ForiLoopOp", "AllocOp", "DeallocOp", "DmaCopyOp", "HbmViewOp", "ALL_OPS",
 ]

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 from ...ir.attrs import BOOL, FLOAT, INT, INT_TUPLE, SCALAR, Attr, EnumAttr, OptionalOf, TupleOf
 from ...ir.errors import BuildError
+from ...ir.traits import Engine, SideEffect
 from ..access import ACCESS, ACCESS_OR_SCALAR, AFFINE, OPT_ACCESS, OPT_ACCESS_OR_SCALAR, AffineSpec
 from .alu import ACTIVATION_FUNCS, ALU_OPS, COMPARE_OPS, REDUCE_OPS
 from .base import ENGINE_ATTR, NkiOp
 
 PATTERN = TupleOf(INT_TUPLE)
+
+
+class ComputeOp(NkiOp):
+    """An NKI instruction run by a compute engine (recorded in its ``engine`` attribute)."""
+
+    traits = frozenset({SideEffect, Engine})
 
 
 def _check_pattern(op: NkiOp) -> None:
@@ -25,7 +32,7 @@ def _check_pattern(op: NkiOp) -> None:
             raise BuildError(f"{op.name}: pattern entries are [step, num] with num > 0, got {list(pair)}")
 
 
-class TensorCopyOp(NkiOp):
+class TensorCopyOp(ComputeOp):
     """``nki.tensor_copy dst, src``: on-chip copy (PSUM -> SBUF, casts via fp32)."""
 
     name = "nki.tensor_copy"
@@ -34,7 +41,7 @@ class TensorCopyOp(NkiOp):
     engines = ("vector", "scalar", "gpsimd")
 
 
-class MemsetOp(NkiOp):
+class MemsetOp(ComputeOp):
     """``nki.memset dst {value}``: fill with a constant."""
 
     name = "nki.memset"
@@ -43,7 +50,7 @@ class MemsetOp(NkiOp):
     engines = ("vector", "gpsimd")
 
 
-class IotaOp(NkiOp):
+class IotaOp(ComputeOp):
     """``nki.iota dst {pattern, offset, channel_multiplier}``:
     dst[c, k...] = offset + c*channel_multiplier + sum(step_j * k_j), in int32, then cast."""
 
@@ -58,7 +65,7 @@ class IotaOp(NkiOp):
         _check_pattern(self)
 
 
-class MatmulOp(NkiOp):
+class MatmulOp(ComputeOp):
     """``nki.nc_matmul dst, stationary, moving {accumulate}``:
     dst[M, N] (+)= stationary[K, M]^T @ moving[K, N] with fp32 accumulation in PSUM."""
 
@@ -69,7 +76,7 @@ class MatmulOp(NkiOp):
     engines = ("tensor",)
 
 
-class TransposeOp(NkiOp):
+class TransposeOp(ComputeOp):
     """``nki.nc_transpose dst, data``: swap the partition dim with the (flattened) free dims."""
 
     name = "nki.nc_transpose"
@@ -78,7 +85,7 @@ class TransposeOp(NkiOp):
     engines = ("tensor", "vector")
 
 
-class ActivationOp(NkiOp):
+class ActivationOp(ComputeOp):
     """``nki.activation dst, data {op, bias, scale, reduce_res}``: dst = op(data*scale + bias),
     optionally also reduce_res = sum over the free dims of the results (fp32)."""
 
@@ -90,7 +97,7 @@ class ActivationOp(NkiOp):
     engines = ("scalar",)
 
 
-class TensorTensorOp(NkiOp):
+class TensorTensorOp(ComputeOp):
     """``nki.tensor_tensor dst, data1, data2 {op}``: elementwise binary ALU op."""
 
     name = "nki.tensor_tensor"
@@ -100,7 +107,7 @@ class TensorTensorOp(NkiOp):
     engines = ("vector", "gpsimd")
 
 
-class TensorScalarOp(NkiOp):
+class TensorScalarOp(ComputeOp):
     """``nki.tensor_scalar dst, data {op0, operand0, reverse0, op1, operand1, reverse1}``:
     dst = (data op0 operand0) op1 operand1; operands are immediates or (P, 1) accesses."""
 
@@ -119,7 +126,7 @@ class TensorScalarOp(NkiOp):
             raise BuildError("nki.tensor_scalar: op1 and operand1 come together")
 
 
-class TensorReduceOp(NkiOp):
+class TensorReduceOp(ComputeOp):
     """``nki.tensor_reduce dst, data {op, axis, negate, keepdims}``: reduce trailing free axes."""
 
     name = "nki.tensor_reduce"
@@ -130,7 +137,7 @@ class TensorReduceOp(NkiOp):
     engines = ("vector",)
 
 
-class SelectOp(NkiOp):
+class SelectOp(ComputeOp):
     """``nki.select dst, predicate, on_true {on_false}``: where(predicate != 0, on_true, on_false)."""
 
     name = "nki.select"
@@ -140,7 +147,7 @@ class SelectOp(NkiOp):
     engines = ("vector",)
 
 
-class AffineSelectOp(NkiOp):
+class AffineSelectOp(ComputeOp):
     """``nki.affine_select dst, on_true_tile {pattern, channel_multiplier, offset, cmp_op,
     on_false_value}``: keep on_true where cmp_op(offset + c*channel_multiplier + sum(step*k), 0)."""
 

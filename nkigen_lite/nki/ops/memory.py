@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...ir.attrs import INT, INT_TUPLE, Attr
 from ...ir.errors import BuildError
 from ...ir.op import Op
-from ...ir.traits import ExplicitResultTypes, SideEffect
+from ...ir.traits import ExplicitResultTypes, Pure, SideEffect
 from ..access import ACCESS
 from ..types import HbmType, TileType
 from .base import NkiOp
@@ -43,7 +43,7 @@ class HbmViewOp(Op):
     flat storage (reshape, transpose, broadcast with stride 0, slice) without a copy."""
 
     name = "nki.hbm_view"
-    traits = frozenset({ExplicitResultTypes})
+    traits = frozenset({Pure, ExplicitResultTypes})
     attr_spec = (Attr("offset", INT, 0), Attr("strides", INT_TUPLE))
 
     def verify(self) -> None:
