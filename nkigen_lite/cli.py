@@ -1,4 +1,4 @@
-"""The ``nkigen-lite`` command line: demo, verify/format IR text, list workloads."""
+"""The ``nkigen-lite`` command line: demo, verify/format IR text, run passes (opt), list workloads."""
 
 from __future__ import annotations
 
@@ -44,6 +44,40 @@ def cmd_verify(args) -> int:
     return 0
 
 
+def cmd_opt(args) -> int:
+    import json
+
+    from .ir.passes import PassContext
+    from .ir.parser import parse
+    from .transforms.pipeline import tensor_pipeline
+
+    text = open(args.file).read() if args.file != "-" else sys.stdin.read()
+    names = [n.strip() for n in args.passes.split(",") if n.strip()]
+    try:
+        knobs = json.loads(args.knobs) if args.knobs else {}
+    except ValueError as e:
+        raise NkError(f"--knobs is not valid JSON: {e}") from None
+    if not isinstance(knobs, dict):
+        raise NkError(f"--knobs must be a JSON object, got {args.knobs!r}")
+
+    def after(name: str, ir: str) -> None:
+        print(f"// ----- IR after {name} -----\n{ir}", end="", file=sys.stderr)
+
+    pipe = tensor_pipeline(names, print_after="all" if args.print_after_all else (),
+                           print_fn=after)
+    result = pipe.run(parse(text), PassContext(knobs=knobs))
+    print(result.graph, end="")
+    if args.print_layout:
+        layout = result.ctx.analyses.get("layout")
+        if layout is None:
+            raise NkError("--print-layout needs the layout pass in --passes")
+        print("".join(f"// {line}\n" for line in str(layout).splitlines()), end="")
+    if args.timing:
+        for rec in result.records:
+            print(f"// timing: {rec.name} {rec.seconds * 1e3:.3f} ms", file=sys.stderr)
+    return 0
+
+
 def cmd_workloads(args) -> int:
     from .workloads.registry import WORKLOADS, _load_all
 
@@ -63,6 +97,18 @@ def main(argv=None) -> int:
     v.add_argument("file")
     v.add_argument("--print", action="store_true", help="print the normalised IR")
     v.set_defaults(fn=cmd_verify)
+    o = sub.add_parser("opt", help="run tensor passes on IR text (file or - for stdin)")
+    o.add_argument("file")
+    o.add_argument("--passes", default="canonicalize,decompose,layout",
+                   help="comma-separated pass names (default: canonicalize,decompose,layout)")
+    o.add_argument("--knobs", default="", help='layout knobs as JSON, e.g. '
+                   '\'{"x": {"partition_dim": 0, "tile_size": 64}}\'')
+    o.add_argument("--print-layout", action="store_true",
+                   help="print the layout analysis after the IR (as // comments)")
+    o.add_argument("--print-after-all", action="store_true",
+                   help="print the IR after every pass (to stderr)")
+    o.add_argument("--timing", action="store_true", help="print pass timings (to stderr)")
+    o.set_defaults(fn=cmd_opt)
     w = sub.add_parser("workloads", help="list the built-in workloads")
     w.set_defaults(fn=cmd_workloads)
     args = p.parse_args(argv)

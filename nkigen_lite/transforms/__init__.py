@@ -2,5 +2,7 @@
 
 from .canonicalize import Canonicalize, canonicalize
 from .decompose import Decompose, decompose
+from .layout import Layout, LayoutAnalysis, LayoutConvertOp, solve_layout
 
-__all__ = ["Canonicalize", "canonicalize", "Decompose", "decompose"]
+__all__ = ["Canonicalize", "canonicalize", "Decompose", "decompose", "Layout", "LayoutAnalysis",
+           "LayoutConvertOp", "solve_layout"]

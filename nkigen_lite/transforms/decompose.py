@@ -10,6 +10,8 @@ from ..ir.passes import Pass, PassContext
 from ..ir.printer import format_op
 from ..ir.rewrite import apply_patterns
 from ..tensor import ops as T
+from .canonical.cse import cse
+from .canonical.folding import FOLDING_PATTERNS
 from .capabilities import Capabilities, capabilities
 from .decomposition import patterns
 
@@ -28,9 +30,14 @@ def unsupported(op, caps: Capabilities) -> bool:
 
 def decompose(graph: Graph, target=None) -> dict[str, int]:
     """Decompose ``graph`` in place for ``target`` (default trn2); returns how often each
-    decomposition fired. Raises BuildError naming an op that is left without a lowering."""
+    decomposition fired. Constants the decompositions create are folded and deduplicated
+    (the constant-folding rules of canonicalize, then CSE). Raises BuildError naming an op
+    that is left without a lowering."""
     caps = capabilities(target)
-    fired = apply_patterns(graph, patterns(caps))
+    fired = apply_patterns(graph, [*patterns(caps), *FOLDING_PATTERNS])
+    merged = cse(graph)
+    if merged:
+        fired["CSE"] = merged
     for op in graph.walk():
         if unsupported(op, caps):
             name = getattr(caps.target, "name", "the target")

@@ -1,10 +1,12 @@
 """Constant folding: pure ops whose operands are all constants become constants.
 
-Values are computed by the tensor interpreter in its dtype-faithful mode, so a folded graph
-gives bit-identical results in that mode. Uniform results become ``tensor.full``; others
-become ``tensor.constant`` only while that does not blow up the IR: a non-uniform result is
-folded when it has at most ``MAX_FOLDED_ELEMENTS`` elements or no more than the largest dense
-constant it was computed from (``iota(4096) * 2`` stays as it is).
+Values are computed by the tensor interpreter in its float64 mode. A uniform result becomes
+``tensor.full`` holding the float64 value (its attribute is a Python float), so the folded
+graph still computes in float64 in the oracle mode and rounds the constant to its dtype once
+in the faithful mode (instead of once per folded op). Other results
+become ``tensor.constant`` (rounded to the dtype) only while that does not blow up the IR: a
+non-uniform result is folded when it has at most ``MAX_FOLDED_ELEMENTS`` elements or no more
+than the largest dense constant it was computed from (``iota(4096) * 2`` stays as it is).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.attrs import FrozenArray
+from ...ir.dtypes import cast_array
 from ...ir.errors import NkError
 from ...ir.rewrite import RewritePattern
 from ...tensor import ops as T
@@ -26,7 +29,7 @@ _ELEMENTWISE = (T.UnaryOp, T.BinaryOp, T.WhereOp, T.CastOp)
 
 
 def _evaluate(op, operand_arrays):
-    it = TensorInterpreter("faithful")
+    it = TensorInterpreter("float64")
     rule = it.rule_for(type(op))
     if rule is None:
         return None
@@ -42,7 +45,7 @@ def _source_array(op) -> np.ndarray:
 
 def _splat_array(op: T.FullOp) -> np.ndarray:
     """A one-element array holding what ``op`` stores in each element."""
-    it = TensorInterpreter("faithful")
+    it = TensorInterpreter("float64")
     dt = op.result.dtype
     return it.store(np.full((1,), op.attrs["value"], it.compute_type(dt)), dt)
 
@@ -115,7 +118,7 @@ class FoldConstants(RewritePattern):
         dense = max((s.result.type.size for s in srcs if isinstance(s, T.ConstantOp)), default=0)
         if r.type.size > max(MAX_FOLDED_ELEMENTS, dense):
             return False
-        value = FrozenArray(out.astype(r.dtype.np_dtype), r.dtype)
+        value = FrozenArray(cast_array(out, r.dtype), r.dtype)
         return replace(rw, op, make(rw, T.ConstantOp, [], {"value": value}))
 
 

@@ -1,0 +1,291 @@
+"""The layout solver: gives every dim of every value a role, I, P or F.
+
+Each (value, dim) is a variable; variables that must share a role form a class (union-find),
+and a class may carry a required role. Ops are visited in program order: an op's
+requirements on its results are applied first, then, operand by operand, the links and
+requirements the op puts on that operand (``constraints.py``). If an operand's constraints
+contradict what earlier ops fixed for its value, nothing of them is kept; instead the operand
+is replaced by ``tensor.layout_convert`` of the value (reusing an earlier conversion of the
+same value when that one fits), whose dims start free. So every disagreement between two
+users becomes an explicit conversion the lowering sees.
+
+Knobs ``{"<value name>": {"partition_dim": d, "tile_size": t}}`` seed the solver: the named
+value's dim d is P (applied where the value is defined, before its users), and its partition
+tiles have t rows. Names are graph input names, output names, or the value's printed name.
+
+Split/merge groups of reshapes are solved once one side is known: a P dim splits into P
+inner dims (as many as fit the partitions, plus one outer, chunked) and I outer dims, F into
+F dims, I into I dims; merges map back the same way. Any other combination makes the reshape
+a boundary. Classes left free get positional defaults, value by value in program order: the
+last dim F; unless the value already has a P dim, the next-to-last dim P, and further leading
+dims P too while their extents multiply to at most the partitions (plus one more dim that the
+lowering chunks, when a chunk of at least 2 fits); the remaining leading dims I.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ...ir.errors import BuildError
+from ...ir.graph import Graph, ReturnOp
+from ...ir.op import Op
+from ...ir.printer import Printer
+from ...ir.value import Value
+from .analysis import LayoutAnalysis
+from .classes import RoleClasses
+from .constraints import op_constraints
+from .ops import LayoutConvertOp
+
+KNOB_KEYS = ("partition_dim", "tile_size")
+
+
+def split_roles(role: str, extents: list[int], partitions: int) -> list[str]:
+    """Roles of the dims a dim of ``role`` splits into (outer to inner)."""
+    if role != "P":
+        return [role] * len(extents)
+    out = ["I"] * len(extents)
+    rows = 1
+    for k in range(len(extents) - 1, -1, -1):
+        out[k] = "P"
+        rows *= extents[k]
+        if rows > partitions:
+            break
+    return out
+
+
+def merge_roles(roles: list[str]) -> str | None:
+    """Role of the dim several dims merge into, or None when they cannot merge."""
+    rest = roles
+    while rest and rest[0] == "I":
+        rest = rest[1:]
+    if not rest:
+        return "I"
+    if all(r == rest[0] for r in rest):
+        return rest[0]
+    return None
+
+
+class LayoutSolver:
+    """One run of the solver over a graph (mutates it by inserting conversions)."""
+
+    def __init__(self, graph: Graph, partitions: int, knobs: Mapping | None = None):
+        self.graph = graph
+        self.partitions = partitions
+        self.cls = RoleClasses()
+        self.vars: dict[int, list[int]] = {}
+        self.values: list[Value] = []
+        self.converted: dict[int, list[Value]] = {}
+        self.pending: list[tuple[Op, tuple[int, ...], tuple[int, ...]]] = []
+        self.analysis = LayoutAnalysis(graph, partitions)
+        self.knobs = self._parse_knobs(knobs or {})
+        self.tile_knob: dict[int, int] = {}  # class root of a P dim -> tile rows
+
+    # ---- variables and knobs --------------------------------------------------------------
+    def register(self, v: Value) -> None:
+        self.vars[id(v)] = [self.cls.new() for _ in range(v.ndim)]
+        self.values.append(v)
+
+    def var(self, v: Value, d: int) -> int:
+        return self.vars[id(v)][d]
+
+    def _parse_knobs(self, knobs: Mapping) -> dict[int, tuple[int, int | None]]:
+        names = dict(Printer(self.graph).names.items())
+        by_name = {n: v for v, n in names.items()}
+        by_name.update(self.graph.outputs)
+        out = {}
+        for name, spec in knobs.items():
+            v = by_name.get(name)
+            if v is None:
+                raise BuildError(f"layout knob {name!r}: no value of @{self.graph.name} has this name "
+                                 f"(inputs: {', '.join(self.graph.input_names)})")
+            if not isinstance(spec, Mapping) or set(spec) - set(KNOB_KEYS):
+                raise BuildError(f"layout knob {name!r}: expected a dict with keys {KNOB_KEYS}, "
+                                 f"got {spec!r}")
+            if v.ndim == 0:
+                raise BuildError(f"layout knob {name!r}: a rank-0 value has no dims to place")
+            d = spec.get("partition_dim", v.ndim - 2 if v.ndim >= 2 else 0)
+            if isinstance(d, bool) or not isinstance(d, int) or not -v.ndim <= d < v.ndim:
+                raise BuildError(f"layout knob {name!r}: partition_dim {d!r} is not a dim of "
+                                 f"{v.type}")
+            t = spec.get("tile_size")
+            if t is not None and (isinstance(t, bool) or not isinstance(t, int)
+                                  or not 1 <= t <= self.partitions):
+                raise BuildError(f"layout knob {name!r}: tile_size {t!r} is not in "
+                                 f"[1, {self.partitions}]")
+            out[id(v)] = (d % v.ndim, t)
+        return out
+
+    def _seed(self, v: Value) -> bool:
+        """Apply v's knob (if any); False if it contradicts what is already fixed."""
+        knob = self.knobs.get(id(v))
+        if knob is None:
+            return True
+        d, t = knob
+        if not self.cls.require(self.var(v, d), "P"):
+            return False
+        if t is not None:
+            self.tile_knob[self.cls.find(self.var(v, d))] = t
+        return True
+
+    # ---- constraints and conversions ------------------------------------------------------
+    def _try(self, op: Op, cons: list[tuple], v: Value) -> bool:
+        cls = self.cls
+        cls.begin()
+        for item in cons:
+            kind, d = item[0], item[1]
+            if kind == "res":
+                ok = cls.union(self.var(v, d), self.var(op.results[0], item[2]))
+            elif kind == "opd":
+                ok = cls.union(self.var(v, d), self.var(op.operand(item[2]), item[3]))
+            else:
+                ok = cls.require(self.var(v, d), item[2])
+            if not ok:
+                cls.rollback()
+                return False
+        cls.commit()
+        return True
+
+    def _convert(self, v: Value, before: Op | None = None, after: Op | None = None) -> Value:
+        conv = LayoutConvertOp([v])
+        conv.result.name_hint = f"{v.name_hint or 'v'}_conv"
+        if before is not None:
+            self.graph.body.insert_before(before, conv)
+        else:
+            self.graph.body.insert_after(after, conv)
+        self.register(conv.result)
+        self.converted.setdefault(id(v), []).append(conv.result)
+        self.analysis.conversions.append(conv)
+        return conv.result
+
+    def _operand(self, op: Op, i: int, cons: list[tuple]) -> None:
+        v = op.operand(i)
+        if self._try(op, cons, v):
+            return
+        for cv in self.converted.get(id(v), []):
+            if self._try(op, cons, cv):
+                op.set_operand(i, cv)
+                return
+        cv = self._convert(v, before=op)
+        if not self._try(op, cons, cv):
+            raise BuildError(f"layout: the constraints of {op.name} on operand {i} contradict "
+                             f"each other:\n  {op!r}")
+        op.set_operand(i, cv)
+
+    def _visit(self, op: Op) -> None:
+        for r in op.results:
+            self.register(r)
+        c = op_constraints(op)
+        for d, role in c.results:
+            self.cls.require(self.var(op.results[0], d), role)
+        for i, cons in enumerate(c.operands):
+            self._operand(op, i, cons)
+        self.pending += [(op, gi, gj) for gi, gj in c.reshape_groups]
+        for r in op.results:
+            self.cls.begin()
+            if self._seed(r):
+                self.cls.commit()
+                continue
+            self.cls.rollback()
+            users = [(u.op, u.index) for u in r.uses]
+            cv = self._convert(r, after=op)
+            for user, idx in users:
+                user.set_operand(idx, cv)
+            self.knobs[id(cv)] = self.knobs[id(r)]
+            self._seed(cv)
+
+    # ---- reshape groups and defaults ------------------------------------------------------
+    def _roles(self, v: Value, dims) -> list[str | None]:
+        return [self.cls.role_of(self.var(v, d)) for d in dims]
+
+    def _reshape_step(self, op: Op, gi, gj) -> bool | None:
+        """Try to settle one split/merge group: True settled, None still open."""
+        src, dst = op.operand(0), op.result
+        if len(gi) != 1 and len(gj) != 1:
+            return False
+        one, d1, many, dims = (src, gi[0], dst, gj) if len(gi) == 1 else (dst, gj[0], src, gi)
+        r1 = self.cls.role_of(self.var(one, d1))
+        rm = self._roles(many, dims)
+        if r1 is None:
+            if any(r is None for r in rm):
+                return None
+            merged = merge_roles(rm)
+            return merged is not None and self.cls.require(self.var(one, d1), merged)
+        want = split_roles(r1, [many.shape[d] for d in dims], self.partitions)
+        if any(r is not None and r != w for r, w in zip(rm, want)):
+            return merge_roles(rm) == r1 if None not in rm else False
+        for d, w in zip(dims, want):
+            self.cls.require(self.var(many, d), w)
+        return True
+
+    def _propagate_reshapes(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            still = []
+            for op, gi, gj in self.pending:
+                done = self._reshape_step(op, gi, gj)
+                if done is None:
+                    still.append((op, gi, gj))
+                    continue
+                changed = True
+                if not done and op not in self.analysis.boundaries:
+                    self.analysis.boundaries.append(op)
+            self.pending = still
+
+    def _default(self, v: Value) -> None:
+        rank = v.ndim
+        folding = "P" not in self._roles(v, range(rank))
+        rows = 1
+        for d in range(rank - 1, -1, -1):
+            if self.cls.role_of(self.var(v, d)) is not None:
+                continue
+            want = "I"
+            if d == rank - 1:
+                want = "F"
+            elif folding:  # fold dims onto the partitions while they fit, plus one chunked dim
+                n = max(v.shape[d], 1)
+                if rows * n <= self.partitions:
+                    want, rows = "P", rows * n
+                else:
+                    folding = False
+                    if self.partitions // rows >= 2:
+                        want = "P"
+            self.cls.require(self.var(v, d), want)
+
+    def _tile(self, v: Value, roles: tuple[str, ...]) -> int:
+        p = [d for d, r in enumerate(roles) if r == "P"]
+        if not p:
+            return 1
+        rows = 1
+        for k in range(len(p) - 1, -1, -1):
+            n = max(v.shape[p[k]], 1)
+            if rows * n > self.partitions:
+                rows *= max(1, self.partitions // rows)
+                break
+            rows *= n
+        knob = self.tile_knob.get(self.cls.find(self.var(v, p[0])))
+        return min(knob, rows) if knob is not None else rows
+
+    # ---- driver -----------------------------------------------------------------------------
+    def solve(self) -> LayoutAnalysis:
+        for v in self.graph.inputs:
+            self.register(v)
+            self._seed(v)
+        for op in list(self.graph.body):
+            if not isinstance(op, ReturnOp):
+                self._visit(op)
+        for v in self.values:
+            self._propagate_reshapes()
+            if any(r is None for r in self._roles(v, range(v.ndim))):
+                self._default(v)
+        self._propagate_reshapes()
+        for v in self.values:
+            roles = tuple(self._roles(v, range(v.ndim)))
+            self.analysis.roles[v] = roles
+            self.analysis.partition_tile[v] = self._tile(v, roles)
+        return self.analysis
+
+
+def solve_layout(graph: Graph, partitions: int, knobs: Mapping | None = None) -> LayoutAnalysis:
+    """Solve the layout of ``graph`` (inserting conversions where users disagree)."""
+    return LayoutSolver(graph, partitions, knobs).solve()
