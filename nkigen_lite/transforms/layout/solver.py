@@ -147,7 +147,7 @@ class LayoutSolver:
 
     def _convert(self, v: Value, before: Op | None = None, after: Op | None = None) -> Value:
         conv = LayoutConvertOp([v])
-        conv.result.name_hint = f"{v.name_hint or 'v'}_conv"
+        conv.result.name_hint = Printer(self.graph).name(v)[1:] + "_conv"
         if before is not None:
             self.graph.body.insert_before(before, conv)
         else:

@@ -1,0 +1,80 @@
+// RUN: canonicalize
+// Neutral elements and involutions; each fires only when x already has the result type.
+
+// neg(neg(x)) → x
+graph @negneg(%x: tensor<8xf32>) {
+  %a = tensor.neg %x : tensor<8xf32>
+  %b = tensor.neg %a : tensor<8xf32>
+  return y = %b
+}
+// CHECK: graph @negneg
+// CHECK-NEXT: return y = %x
+
+// -----
+// logical_not(logical_not(x)) → x;  bitwise_not(bitwise_not(x)) → x
+graph @nots(%x: tensor<8xbool>, %i: tensor<8xu8>) {
+  %a = tensor.logical_not %x : tensor<8xbool>
+  %b = tensor.logical_not %a : tensor<8xbool>
+  %c = tensor.bitwise_not %i : tensor<8xu8>
+  %d = tensor.bitwise_not %c : tensor<8xu8>
+  return y = %b, z = %d
+}
+// CHECK: return y = %x, z = %i
+
+// -----
+// x + 0 → x, 0 + x → x, x - 0 → x
+graph @add_zero(%x: tensor<4x8xf32>) {
+  %z = tensor.full {value = 0.0} : tensor<f32>
+  %a = tensor.add %x, %z : tensor<4x8xf32>
+  %b = tensor.add %z, %a : tensor<4x8xf32>
+  %c = tensor.sub %b, %z : tensor<4x8xf32>
+  return y = %c
+}
+// CHECK: graph @add_zero
+// CHECK-NEXT: return y = %x
+
+// -----
+// x * 1 → x, 1 * x → x, x / 1 → x (a splat 1 of x's shape works too)
+graph @mul_one(%x: tensor<4x8xi32>) {
+  %one = tensor.full {value = 1} : tensor<4x8xi32>
+  %a = tensor.mul %one, %x : tensor<4x8xi32>
+  %b = tensor.mul %a, %one : tensor<4x8xi32>
+  return y = %b
+}
+// CHECK: graph @mul_one
+// CHECK-NEXT: return y = %x
+
+// -----
+graph @div_one(%x: tensor<4xf16>) {
+  %one = tensor.full {value = 1.0} : tensor<f16>
+  %a = tensor.div %x, %one : tensor<4xf16>
+  return y = %a
+}
+// CHECK: return y = %x
+
+// -----
+// int32 * 1.0 (f32) is f32: folding it to x would change the dtype
+graph @mul_one_promotes(%x: tensor<8xi32>) {
+  %one = tensor.full {value = 1.0} : tensor<f32>
+  %a = tensor.mul %x, %one : tensor<8xf32>
+  return y = %a
+}
+// CHECK: tensor.mul %x, %one : tensor<8xf32>
+
+// -----
+// x + 0 where 0 is bigger than x changes the shape: no rewrite
+graph @add_zero_broadcasts(%x: tensor<8xf32>) {
+  %z = tensor.full {value = 0.0} : tensor<4x8xf32>
+  %a = tensor.add %x, %z : tensor<4x8xf32>
+  return y = %a
+}
+// CHECK: tensor.add %x, %z : tensor<4x8xf32>
+
+// -----
+// x + 2 is not an identity
+graph @add_two(%x: tensor<8xf32>) {
+  %c = tensor.full {value = 2.0} : tensor<f32>
+  %a = tensor.add %x, %c : tensor<8xf32>
+  return y = %a
+}
+// CHECK: tensor.add %x, %c : tensor<8xf32>

@@ -1,0 +1,233 @@
+// RUN: decompose
+// Decompositions for trn2 (no divide, floor, cos or mod instruction; sin and arctan only on
+// a limited input range). Numerics against the original ops are checked by the driver.
+
+// a / b → a * reciprocal(b)
+graph @div(%a: tensor<4x8xf32>, %b: tensor<8xf32>) {
+  %d = tensor.div %a, %b : tensor<4x8xf32>
+  return y = %d
+}
+// CHECK: %reciprocal = tensor.reciprocal %b : tensor<8xf32>
+// CHECK-NEXT: %mul = tensor.mul %a, %reciprocal : tensor<4x8xf32>
+// CHECK-NOT: tensor.div
+
+// -----
+// int / int is a float division: the operands are cast first
+graph @div_int(%a: tensor<8xi32>, %b: tensor<8xi32>) {
+  %d = tensor.div %a, %b : tensor<8xf32>
+  return y = %d
+}
+// CHECK: tensor.cast %a {dtype = f32}
+// CHECK: tensor.cast %b {dtype = f32}
+// CHECK: tensor.reciprocal
+// CHECK: tensor.mul
+
+// -----
+// division by a constant becomes multiplication by its folded reciprocal
+graph @div_const(%a: tensor<8xf32>) {
+  %c = tensor.full {value = 8.0} : tensor<f32>
+  %d = tensor.div %a, %c : tensor<8xf32>
+  return y = %d
+}
+// CHECK: %c = tensor.full {value = 0.125} : tensor<f32>
+// CHECK-NEXT: %mul = tensor.mul %a, %c : tensor<8xf32>
+
+// -----
+// x ** 5 → square(square(x)) * x;  x ** -2 → reciprocal(square(x));  x ** 0 → 1
+graph @pow(%x: tensor<8xf32>) {
+  %five = tensor.full {value = 5.0} : tensor<f32>
+  %m2 = tensor.full {value = -2} : tensor<i32>
+  %zero = tensor.full {value = 0.0} : tensor<f32>
+  %a = tensor.pow %x, %five : tensor<8xf32>
+  %b = tensor.pow %x, %m2 : tensor<8xf32>
+  %c = tensor.pow %x, %zero : tensor<8xf32>
+  return a = %a, b = %b, c = %c
+}
+// CHECK: %square = tensor.square %x
+// CHECK-NEXT: %square_1 = tensor.square %square
+// CHECK-NEXT: %mul = tensor.mul %x, %square_1
+// CHECK-NEXT: %reciprocal = tensor.reciprocal %square
+
+// CHECK-NEXT: %c = tensor.full {value = 1.0} : tensor<8xf32>
+// CHECK-NOT: tensor.pow
+
+// -----
+// integer powers of integers stay exact (wrapping like NumPy)
+graph @pow_int(%x: tensor<8xi32>) {
+  %three = tensor.full {value = 3} : tensor<i32>
+  %a = tensor.pow %x, %three : tensor<8xi32>
+  return y = %a
+}
+// CHECK: tensor.square %x : tensor<8xi32>
+// CHECK-NEXT: tensor.mul %x, %square : tensor<8xi32>
+
+// -----
+// a non-integer exponent keeps the ALU power operator
+graph @pow_half(%x: tensor<8xf32>) {
+  %h = tensor.full {value = 0.5} : tensor<f32>
+  %a = tensor.pow %x, %h : tensor<8xf32>
+  return y = %a
+}
+// CHECK: tensor.pow %x, %h
+
+// -----
+// floor(x) through a truncating cast: t = trunc(x); t - 1 where t > x; x itself when |x| >= 2**31
+graph @floor(%x: tensor<16xf32>) {
+  %f = tensor.floor %x : tensor<16xf32>
+  return y = %f
+}
+// CHECK: tensor.cast %x {dtype = i32}
+// CHECK-NEXT: tensor.cast %{{cast}} {dtype = f32}
+// CHECK: tensor.greater
+// CHECK: tensor.sub
+// CHECK: tensor.where
+// CHECK: tensor.abs %x
+// CHECK: tensor.full {value = 2147483648.0}
+// CHECK: tensor.less
+// CHECK: tensor.where
+// CHECK-NOT: tensor.floor
+
+// -----
+// ceil(x) likewise, rounding up
+graph @ceil(%x: tensor<16xbf16>) {
+  %f = tensor.ceil %x : tensor<16xbf16>
+  return y = %f
+}
+// CHECK: tensor.less %{{cast_1}}, %x
+// CHECK: tensor.add
+// CHECK-NOT: tensor.ceil
+
+// -----
+// floor of an integer is the integer
+graph @floor_int(%x: tensor<8xi16>) {
+  %f = tensor.floor %x : tensor<8xi16>
+  return y = %f
+}
+// CHECK: graph @floor_int
+// CHECK-NEXT: return y = %x
+
+// -----
+// cos(x) → sin(r) with r = x + pi/2 reduced into [-pi, pi] (Cody-Waite, then a clamp)
+graph @cos(%x: tensor<64xf32>) {
+  %c = tensor.cos %x : tensor<64xf32>
+  return y = %c
+}
+// CHECK: tensor.mul %x
+// CHECK: value = 6.28125
+// CHECK: tensor.maximum
+// CHECK: tensor.minimum
+// CHECK: tensor.sin
+// CHECK-NOT: tensor.cos
+
+// -----
+// sin(x) of any x is range-reduced the same way ...
+graph @sin(%x: tensor<64xf16>) {
+  %s = tensor.sin %x : tensor<64xf16>
+  return y = %s
+}
+// CHECK: tensor.cast %x {dtype = f32}
+// CHECK: tensor.minimum
+// CHECK: %sin = tensor.sin
+// CHECK: tensor.cast %sin {dtype = f16}
+
+// -----
+// ... unless its operand is already clamped into [-pi, pi]
+graph @sin_in_range(%x: tensor<64xf32>) {
+  %lo = tensor.full {value = -3.0} : tensor<f32>
+  %hi = tensor.full {value = 3.0} : tensor<f32>
+  %a = tensor.maximum %x, %lo : tensor<64xf32>
+  %b = tensor.minimum %a, %hi : tensor<64xf32>
+  %s = tensor.sin %b : tensor<64xf32>
+  return y = %s
+}
+// CHECK: %s = tensor.sin %b : tensor<64xf32>
+// CHECK-NEXT: return y = %s
+
+// -----
+// arctan(x) for |x| > 1 through pi/2 - arctan(1/x)
+graph @arctan(%x: tensor<64xf32>) {
+  %s = tensor.arctan %x : tensor<64xf32>
+  return y = %s
+}
+// CHECK: tensor.reciprocal %x
+// CHECK: tensor.arctan
+// CHECK: tensor.sign %x
+// CHECK: value = 1.5707963267948966
+
+// -----
+// mean → sum * (1/N), keepdims=False → keepdims=True + reshape
+graph @mean(%x: tensor<4x10xf32>) {
+  %m = tensor.reduce %x {axes = [1], kind = mean} : tensor<4xf32>
+  return y = %m
+}
+// CHECK: %reduce = tensor.reduce %x {axes = [1], kind = sum, keepdims = true} : tensor<4x1xf32>
+// CHECK-NEXT: %c = tensor.full {value = 0.1} : tensor<f32>
+// CHECK-NEXT: %mul = tensor.mul %reduce, %c : tensor<4x1xf32>
+// CHECK-NEXT: %reshape = tensor.reshape %mul {shape = [4]} : tensor<4xf32>
+
+// -----
+// mean of bf16 sums in f32
+graph @mean_bf16(%x: tensor<4x10xbf16>) {
+  %m = tensor.reduce %x {axes = [0, 1], kind = mean, keepdims = true} : tensor<1x1xbf16>
+  return y = %m
+}
+// CHECK: tensor.cast %x {dtype = f32}
+// CHECK: kind = sum
+// CHECK: value = 0.025
+// CHECK: tensor.cast %mul {dtype = bf16} : tensor<1x1xbf16>
+
+// -----
+// var (ddof=1) two-pass: sum(square(x - mean(x))) / (N - 1); std = sqrt(var)
+graph @var(%x: tensor<4x10xf32>) {
+  %v = tensor.reduce %x {axes = [1], kind = var, keepdims = true, ddof = 1} : tensor<4x1xf32>
+  %s = tensor.reduce %x {axes = [1], kind = std, keepdims = true} : tensor<4x1xf32>
+  return v = %v, s = %s
+}
+// CHECK: tensor.reduce %x {axes = [1], kind = sum, keepdims = true}
+// CHECK: tensor.sub %x
+// CHECK: tensor.square
+// CHECK: value = 0.1111111111111111
+// CHECK: tensor.sqrt
+// CHECK-NOT: kind = var
+// CHECK-NOT: kind = std
+
+// -----
+// integer reductions with keepdims=False keep their kind
+graph @max_keep(%x: tensor<4x10xi32>) {
+  %m = tensor.reduce %x {axes = [0], kind = max} : tensor<10xi32>
+  return y = %m
+}
+// CHECK: tensor.reduce %x {axes = [0], kind = max, keepdims = true} : tensor<1x10xi32>
+// CHECK-NEXT: tensor.reshape %max {shape = [10]} : tensor<10xi32>
+
+// -----
+// prod is native on trn2 (multiply is a reduction operator)
+graph @prod(%x: tensor<4x10xf32>) {
+  %m = tensor.reduce %x {axes = [1], kind = prod, keepdims = true} : tensor<4x1xf32>
+  return y = %m
+}
+// CHECK: kind = prod
+
+// -----
+// floor_divide and mod of floats: estimate, exact residual sign, correction
+graph @floordiv(%a: tensor<64xf32>, %b: tensor<64xf32>) {
+  %q = tensor.floor_divide %a, %b : tensor<64xf32>
+  %r = tensor.mod %a, %b : tensor<64xf32>
+  return q = %q, r = %r
+}
+// CHECK: tensor.reciprocal %b
+// CHECK: value = 4097.0
+// CHECK-NOT: tensor.floor_divide
+// CHECK-NOT: tensor.mod
+
+// -----
+// ... and of integers
+graph @floordiv_int(%a: tensor<64xi8>, %b: tensor<64xi8>) {
+  %q = tensor.floor_divide %a, %b : tensor<64xi8>
+  %r = tensor.mod %a, %b : tensor<64xi8>
+  return q = %q, r = %r
+}
+// CHECK: tensor.cast %a {dtype = i32}
+// CHECK: tensor.equal
+// CHECK-NOT: tensor.floor_divide
+// CHECK-NOT: tensor.mod
