@@ -17,7 +17,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..ir.dtypes import DType, cast_array, tfloat32, uint8
-from ..ir.errors import InterpretError
+from ..ir.errors import InterpretError, NkError
 from ..ir.graph import Graph, ReturnOp
 from ..ir.interpreter import Interpreter
 from ..ir.printer import Printer
@@ -97,6 +97,16 @@ class NkiInterpreter(Interpreter):
             where = " (iteration " + ", ".join(f"{n} = {i}" for n, i in self.iteration) + ")"
         text = self.printer.format_op(op)[0].strip()
         return InterpretError(f"{op.name}: {msg}{where}\n  at: {text}")
+
+    def run_op(self, op) -> None:
+        """Run one op; NumPy failures on ill-shaped operands become InterpretErrors."""
+        try:
+            super().run_op(op)
+        except NkError:
+            raise
+        except (ValueError, TypeError, IndexError) as e:
+            raise self.fail(op, f"operands do not fit this op ({e}); nk.nki.verify names the "
+                                "rule") from None
 
     # ---- windows -------------------------------------------------------------------------------------
     def window(self, op, name: str, spec: AccessSpec, args):
@@ -238,6 +248,10 @@ def run(graph: Graph, inputs: Mapping[str, np.ndarray], target: Target = TRN2,
 
     if verify:
         verify_graph(graph, target)
+    for name, v in zip(graph.input_names, graph.inputs):
+        if not isinstance(v.type, HbmType):
+            raise InterpretError(f"graph @{graph.name}: input %{name} has type {v.type}; kernel "
+                                 "inputs are HBM tensors")
     arrays = check_inputs(graph, inputs)
     it = NkiInterpreter(graph, target)
     args = []

@@ -131,6 +131,10 @@ class VerifyContext:
 
     # ---- program walk ---------------------------------------------------------------------------
     def run(self) -> MemoryPeaks:
+        for name, v in zip(self.graph.input_names, self.graph.inputs):
+            if not isinstance(v.type, HbmType):
+                raise VerifyError(f"graph @{self.graph.name}: input %{name} has type {v.type}; "
+                                  "kernel inputs are HBM tensors")
         self.block(self.graph.body, None)
         return MemoryPeaks(self.peak_sbuf, self.peak_banks)
 

@@ -216,3 +216,15 @@ def test_inputs_are_validated():
     with pytest.raises(nk.InterpretError, match="dtype"):
         nk.nki.run(b.graph, {"x": X[:128].astype(np.float16)})
     np.testing.assert_array_equal(nk.nki.run(b.graph, {"x": X[:128]})["y"], X[:128])
+
+
+def test_ill_shaped_operands_without_verify_raise_interpret_errors():
+    def build(b, x, y):
+        t, u = b.alloc((128, 512)), b.alloc((128, 64))
+        b.dma_copy(dst=t, src=x[0:128, :])
+        b.dma_copy(dst=u, src=x[0:128, 0:64])
+        b.tensor_tensor(dst=t, data1=t, data2=u, op="add")
+        _store(b, y, t)
+        b.dealloc(u)
+    with pytest.raises(nk.InterpretError, match="operands do not fit this op"):
+        _run(build)

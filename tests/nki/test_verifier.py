@@ -329,3 +329,12 @@ def test_verify_reports_peaks_and_counts_loop_bodies_once():
         b.dealloc(keep)
     peaks = nk.nki.verify(_kernel(build))
     assert (peaks.sbuf_bytes, peaks.psum_banks) == (12_000, 1)
+
+
+@pytest.mark.parametrize("arg", ["%i: index", "%t: tile<128x4xf32, sbuf>"])
+def test_kernel_inputs_are_hbm_tensors(arg):
+    g = nk.parse(f"graph @k({arg}) {{\n  return\n}}\n")
+    with pytest.raises(nk.VerifyError, match="kernel inputs are HBM tensors"):
+        nk.nki.verify(g)
+    with pytest.raises(nk.InterpretError, match="kernel inputs are HBM tensors"):
+        nk.nki.run(g, {}, verify=False)
