@@ -104,3 +104,45 @@ def test_affine_offsets_round_trip_and_evaluate(c1, c2, const, i_val, j_val):
     assert str(g) == text
     got = nk.nki.run(g, {})["y"]
     assert got[i_val, j_val, 5, 0] == c1 * i_val + c2 * j_val + const + 5
+
+
+_TEXTS = None
+
+
+def _texts():
+    global _TEXTS
+    if _TEXTS is None:
+        from . import kernels
+        from .test_text import every_op_graph
+        _TEXTS = [str(every_op_graph()), str(kernels.softmax(300, 64)),
+                  str(kernels.matmul(128, 256, 512))]
+    return _TEXTS
+
+
+@given(which=st.integers(0, 2), line=st.integers(1, 10_000), other=st.integers(1, 10_000),
+       mutation=st.sampled_from(["delete", "swap", "number", "space", "engine"]),
+       number=st.sampled_from([0, 1, 3, 7, 64, 127, 129, 513, 100_000]), verify=st.booleans())
+def test_corrupted_ir_gives_nk_errors_never_crashes(which, line, other, mutation, number, verify):
+    import re
+
+    lines = _texts()[which].split("\n")
+    k, j = 1 + line % (len(lines) - 3), 1 + other % (len(lines) - 3)
+    if mutation == "delete":
+        del lines[k]
+    elif mutation == "swap":
+        lines[k], lines[j] = lines[j], lines[k]
+    elif mutation == "number":
+        nums = list(re.finditer(r"\d+", lines[k]))
+        if nums:
+            m = nums[other % len(nums)]
+            lines[k] = lines[k][:m.start()] + str(number) + lines[k][m.end():]
+    elif mutation == "space":
+        lines[k] = lines[k].replace("sbuf", "psum")
+    else:
+        lines[k] = lines[k].replace("vector", "gpsimd").replace("scalar", "vector")
+    try:
+        g = nk.parse("\n".join(lines))
+        ins = {n: np.ones(v.type.shape, v.type.dtype.np_dtype) for n, v in zip(g.input_names, g.inputs)}
+        nk.nki.run(g, ins, verify=verify)
+    except nk.NkError:
+        pass
