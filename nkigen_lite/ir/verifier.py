@@ -43,11 +43,17 @@ class _Verifier:
         self.block(body, visible, None)
         for v in self.defined_values:
             for use in v.uses:
+                self.check_use_entry(v, use)
                 if use.op not in self.attached:
                     raise self.fail(
                         f"use-list of {self.printer.name(v)} names a {use.op.name} op that is "
                         "not in the graph"
                     )
+
+    def check_use_entry(self, v: Value, use, op: Op | None = None) -> None:
+        """A use-list entry must be a Use naming an Op and an integer operand index."""
+        if not (isinstance(use, Use) and isinstance(use.op, Op) and isinstance(use.index, int)):
+            raise self.fail(f"use-list of {self.printer.name(v)} holds {use!r}, not a use by an op", op)
 
     def check_args(self, block: Block, owner: Op | None) -> None:
         for i, a in enumerate(block.args):
@@ -81,6 +87,7 @@ class _Verifier:
                 if r.owner is not op or r.index != i:
                     raise self.fail(f"result {i} does not point back to its op", op)
                 for use in r.uses:
+                    self.check_use_entry(r, use, op)
                     ops = use.op.operands
                     if use.index >= len(ops) or ops[use.index] is not r:
                         raise self.fail(
