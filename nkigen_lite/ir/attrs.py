@@ -221,7 +221,7 @@ class _Dense(AttrKind):
             return v
         if isinstance(v, DenseLiteral):
             raw = bytes.fromhex(v.hex)
-            n = int(np.prod(v.shape, dtype=np.int64))
+            n = math.prod(v.shape)  # Python ints: no int64 overflow on absurd shapes
             if len(raw) != n * v.dtype.itemsize:
                 raise BuildError(
                     f"dense literal holds {len(raw)} bytes, expected {n * v.dtype.itemsize} "
