@@ -5,9 +5,11 @@ Floats (computed in f32): q0 = floor(a * reciprocal(b)) is within one of floor(a
 |a / b| < 2**22. The exact sign of a - q*b decides the correction: the product q*b is split
 error-free (Veltkamp/Dekker: q*b = p + err exactly), and (a - p) - err has the sign of the
 exact residual. mod is that residual for the corrected q, rounded once, as NumPy's fmod-based
-result is. Special values follow NumPy: b == 0 gives a/b (inf or nan) for floor_divide and
-nan for mod; infinite a gives nan; infinite b gives 0 or -1 (floor_divide) and a or b (mod).
-Zero results are +0.0 (NumPy may give -0.0).
+result is. So both are exact for |a / b| < 2**22; beyond that floor_divide is within a
+relative 2**-21 of NumPy's value, and mod is exact when no correction was needed and
+|a / b| < 2**24, else NaN (never a wrong value). Special values follow NumPy: b == 0 gives a/b (inf or nan) for
+floor_divide and nan for mod; infinite a gives nan; infinite b gives 0 or -1 (floor_divide) and
+a or b (mod). Zero results are +0.0 (NumPy may give -0.0).
 
 Integers (computed in int32, or uint32 for uint32): two rounds of the f32 estimate bring q
 within one of the answer (the first residual is exact in wrapping int32 arithmetic), then one
@@ -25,6 +27,7 @@ from ..match import replace
 from .base import DecompositionPattern, Emitter
 
 SPLIT = 4097.0  # 2**12 + 1: Veltkamp split of an f32 into two 12-bit halves
+EXACT_QUOTIENT = 2.0 ** 22  # below this, floor(a * reciprocal(b)) is within one of floor(a / b)
 
 
 def _split(e: Emitter, x):
@@ -59,11 +62,19 @@ def _float_floor_div(e: Emitter, a, b, want_mod: bool):
     b_zero = e.equal(b, 0.0)
     opposite = e.less(e.mul(e.sign(a), sb), 0.0)
     if not want_mod:
-        q_inf_b = e.where(opposite, -1.0, 0.0, a.dtype)
+        q_inf_b = e.where(opposite, -1.0, e.mul(a, 0.0))  # a * 0 keeps a NaN a
         out = e.where(b_inf, q_inf_b, q)
         out = e.where(a_inf, math.nan, out)
         return e.where(b_zero, e.mul(a, rb), out)
     r = _residual(e, a, b, bs, q)
+    # q is certain when the estimate is within one (|q0| < 2**22), or when no correction was
+    # needed and q0 + 1 is representable (|q0| < 2**24: the exact signs then bracket q0);
+    # otherwise NaN, not a possibly wrong value
+    aq = e.abs(q0)
+    uncorrected = e.logical_and(e.logical_not(e.logical_or(too_big, too_small)),
+                                e.less(aq, 2.0 ** 24))
+    valid = e.logical_or(e.less(aq, EXACT_QUOTIENT), uncorrected)
+    r = e.where(valid, r, math.nan)
     r_inf_b = e.where(opposite, b, a)
     out = e.where(b_inf, r_inf_b, r)
     return e.where(e.logical_or(a_inf, b_zero), math.nan, out)
