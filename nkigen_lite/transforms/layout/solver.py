@@ -2,28 +2,32 @@
 
 Each (value, dim) is a variable; variables that must share a role form a class (union-find),
 and a class may carry a required role. Ops are visited in program order: an op's
-requirements on its results are applied first, then, operand by operand, the links and
-requirements the op puts on that operand (``constraints.py``). If an operand's constraints
-contradict what earlier ops fixed for its value, nothing of them is kept; instead the operand
-is replaced by ``tensor.layout_convert`` of the value (reusing an earlier conversion of the
-same value when that one fits), whose dims start free. So every disagreement between two
-users becomes an explicit conversion the lowering sees.
+requirements on its results are applied first, then the links and requirements it puts on
+its operands (``constraints.py``). If they contradict what earlier ops fixed for an operand's
+value, the op reads that operand through ``tensor.layout_convert`` instead: an earlier
+conversion of the same value when one fits, else a new one whose dims start free. The solver
+tries the operand assignments with the fewest new conversions (then the fewest conversions)
+first. A new conversion's dims that the op leaves free get their defaults at once (see
+below). So every disagreement between two users becomes an explicit conversion the lowering
+sees, and users that agree share it.
 
 Knobs ``{"<value name>": {"partition_dim": d, "tile_size": t}}`` seed the solver: the named
-value's dim d is P (applied where the value is defined, before its users), and its partition
-tiles have t rows. Names are graph input names, output names, or the value's printed name.
+value's dim d is P and its other free dims take their defaults (applied where the value is
+defined, before its users), and its partition tiles have t rows. Names are graph input names, output names, or the value's printed name.
 
 Split/merge groups of reshapes are solved once one side is known: a P dim splits into P
 inner dims (as many as fit the partitions, plus one outer, chunked) and I outer dims, F into
 F dims, I into I dims; merges map back the same way. Any other combination makes the reshape
-a boundary. Classes left free get positional defaults, value by value in program order: the
-last dim F; unless the value already has a P dim, the next-to-last dim P, and further leading
-dims P too while their extents multiply to at most the partitions (plus one more dim that the
-lowering chunks, when a chunk of at least 2 fits); the remaining leading dims I.
+a boundary. Classes left free get positional defaults, value by value in program order,
+walking its free dims from the last: the first one is F unless the value has an F dim already;
+unless it has a P dim already, the next ones are P while their extents multiply to at most the
+partitions (plus one more dim that the lowering chunks, when a chunk of at least 2 fits); the
+rest are I. So an unconstrained matrix is [P, F], and a batch of them [I, P, F].
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 
 from ...ir.errors import BuildError
@@ -37,6 +41,7 @@ from .constraints import op_constraints
 from .ops import LayoutConvertOp
 
 KNOB_KEYS = ("partition_dim", "tile_size")
+MAX_SEARCH_OPERANDS = 4  # ops with more operands do not search operand/conversion combinations
 
 
 def split_roles(role: str, extents: list[int], partitions: int) -> list[str]:
@@ -123,53 +128,78 @@ class LayoutSolver:
         d, t = knob
         if not self.cls.require(self.var(v, d), "P"):
             return False
+        self._default(v)  # the knob settles the whole layout of v
         if t is not None:
             self.tile_knob[self.cls.find(self.var(v, d))] = t
         return True
 
     # ---- constraints and conversions ------------------------------------------------------
-    def _try(self, op: Op, cons: list[tuple], v: Value) -> bool:
+    def _apply(self, op: Op, c, chosen: list[list[int]]) -> bool:
+        """Apply op's operand constraints with operand i's dims as ``chosen[i]``."""
         cls = self.cls
-        cls.begin()
-        for item in cons:
-            kind, d = item[0], item[1]
-            if kind == "res":
-                ok = cls.union(self.var(v, d), self.var(op.results[0], item[2]))
-            elif kind == "opd":
-                ok = cls.union(self.var(v, d), self.var(op.operand(item[2]), item[3]))
-            else:
-                ok = cls.require(self.var(v, d), item[2])
-            if not ok:
-                cls.rollback()
-                return False
-        cls.commit()
+        for i, cons in enumerate(c.operands):
+            for item in cons:
+                kind, d = item[0], item[1]
+                if kind == "res":
+                    ok = cls.union(chosen[i][d], self.var(op.results[0], item[2]))
+                elif kind == "opd":
+                    ok = cls.union(chosen[i][d], chosen[item[2]][item[3]])
+                else:
+                    ok = cls.require(chosen[i][d], item[2])
+                if not ok:
+                    return False
         return True
 
-    def _convert(self, v: Value, before: Op | None = None, after: Op | None = None) -> Value:
+    def _choices(self, op: Op) -> list[tuple[int, ...]]:
+        """Candidate operand assignments: 0 = the value itself, k = its k-th existing
+        conversion, -1 = a new conversion; fewest new conversions first, then fewest
+        conversions, then in order. Ops with many operands try the value, then a new
+        conversion, for all operands together."""
+        counts = [1 + len(self.converted.get(id(v), [])) for v in op.operands]
+        if len(counts) > MAX_SEARCH_OPERANDS:
+            return [(0,) * len(counts), (-1,) * len(counts)]
+        combos = itertools.product(*[list(range(n)) + [-1] for n in counts])
+        return sorted(combos, key=lambda t: (t.count(-1), sum(k != 0 for k in t), t))
+
+    def _convert(self, v: Value, vars_: list[int], before: Op | None = None,
+                 after: Op | None = None) -> Value:
         conv = LayoutConvertOp([v])
         conv.result.name_hint = Printer(self.graph).name(v)[1:] + "_conv"
         if before is not None:
             self.graph.body.insert_before(before, conv)
         else:
             self.graph.body.insert_after(after, conv)
-        self.register(conv.result)
+        self.vars[id(conv.result)] = vars_
+        self.values.append(conv.result)
         self.converted.setdefault(id(v), []).append(conv.result)
         self.analysis.conversions.append(conv)
         return conv.result
 
-    def _operand(self, op: Op, i: int, cons: list[tuple]) -> None:
-        v = op.operand(i)
-        if self._try(op, cons, v):
+    def _operands(self, op: Op, c) -> None:
+        operands = op.operands
+        for choice in self._choices(op):
+            chosen, fresh = [], {}
+            for i, (v, k) in enumerate(zip(operands, choice)):
+                if k == -1:
+                    fresh[i] = [self.cls.new() for _ in range(v.ndim)]
+                    chosen.append(fresh[i])
+                else:
+                    src = v if k == 0 else self.converted[id(v)][k - 1]
+                    chosen.append(self.vars[id(src)])
+            self.cls.begin()
+            if not self._apply(op, c, chosen):
+                self.cls.rollback()
+                continue
+            self.cls.commit()
+            for i, (v, k) in enumerate(zip(operands, choice)):
+                if k == -1:  # settle the new layout now, so later users cannot collapse it
+                    cv = self._convert(v, fresh[i], before=op)
+                    self._default(cv)
+                    op.set_operand(i, cv)
+                elif k > 0:
+                    op.set_operand(i, self.converted[id(v)][k - 1])
             return
-        for cv in self.converted.get(id(v), []):
-            if self._try(op, cons, cv):
-                op.set_operand(i, cv)
-                return
-        cv = self._convert(v, before=op)
-        if not self._try(op, cons, cv):
-            raise BuildError(f"layout: the constraints of {op.name} on operand {i} contradict "
-                             f"each other:\n  {op!r}")
-        op.set_operand(i, cv)
+        raise BuildError(f"layout: the constraints of {op.name} contradict each other:\n  {op!r}")
 
     def _visit(self, op: Op) -> None:
         for r in op.results:
@@ -177,8 +207,7 @@ class LayoutSolver:
         c = op_constraints(op)
         for d, role in c.results:
             self.cls.require(self.var(op.results[0], d), role)
-        for i, cons in enumerate(c.operands):
-            self._operand(op, i, cons)
+        self._operands(op, c)
         self.pending += [(op, gi, gj) for gi, gj in c.reshape_groups]
         for r in op.results:
             self.cls.begin()
@@ -187,7 +216,7 @@ class LayoutSolver:
                 continue
             self.cls.rollback()
             users = [(u.op, u.index) for u in r.uses]
-            cv = self._convert(r, after=op)
+            cv = self._convert(r, [self.cls.new() for _ in range(r.ndim)], after=op)
             for user, idx in users:
                 user.set_operand(idx, cv)
             self.knobs[id(cv)] = self.knobs[id(r)]
@@ -234,14 +263,15 @@ class LayoutSolver:
 
     def _default(self, v: Value) -> None:
         rank = v.ndim
-        folding = "P" not in self._roles(v, range(rank))
+        roles = self._roles(v, range(rank))
+        need_f, folding = "F" not in roles, "P" not in roles
         rows = 1
         for d in range(rank - 1, -1, -1):
             if self.cls.role_of(self.var(v, d)) is not None:
                 continue
             want = "I"
-            if d == rank - 1:
-                want = "F"
+            if need_f:
+                want, need_f = "F", False
             elif folding:  # fold dims onto the partitions while they fit, plus one chunked dim
                 n = max(v.shape[d], 1)
                 if rows * n <= self.partitions:
