@@ -50,7 +50,7 @@ def merge_domains(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | N
     return tuple(out)
 
 
-@dataclass
+@dataclass(eq=False)
 class FusionGroup:
     """Ops lowered together as one loop nest over ``domain``."""
 

@@ -1,0 +1,73 @@
+"""State shared while lowering one tensor graph to NKI: the NKI builder, HBM homes of tensor
+values, view caching, extra constant inputs and the layout roles."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ...ir.errors import BuildError
+from ...ir.value import Value
+from ...nki.builder import Builder as NkiBuilder
+from ...nki.target import Target
+from .homes import HbmHome
+
+
+@dataclass
+class LowerContext:
+    """Everything a lowering family needs; ``homes`` maps tensor Values to HBM locations."""
+
+    target: Target
+    b: NkiBuilder
+    roles_of: Callable[[Value], tuple[str, ...] | None]
+    homes: dict[Value, HbmHome] = field(default_factory=dict)
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+    _views: dict[tuple, Value] = field(default_factory=dict)
+    _scratch: int = 0
+
+    # ---- HBM -------------------------------------------------------------------------------
+    def home(self, v: Value) -> HbmHome:
+        h = self.homes.get(v)
+        if h is None:
+            raise BuildError(f"lowering: {v!r} has no HBM home (it was never stored)")
+        return h
+
+    def alloc_hbm(self, shape, dtype, name: str | None = None) -> HbmHome:
+        """A fresh HBM buffer (kernel top level) and its whole-buffer home."""
+        self._at_top_level("HBM allocation")
+        if name is None:
+            name = f"scratch{self._scratch}"
+            self._scratch += 1
+        base = self.b.alloc(tuple(shape), dtype, "hbm", name=name)
+        return HbmHome.whole(base)
+
+    def home_for_store(self, v: Value) -> HbmHome:
+        """The home a produced value is stored to (pre-assigned, or fresh scratch)."""
+        if v not in self.homes:
+            self.homes[v] = self.alloc_hbm(v.type.shape, v.type.dtype)
+        return self.homes[v]
+
+    def view(self, h: HbmHome) -> Value:
+        """An NKI value addressing exactly ``h`` (the base itself, or a cached hbm_view)."""
+        if h.is_whole_base:
+            return h.base
+        shape, strides = h.shape, h.strides
+        if not shape:  # rank-0 values are addressed as a 1-element vector
+            shape, strides = (1,), (1,)
+        key = (id(h.base), h.offset, shape, strides)
+        v = self._views.get(key)
+        if v is None:
+            self._at_top_level("hbm_view")
+            v = self.b.hbm_view(h.base, shape, strides, h.offset)
+            self._views[key] = v
+        return v
+
+    def _at_top_level(self, what: str) -> None:
+        if len(self.b._blocks) != 1:
+            raise AssertionError(f"lowering bug: {what} emitted inside a loop")
+
+    @property
+    def partitions(self) -> int:
+        return self.target.num_partitions

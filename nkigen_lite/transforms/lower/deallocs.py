@@ -1,0 +1,47 @@
+"""The ``deallocs`` pass: end every on-chip tile's lifetime right after its last use.
+
+Liveness is per block: a tile allocated in a block is last used by the last op of that block
+whose operands (or whose nested ops' operands) include it; the dealloc goes right after that op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.graph import Block, Graph
+from ...ir.passes import Pass, PassContext
+from ...nki.ops import AllocOp, DeallocOp
+from ...nki.types import TileType
+
+
+def insert_deallocs(block: Block) -> int:
+    """Insert deallocs in ``block`` and its nested blocks; returns how many were added."""
+    added = 0
+    ops = block.ops
+    allocated = {op.result for op in ops if isinstance(op, AllocOp) and isinstance(op.result.type, TileType)}
+    freed = {op.operand(0) for op in ops if isinstance(op, DeallocOp)}
+    last: dict = {}
+    for op in ops:
+        for inner in op.walk():
+            for v in inner.operands:
+                if v in allocated:
+                    last[v] = op
+        for r in op.regions:
+            for b in r.blocks:
+                added += insert_deallocs(b)
+    for op in ops:
+        if isinstance(op, AllocOp) and op.result in allocated and op.result not in freed:
+            anchor = last.get(op.result, op)
+            block.insert_after(anchor, DeallocOp([op.result]))
+            added += 1
+    return added
+
+
+@dataclass(frozen=True)
+class InsertDeallocs(Pass):
+    """Insert ``nki.dealloc`` after the last use of every tile (liveness per block)."""
+
+    name = "deallocs"
+
+    def run(self, graph: Graph, ctx: PassContext) -> None:
+        insert_deallocs(graph.body)

@@ -1,0 +1,194 @@
+"""Lower a tensor graph (after canonicalize / decompose / layout) to an NKI kernel graph.
+
+Walks the fusion partition in dependency order: fusion groups become loop nests, matmuls
+their own tiled loops, view ops (reshape / transpose / broadcast_to / slice) new HBM views,
+concat operands are stored straight into their slice of the result when possible, dense
+constants become extra kernel inputs, and outputs that are not already computed into their
+own HBM allocation are copied there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.errors import BuildError
+from ...ir.graph import Graph
+from ...ir.op import Op
+from ...ir.value import Value
+from ...nki.builder import Builder as NkiBuilder
+from ...nki.target import TRN2, Target
+from ...nki.types import Access
+from ...tensor import ops as T
+from .context import LowerContext
+from .group_emit import GroupEmitter
+from .groups import FusionGroup, form_groups
+from .homes import HbmHome
+from .matmul import lower_matmul
+from .plan import make_plan
+
+VIEW_OPS = (T.ReshapeOp, T.TransposeOp, T.BroadcastToOp, T.SliceOp)
+
+
+def _is_layout_convert(op: Op) -> bool:
+    return op.name == "tensor.layout_convert"
+
+
+def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None) -> tuple[Graph, dict[str, np.ndarray]]:
+    """The NKI kernel for ``graph`` and the constant arrays it takes as extra inputs."""
+    part = form_groups(graph)
+    b = NkiBuilder(graph.name)
+
+    def roles_of(v: Value):
+        return layout.roles_of(v) if layout is not None else None
+
+    ctx = LowerContext(target, b, roles_of)
+    for name, v in zip(graph.input_names, graph.inputs):
+        if any(d == 0 for d in v.type.shape):
+            raise BuildError(f"input {name!r} has an empty dimension {v.type.shape}; NKI tensors "
+                             "need positive dimensions")
+        ctx.homes[v] = HbmHome.whole(b.add_input(name, v.type.shape, v.type.dtype))
+    used = set(graph.input_names) | set(graph.outputs)
+    k = 0
+    for op in graph.body:
+        if isinstance(op, T.ConstantOp):
+            while f"const{k}" in used:
+                k += 1
+            name = f"const{k}"
+            used.add(name)
+            ctx.constants[name] = np.array(op.attrs["value"].array)
+            ctx.homes[op.result] = HbmHome.whole(b.add_input(name, op.result.type.shape,
+                                                             op.result.type.dtype))
+    producers = _produced_in_kernel(graph, part)
+    outputs = graph.outputs
+    for name, v in outputs.items():
+        if v in producers and v not in ctx.homes:
+            ctx.homes[v] = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name)
+    _plan_concats(ctx, graph, producers, set(outputs.values()))
+    for item in part.items:
+        if isinstance(item, FusionGroup):
+            _lower_group(ctx, item, graph, part)
+        else:
+            _lower_op(ctx, item, graph)
+    final = {}
+    claimed = {id(ctx.homes[i].base) for i in graph.inputs}
+    for name, v in outputs.items():
+        h = ctx.home(v)
+        if h.is_whole_base and h.base.name_hint == name and id(h.base) not in claimed:
+            final[name] = h.base
+            claimed.add(id(h.base))
+            continue
+        out = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name)
+        _copy(ctx, h, out)
+        final[name] = out.base
+        claimed.add(id(out.base))
+    b.set_outputs(final)
+    return b.graph, ctx.constants
+
+
+def _produced_in_kernel(graph: Graph, part) -> set[Value]:
+    """Values computed by the kernel into HBM storage of their own (not views, inputs, consts)."""
+    out = set()
+    for op in graph.body:
+        if isinstance(op, (T.MatmulOp, T.ConcatOp)) or op in part.group_of:
+            out.add(op.result)
+        elif isinstance(op, T.FullOp):
+            out.add(op.result)
+    return out
+
+
+def _plan_concats(ctx: LowerContext, graph: Graph, producers: set[Value], outputs: set[Value]) -> None:
+    """Give concat results a home first, so single-use parts are stored into their slice."""
+    concats = [op for op in graph.body if isinstance(op, T.ConcatOp)]
+    for op in reversed(concats):
+        h = ctx.home_for_store(op.result)
+        ax = op.attrs["axis"]
+        start = 0
+        for u in op.operands:
+            n = u.type.shape[ax]
+            if u in producers and u not in ctx.homes and u.num_uses == 1 and u not in outputs \
+                    and u.type.dtype is op.result.type.dtype:
+                ctx.homes[u] = h.sub(ax, start, n)
+            start += n
+
+
+def _copy(ctx: LowerContext, src: HbmHome, dst: HbmHome) -> None:
+    """HBM -> HBM DMA of a whole value (row-major element pairing)."""
+    ctx.b.dma_copy(dst=Access.whole(ctx.view(dst)), src=Access.whole(ctx.view(src)))
+
+
+def _lower_group(ctx: LowerContext, g: FusionGroup, graph: Graph, part) -> None:
+    escaping = part.escaping(g, graph)
+    members = set(g.ops)
+    roles = None
+    for op in g.ops:
+        v = op.result if not isinstance(op, T.ReduceOp) else op.operand(0)
+        if v.type.shape == g.domain:
+            roles = ctx.roles_of(v)
+            if roles is not None:
+                break
+    n_values = len(g.ops) + sum(1 for op in g.ops for u in op.operands
+                                if u.defining_op not in members)
+    itemsize_sum = max(1, n_values) * 4
+    plan = make_plan(g, roles, partitions=ctx.partitions,
+                     sbuf_budget=ctx.target.sbuf_bytes_per_partition // 2, itemsize_sum=itemsize_sum)
+    GroupEmitter(ctx, g, escaping, plan).run()
+
+
+def _lower_op(ctx: LowerContext, op: Op, graph: Graph) -> None:
+    v = op.result if op.results else None
+    if isinstance(op, (T.ConstantOp,)):
+        return
+    if isinstance(op, T.FullOp):
+        if any(not _consumed_as_immediate(u.op) for u in v.uses):  # materialize in HBM
+            g = FusionGroup(-1, v.type.shape, [op])
+            plan = make_plan(g, None, partitions=ctx.partitions,
+                             sbuf_budget=ctx.target.sbuf_bytes_per_partition // 2, itemsize_sum=4)
+            GroupEmitter(ctx, g, [v], plan).run()
+        return
+    if isinstance(op, T.MatmulOp):
+        return lower_matmul(ctx, op)
+    if isinstance(op, VIEW_OPS) or _is_layout_convert(op):
+        return _lower_view(ctx, op)
+    if isinstance(op, T.ConcatOp):
+        h = ctx.home_for_store(v)
+        ax, start = op.attrs["axis"], 0
+        for u in op.operands:
+            n = u.type.shape[ax]
+            part_home = h.sub(ax, start, n)
+            if ctx.homes.get(u) != part_home:
+                _copy(ctx, ctx.home(u), part_home)
+            start += n
+        return
+    if isinstance(op, T.ReduceOp) and not op.attrs["keepdims"]:
+        raise BuildError(f"lowering: {op.name} with keepdims=False is rewritten by decompose first")
+    raise BuildError(f"lowering: no NKI lowering for {op.name} outside a fusion group")
+
+
+def _consumed_as_immediate(user: Op) -> bool:
+    from ...ir.graph import ReturnOp
+    from .groups import is_fusible
+
+    return is_fusible(user) and not isinstance(user, ReturnOp)
+
+
+def _lower_view(ctx: LowerContext, op: Op) -> None:
+    src = ctx.home(op.operand(0))
+    v = op.result
+    if _is_layout_convert(op):
+        ctx.homes[v] = src
+        return
+    if isinstance(op, T.TransposeOp):
+        h = src.transpose(op.attrs["perm"])
+    elif isinstance(op, T.BroadcastToOp):
+        h = src.broadcast_to(tuple(op.attrs["shape"]))
+    elif isinstance(op, T.SliceOp):
+        h = src.slice(op.attrs["starts"], op.attrs["strides"], v.type.shape)
+        if h is None:
+            raise BuildError(f"lowering: {op.name} with a negative step (a reversal) is not "
+                             "supported: HBM views and DMA windows only have positive strides")
+    else:
+        h = src.reshape(tuple(op.attrs["shape"]))
+        if h is None:  # not expressible as a view: copy into row-major order
+            h = ctx.alloc_hbm(v.type.shape, v.type.dtype)
+            _copy(ctx, src, h)
+    ctx.homes[v] = h

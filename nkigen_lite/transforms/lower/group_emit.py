@@ -1,0 +1,241 @@
+"""Emit one fusion group as a loop nest: loads through broadcast-aligned HBM views, tile-level
+compute (tile_ops.py), stores of the values that leave the group.
+
+Every value of the group gets a *level*: the number of enclosing loops it depends on. A value
+is emitted once at its level, so loads and computations that do not depend on an inner loop
+(a weight vector, a per-head constant) are hoisted out of it. Inner loops are emitted as a
+fori_loop over full chunks plus a peeled remainder instance with a smaller static extent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.dtypes import cast_array
+from ...ir.errors import BuildError
+from ...ir.value import Value
+from ...nki.types import Access, Affine, DimSlice
+from ...tensor import ops as T
+from .context import LowerContext
+from .groups import FusionGroup
+from .homes import HbmHome
+from .instance import Instance, loops_of
+from .plan import GroupPlan
+
+
+def immediate_of(v: Value):
+    """The Python scalar a uniform constant value holds (rounded to its dtype), else None."""
+    op = v.defining_op
+    if not isinstance(op, T.FullOp):
+        return None
+    dt = v.type.dtype
+    x = cast_array(np.array(op.attrs["value"]), dt)
+    if dt.is_bool:
+        return int(bool(x))
+    return int(x) if dt.is_int else float(x.astype(np.float64))
+
+
+class GroupEmitter:
+    """Lowers one FusionGroup (see module docstring)."""
+
+    def __init__(self, ctx: LowerContext, group: FusionGroup, escaping: list[Value], plan: GroupPlan):
+        from .tile_ops import FoldPlan
+
+        self.ctx, self.b, self.g, self.plan = ctx, ctx.b, group, plan
+        self.members = set(group.ops)
+        self.loops = loops_of(plan)
+        self.loop_index = {lp.dim: k for k, lp in enumerate(self.loops)}
+        self.escaping = list(escaping)
+        self.tiles: dict[Value, Value] = {}
+        self.fold = FoldPlan.build(self)
+        self.externals: list[Value] = []
+        seen: set[Value] = set()
+        for op in group.ops:
+            for u in self.fold.operands_of(op):
+                if u.defining_op not in self.members and immediate_of(u) is None and u not in seen:
+                    seen.add(u)
+                    self.externals.append(u)
+        self.levels: dict[Value, int] = {}
+        for u in self.externals:
+            self.levels[u] = self._level_of_ext(self.ext(u))
+        for op in group.ops:
+            self.levels[op.result] = self._op_level(op)
+        self.load_views: dict[Value, Value] = {}
+        self.store_views: dict[Value, Value] = {}
+        self.const_cols: dict[tuple, Value] = {}
+
+    # ---- shapes ------------------------------------------------------------------------------
+    def ext(self, v: Value) -> tuple[int, ...]:
+        """``v``'s extents aligned to the domain (leading 1s for lower ranks)."""
+        s = v.type.shape
+        return (1,) * (len(self.plan.domain) - len(s)) + tuple(s)
+
+    def _level_of_ext(self, ext) -> int:
+        lv = 0
+        for d, e in enumerate(ext):
+            if e > 1 and d in self.loop_index:
+                lv = max(lv, self.loop_index[d] + 1)
+        return lv
+
+    def _op_level(self, op) -> int:
+        if isinstance(op, T.IotaOp):
+            ax = op.attrs["axis"] + len(self.plan.domain) - op.result.type.rank
+            if op.result.type.shape[op.attrs["axis"]] > 1 and ax in self.loop_index:
+                return self.loop_index[ax] + 1
+            return 0
+        lv = 0
+        for u in self.fold.operands_of(op):
+            if u in self.levels:
+                lv = max(lv, self.levels[u])
+            elif immediate_of(u) is None:
+                lv = max(lv, self.levels.get(u, 0))
+        return lv
+
+    # ---- driver --------------------------------------------------------------------------------
+    def run(self) -> None:
+        self._prepare_views()
+        self._emit_level(0, Instance.top(self.plan))
+
+    def _aligned_view(self, h: HbmHome, ext_v, for_store: bool) -> Value:
+        """View of ``h`` with the domain's rank, dims in plan order; broadcast dims take the
+        domain extent with stride 0 (loads) except F dims, which keep extent 1."""
+        dom, plan = self.plan.domain, self.plan
+        lead = len(dom) - len(h.shape)
+        shape = [1] * lead + list(h.shape)
+        strides = [0] * lead + list(h.strides)
+        fset = set(plan.f_dims)
+        for d in range(len(dom)):
+            if shape[d] == 1 and dom[d] > 1 and not for_store and d not in fset:
+                shape[d], strides[d] = dom[d], 0
+        order = plan.order
+        return self.ctx.view(HbmHome(h.base, h.offset, tuple(shape[d] for d in order),
+                                     tuple(strides[d] for d in order)))
+
+    def _prepare_views(self) -> None:
+        for u in self.externals:
+            self.load_views[u] = self._aligned_view(self.ctx.home(u), self.ext(u), False)
+        for v in self.escaping:
+            self.store_views[v] = self._aligned_view(self.ctx.home_for_store(v), self.ext(v), True)
+        for key in self.fold.const_columns():
+            self.const_cols[key] = None  # filled at level 0
+
+    def _emit_level(self, level: int, inst: Instance) -> None:
+        if level == 0:
+            for (value, dtype_name) in list(self.const_cols):
+                t = self.b.alloc((inst.rows(), 1), "f32", "sbuf", name="cst")
+                self.b.memset(dst=t, value=float(value))
+                self.const_cols[(value, dtype_name)] = t
+        for u in self.externals:
+            if self.levels[u] == level:
+                self._load(u, inst)
+        from .tile_ops import emit_op
+
+        for op in self.g.ops:
+            if self.levels[op.result] != level or op in self.fold.folded:
+                continue
+            emit_op(self, op, inst)
+            if op.result in self.store_views:
+                self._store(op.result, inst)
+        if level == len(self.loops):
+            return
+        lp = self.loops[level]
+        if lp.kind == "I":
+            with self.b.fori_loop(0, lp.n_full) as i:
+                self._emit_level(level + 1, inst.enter(lp.dim, i, 1))
+            return
+        if lp.n_full == 1:
+            self._emit_level(level + 1, inst.enter(lp.dim, 0, lp.chunk))
+        elif lp.n_full > 1:
+            with self.b.fori_loop(0, lp.n_full) as c:
+                self._emit_level(level + 1, inst.enter(lp.dim, c * lp.chunk, lp.chunk))
+        if lp.rem:
+            self._emit_level(level + 1, inst.enter(lp.dim, lp.n_full * lp.chunk, lp.rem))
+
+    # ---- tiles and accesses -------------------------------------------------------------------
+    def new_tile(self, v: Value, inst: Instance, dtype=None) -> Value:
+        """Allocate the tile of ``v`` for this instance and register it."""
+        shape = (inst.rows(),) + inst.free(self.ext(v))
+        t = self.b.alloc(shape, dtype or v.type.dtype, "sbuf", name=v.name_hint or "t")
+        self.tiles[v] = t
+        return t
+
+    def scratch_tile(self, like: Value, inst: Instance, dtype) -> Value:
+        return self.b.alloc((inst.rows(),) + inst.free(self.ext(like)), dtype, "sbuf", name="tmp")
+
+    def access(self, v: Value, inst: Instance, out_ext=None) -> Access:
+        """Access to ``v``'s tile for this instance; F dims where ``v`` is broadcast but
+        ``out_ext`` is not are read with stride 0."""
+        t = self.tiles.get(v)
+        if t is None:
+            raise AssertionError(f"lowering bug: no tile for {v!r}")
+        ve = self.ext(v)
+        dims = [DimSlice(Affine.of(0), inst.rows(), 1)]
+        for d in self.plan.f_dims:
+            if ve[d] == 1:
+                n = inst.extents[d] if (out_ext is not None and out_ext[d] > 1) else 1
+                dims.append(DimSlice(Affine.of(0), n, 0 if n > 1 else 1))
+            else:
+                dims.append(DimSlice(Affine.of(0), inst.extents[d], 1))
+        if not self.plan.f_dims:
+            dims.append(DimSlice(Affine.of(0), 1, 1))
+        return Access(t, tuple(dims))
+
+    def tile_access(self, t: Value, inst: Instance, ext) -> Access:
+        """Access to a scratch tile shaped like a value with extents ``ext``."""
+        dims = [DimSlice(Affine.of(0), inst.rows(), 1)]
+        for d in self.plan.f_dims:
+            dims.append(DimSlice(Affine.of(0), 1 if ext[d] == 1 else inst.extents[d], 1))
+        if not self.plan.f_dims:
+            dims.append(DimSlice(Affine.of(0), 1, 1))
+        return Access(t, tuple(dims))
+
+    def const_column(self, value: float, inst: Instance) -> Access:
+        t = self.const_cols[(value, "f32")]
+        return Access(t, (DimSlice(Affine.of(0), inst.rows(), 1), DimSlice(Affine.of(0), 1, 1)))
+
+    def per_partition(self, v: Value) -> bool:
+        """True when ``v``'s tile has one element per partition."""
+        ve = self.ext(v)
+        return all(ve[d] == 1 for d in self.plan.f_dims)
+
+    # ---- DMA ----------------------------------------------------------------------------------
+    def _window(self, view: Value, v: Value, inst: Instance, for_store: bool) -> Access:
+        plan, ve = self.plan, self.ext(v)
+        dims = []
+        shape = view.type.shape
+        for k, d in enumerate(plan.order):
+            n = shape[k]
+            if d in plan.i_dims:
+                if n == 1:
+                    dims.append(DimSlice(Affine.of(0), 1, 1))
+                else:
+                    dims.append(DimSlice(inst.offsets[d], 1, 1))
+            elif n == 1:
+                dims.append(DimSlice(Affine.of(0), 1, 1))
+            else:
+                dims.append(DimSlice(inst.offsets[d], inst.extents[d], 1))
+        return Access(view, tuple(dims))
+
+    def _load(self, u: Value, inst: Instance) -> None:
+        t = self.new_tile(u, inst)
+        src = self._window(self.load_views[u], u, inst, False)
+        self.b.dma_copy(dst=self.access(u, inst), src=src)
+        del t
+
+    def _store(self, v: Value, inst: Instance) -> None:
+        plan, ve = self.plan, self.ext(v)
+        # rows of a value broadcast over some partition dims: only the leading rows are distinct
+        seen_full = False
+        rows = 1
+        for d in plan.p_dims:
+            if ve[d] > 1:
+                seen_full = True
+                rows *= inst.extents[d]
+            elif seen_full:
+                raise BuildError(
+                    f"lowering: cannot store {v!r}: it is broadcast over an inner partition dim "
+                    f"of its fusion group (domain {plan.domain})")
+        src = self.access(v, inst)
+        src = Access(src.tensor, (DimSlice(Affine.of(0), rows, 1),) + src.dims[1:])
+        dst = self._window(self.store_views[v], v, inst, True)
+        self.b.dma_copy(dst=dst, src=src)

@@ -1,0 +1,24 @@
+"""The ``lower`` pass: tensor graph -> NKI kernel graph (uses the ``layout`` analysis if present)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.graph import Graph
+from ...ir.passes import Pass, PassContext
+from ...nki.target import TRN2
+from .driver import lower_to_nki
+
+
+@dataclass(frozen=True)
+class LowerToNki(Pass):
+    """Lower fusion groups, matmuls and data movement to NKI IR; constants go to
+    ``ctx.analyses["constants"]`` as extra kernel inputs."""
+
+    name = "lower"
+
+    def run(self, graph: Graph, ctx: PassContext) -> Graph:
+        layout = ctx.analyses.get("layout")
+        nki_graph, constants = lower_to_nki(graph, ctx.target or TRN2, layout)
+        ctx.analyses["constants"] = constants
+        return nki_graph
