@@ -39,6 +39,8 @@ from .tensor.builder import Builder
 from .tensor.interpret import run
 from .tensor.types import TensorType
 from . import nki  # noqa: E402  (NKI dialect: nk.nki.run / nk.nki.verify)
+from .compiler import Kernel, compile  # noqa: E402,A004
+from .perf.stats import KernelStats  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -47,5 +49,5 @@ __all__ = [
     "float8_e5m2", "float16", "float32", "get_dtype", "int8", "int16", "int32", "tfloat32",
     "uint8", "uint16", "uint32", "BuildError", "InterpretError", "NkError", "ParseError",
     "VerifyError", "Graph", "parse", "Pass", "PassContext", "Pipeline", "get_pass",
-    "print_graph", "Value", "Builder", "run", "TensorType", "nki",
+    "print_graph", "Value", "Builder", "run", "TensorType", "Kernel", "compile", "KernelStats", "nki",
 ]

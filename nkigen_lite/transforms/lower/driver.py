@@ -39,7 +39,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None) -> tuple[Grap
     b = NkiBuilder(graph.name)
 
     def roles_of(v: Value):
-        return layout.roles_of(v) if layout is not None else None
+        return layout.roles.get(v) if layout is not None else None
 
     ctx = LowerContext(target, b, roles_of)
     for name, v in zip(graph.input_names, graph.inputs):
@@ -126,12 +126,40 @@ def _lower_group(ctx: LowerContext, g: FusionGroup, graph: Graph, part) -> None:
             roles = ctx.roles_of(v)
             if roles is not None:
                 break
-    n_values = len(g.ops) + sum(1 for op in g.ops for u in op.operands
-                                if u.defining_op not in members)
-    itemsize_sum = max(1, n_values) * 4
     plan = make_plan(g, roles, partitions=ctx.partitions,
-                     sbuf_budget=ctx.target.sbuf_bytes_per_partition // 2, itemsize_sum=itemsize_sum)
+                     sbuf_budget=(ctx.target.sbuf_bytes_per_partition * 3) // 4,
+                     itemsize_sum=_full_width_bytes(g), broadcast_dims=_broadcast_dims(g))
     GroupEmitter(ctx, g, escaping, plan).run()
+
+
+def _broadcast_dims(g: FusionGroup) -> set[int]:
+    """Domain dims along which some input read by the group (not a constant) is broadcast."""
+    members = set(g.ops)
+    dims: set[int] = set()
+    for op in g.ops:
+        for u in op.operands:
+            if u.defining_op in members or isinstance(u.defining_op, T.FullOp):
+                continue
+            ext = (1,) * (len(g.domain) - u.type.rank) + tuple(u.type.shape)
+            dims |= {d for d, (e, n) in enumerate(zip(ext, g.domain)) if e == 1 and n > 1}
+    return dims
+
+
+def _full_width_bytes(g: FusionGroup) -> int:
+    """Bytes per free element of the tiles that span the group's full last dim (an upper bound
+    on one iteration's SBUF use per free element; per-partition columns are negligible)."""
+    members = set(g.ops)
+    last = g.domain[-1] if g.domain else 1
+    seen: set = set()
+    total = 0
+    for op in g.ops:
+        for v in list(op.operands) + [op.result]:
+            if v in seen or (v.defining_op not in members and isinstance(v.defining_op, T.FullOp)):
+                continue
+            seen.add(v)
+            if v.type.shape and v.type.shape[-1] == last:
+                total += max(4, v.type.dtype.itemsize)
+    return max(total, 4)
 
 
 def _lower_op(ctx: LowerContext, op: Op, graph: Graph) -> None:

@@ -217,10 +217,48 @@ class GroupEmitter:
         return Access(view, tuple(dims))
 
     def _load(self, u: Value, inst: Instance) -> None:
-        t = self.new_tile(u, inst)
+        if self._partition_broadcast(u, inst):
+            return
+        self.new_tile(u, inst)
         src = self._window(self.load_views[u], u, inst, False)
         self.b.dma_copy(dst=self.access(u, inst), src=src)
-        del t
+
+    def _partition_broadcast(self, u: Value, inst: Instance) -> bool:
+        """Load a kernel-level input that is the same on every partition (e.g. a weight vector)
+        once into one partition and broadcast it on the Tensor engine (ones[1,P]ᵀ · row), instead
+        of a stride-0 DMA that would read it from HBM once per partition."""
+        plan, ve, dt = self.plan, self.ext(u), u.type.dtype
+        rows = inst.rows()
+        free_dims = [d for d in plan.f_dims if ve[d] > 1]
+        if (self.levels[u] != 0 or rows < 2 or len(free_dims) != 1
+                or any(ve[d] > 1 for d in plan.p_dims + plan.i_dims)
+                or dt.name not in self.ctx.target.dtypes_of("tensor") or dt.itemsize < 2):
+            return False
+        fd = free_dims[0]
+        n = inst.extents[fd]
+        row = self.b.alloc((1, n), dt, "sbuf", name="row")
+        win = self._window(self.load_views[u], u, inst, False)
+        win = Access(win.tensor, tuple(DimSlice(x.offset, 1, 1) if k < len(plan.i_dims) + len(plan.p_dims)
+                                       else x for k, x in enumerate(win.dims)))
+        self.b.dma_copy(dst=row, src=win)
+        ones_dt = "f32" if dt.name in self.ctx.target.matmul_fp32_class else dt
+        ones = self.b.alloc((1, rows), ones_dt, "sbuf", name="ones")
+        self.b.memset(dst=ones, value=1.0)
+        self.new_tile(u, inst)
+        full = self.access(u, inst)
+        pos = 1 + list(plan.f_dims).index(fd)
+        fmax = self.ctx.target.psum_bank_fmax
+        for j in range(0, n, fmax):
+            w = min(fmax, n - j)
+            ps = self.b.alloc((rows, fmax), "f32", "psum", name="bcast")
+            self.b.nc_matmul(dst=Access(ps, (DimSlice(Affine.of(0), rows, 1), DimSlice(Affine.of(0), w, 1))),
+                             stationary=ones,
+                             moving=Access(row, (DimSlice(Affine.of(0), 1, 1), DimSlice(Affine.of(j), w, 1))))
+            dims = list(full.dims)
+            dims[pos] = DimSlice(Affine.of(j), w, 1)
+            self.b.tensor_copy(dst=Access(full.tensor, tuple(dims)),
+                               src=Access(ps, (DimSlice(Affine.of(0), rows, 1), DimSlice(Affine.of(0), w, 1))))
+        return True
 
     def _store(self, v: Value, inst: Instance) -> None:
         plan, ve = self.plan, self.ext(v)

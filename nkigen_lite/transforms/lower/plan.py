@@ -82,10 +82,30 @@ def default_roles(domain: tuple[int, ...], reduce_axes: set[int], partitions: in
     return tuple(roles)
 
 
+def _free_broadcast_dims(roles: list[str], dom, broadcast_dims: set[int], partitions: int,
+                         free_budget: int) -> None:
+    """Move P dims along which a group input is broadcast to F (a stride-0 on-chip read instead
+    of replicating the input across partitions) while the other P dims still fill the tile."""
+    for d in sorted(broadcast_dims):
+        if roles[d] != "P":
+            continue
+        others = [e for e in range(len(dom)) if roles[e] == "P" and e != d]
+        rows = 1
+        for e in others:
+            rows *= dom[e]
+        free = dom[d]
+        for e in range(len(dom)):
+            if roles[e] == "F":
+                free *= dom[e]
+        if others and min(rows, partitions) >= min(partitions, rows * dom[d]) and free <= free_budget:
+            roles[d] = "F"
+
+
 def make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: int,
-              sbuf_budget: int, itemsize_sum: int) -> GroupPlan:
+              sbuf_budget: int, itemsize_sum: int, broadcast_dims: set[int] = frozenset()) -> GroupPlan:
     """Build the plan. ``itemsize_sum`` = Σ itemsize over the tiles live in one iteration per
-    free element (an upper bound used to size the free-dim chunk within ``sbuf_budget``)."""
+    free element (an upper bound used to size the free-dim chunk within ``sbuf_budget``);
+    ``broadcast_dims`` are domain dims along which some input of the group is broadcast."""
     dom = group.domain
     red = reduced_axes(group)
     if roles is None:
@@ -96,6 +116,8 @@ def make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: 
     for d in red:  # a fused reduction must run over free dims
         if roles[d] != "F":
             roles[d] = "F"
+    _free_broadcast_dims(roles, dom, set(broadcast_dims), partitions,
+                         max(1, sbuf_budget // max(1, itemsize_sum)))
     i_dims = tuple(d for d in range(len(dom)) if roles[d] == "I")
     p_dims = tuple(d for d in range(len(dom)) if roles[d] == "P")
     f_dims = tuple(d for d in range(len(dom)) if roles[d] == "F")

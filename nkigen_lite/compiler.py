@@ -1,0 +1,108 @@
+"""``nk.compile``: run the default pipeline and package the result as a Kernel.
+
+Pipeline: canonicalize → decompose → canonicalize (cleanup) → layout → lower → deallocs →
+hardware verify. The input graph is never modified: compilation works on a copy made by
+printing and re-parsing it (which also detaches builder-only behaviour from the values).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .ir.errors import BuildError
+from .ir.graph import Graph
+from .ir.parser import parse
+from .ir.passes import PassContext, Pipeline, get_pass
+from .nki.interpret import run as nki_run
+from .nki.target import TRN2, Target
+from .nki.verify import verify as nki_verify
+from .perf.stats import KernelStats, kernel_stats
+from .transforms import pipeline as _tensor_passes  # noqa: F401  (registers the passes)
+from .transforms.lower import passes as _lower_passes  # noqa: F401
+
+STAGES = ("input", "canonicalize", "decompose", "cleanup", "layout", "lower", "deallocs")
+
+
+@dataclass
+class Kernel:
+    """A compiled kernel: its NKI graph, the IR after every stage, and ways to run and measure it."""
+
+    name: str
+    nki: Graph
+    target: Target
+    constants: dict[str, np.ndarray]
+    input_names: list[str]
+    output_names: list[str]
+    stage_ir: dict[str, str]
+    timings: dict[str, float]
+    layout: object = None
+    _stats: KernelStats | None = field(default=None, repr=False)
+
+    def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run the kernel on the NKI interpreter; returns ``{output name: array}``."""
+        if not isinstance(inputs, dict):
+            raise BuildError(f"Kernel.run takes a dict {{name: array}}, got {type(inputs).__name__}")
+        clash = [k for k in inputs if k in self.constants]
+        if clash:
+            raise BuildError(f"inputs {clash} clash with the kernel's constant inputs")
+        return nki_run(self.nki, {**inputs, **self.constants}, self.target, verify=False)
+
+    def ir(self, stage: str = "lower") -> str:
+        """IR text after a stage: one of input, canonicalize, decompose, cleanup, layout, lower,
+        deallocs (``"nki"`` is the final kernel)."""
+        if stage == "nki":
+            stage = "deallocs"
+        if stage not in self.stage_ir:
+            raise KeyError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}, nki")
+        return self.stage_ir[stage]
+
+    def stats(self) -> KernelStats:
+        """Static/dynamic instruction counts, DMA traffic and peak on-chip memory."""
+        if self._stats is None:
+            self._stats = kernel_stats(self.nki, self.target)
+        return self._stats
+
+    def estimate(self):
+        """Estimated trn2 execution time from the cost model (see perf/costmodel.py)."""
+        from .perf.costmodel import estimate
+
+        return estimate(self.nki, self.target)
+
+
+def compile(graph: Graph, target: Target = TRN2, knobs: dict | None = None) -> Kernel:  # noqa: A001
+    """Compile a tensor graph to an NKI kernel for ``target`` (trn2 by default).
+
+    ``knobs`` seed the layout solver: ``{value name: {"partition_dim": d, "tile_size": t}}``.
+    """
+    if not isinstance(graph, Graph):
+        raise BuildError(f"compile takes a tensor Graph, got {type(graph).__name__}")
+    t0 = time.perf_counter()
+    text = str(graph)
+    work = parse(text)
+    stage_ir = {"input": text}
+    timings = {"parse": time.perf_counter() - t0}
+    ctx = PassContext(target=target, knobs=dict(knobs or {}))
+    passes = [get_pass("canonicalize"), get_pass("decompose"), get_pass("canonicalize"),
+              get_pass("layout"), get_pass("lower"), get_pass("deallocs")]
+    names = ["canonicalize", "decompose", "cleanup", "layout", "lower", "deallocs"]
+    records: list = []
+
+    def record(_name, ir_text):
+        records.append(ir_text)
+
+    res = Pipeline(passes, verify_each=True, print_after="all", print_fn=record).run(work, ctx)
+    for n, rec, txt in zip(names, res.records, records):
+        stage_ir[n] = txt
+        timings[n] = rec.seconds
+    t1 = time.perf_counter()
+    nki_verify(res.graph, target)
+    timings["verify"] = time.perf_counter() - t1
+    return Kernel(
+        name=graph.name, nki=res.graph, target=target,
+        constants=ctx.analyses.get("constants", {}),
+        input_names=list(graph.input_names), output_names=list(graph.outputs),
+        stage_ir=stage_ir, timings=timings, layout=ctx.analyses.get("layout"),
+    )

@@ -1,0 +1,97 @@
+"""KernelStats: instruction counts per engine (static and executed), DMA count and bytes, HBM
+traffic against the minimum, and peak on-chip memory per partition.
+
+``dma_bytes`` counts what each DMA moves as the hardware moves it (a stride-0 broadcast of n
+bytes onto p partitions moves n*p bytes); ``hbm_bytes`` counts the bytes each DMA reads from or
+writes to HBM (both sides of an HBM -> HBM copy); ``min_hbm_bytes`` is the size of every kernel
+input and output; ``hbm_traffic_ratio = hbm_bytes / min_hbm_bytes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir.graph import Block, Graph
+from ..nki.ops import DmaCopyOp, ForiLoopOp
+from ..nki.ops.base import NkiOp
+from ..nki.target import TRN2, Target
+from ..nki.types import HbmType
+from ..nki.verify import verify
+
+
+@dataclass(frozen=True)
+class KernelStats:
+    """Counts describing one NKI kernel (field names are a public contract)."""
+
+    instructions_static: int
+    instructions_dynamic: int
+    static_by_engine: dict = field(default_factory=dict)
+    dynamic_by_engine: dict = field(default_factory=dict)
+    dma_count: int = 0
+    dma_bytes: int = 0
+    hbm_bytes: int = 0
+    min_hbm_bytes: int = 0
+    hbm_traffic_ratio: float = 0.0
+    peak_sbuf_bytes: int = 0
+    peak_psum_bytes: int = 0
+
+    def summary(self) -> str:
+        """A few human-readable lines."""
+        eng = ", ".join(f"{k} {v:,}" for k, v in sorted(self.dynamic_by_engine.items()))
+        return (f"instructions: {self.instructions_static:,} static, "
+                f"{self.instructions_dynamic:,} executed ({eng})\n"
+                f"DMA: {self.dma_count:,} transfers, {self.dma_bytes:,} B moved; HBM traffic "
+                f"{self.hbm_bytes:,} B = {self.hbm_traffic_ratio:.3f} x minimum "
+                f"({self.min_hbm_bytes:,} B)\n"
+                f"peak per partition: SBUF {self.peak_sbuf_bytes:,} B, PSUM {self.peak_psum_bytes:,} B")
+
+
+def _engine_of(op) -> str:
+    return "dma" if isinstance(op, DmaCopyOp) else op.attrs["engine"]
+
+
+def _trips(loop: ForiLoopOp) -> int:
+    lo, hi, st = loop.attrs["lower"], loop.attrs["upper"], loop.attrs["step"]
+    return max(0, -(-(hi - lo) // st))
+
+
+def kernel_stats(graph: Graph, target: Target = TRN2) -> KernelStats:
+    """Count the instructions and DMA traffic of an NKI kernel graph (verifying it)."""
+    peaks = verify(graph, target)
+    acc = {"static": {}, "dynamic": {}, "dma_count": 0, "dma_bytes": 0, "hbm_bytes": 0}
+
+    def walk(block: Block, mult: int) -> None:
+        for op in block:
+            if isinstance(op, ForiLoopOp):
+                walk(op.regions[0].block, mult * _trips(op))
+                continue
+            if not isinstance(op, NkiOp):
+                continue
+            e = _engine_of(op)
+            acc["static"][e] = acc["static"].get(e, 0) + 1
+            acc["dynamic"][e] = acc["dynamic"].get(e, 0) + mult
+            if isinstance(op, DmaCopyOp):
+                dst, src = op.access("dst"), op.access("src")
+                n = dst.size
+                acc["dma_count"] += mult
+                acc["dma_bytes"] += mult * n * dst.dtype.itemsize
+                for a in (dst, src):
+                    if isinstance(a.tensor.type, HbmType):
+                        acc["hbm_bytes"] += mult * n * a.dtype.itemsize
+
+    walk(graph.body, 1)
+    io = list(graph.inputs) + list(graph.outputs.values())
+    min_bytes = sum(v.type.size * v.type.dtype.itemsize for v in io)
+    return KernelStats(
+        instructions_static=sum(acc["static"].values()),
+        instructions_dynamic=sum(acc["dynamic"].values()),
+        static_by_engine=dict(sorted(acc["static"].items())),
+        dynamic_by_engine=dict(sorted(acc["dynamic"].items())),
+        dma_count=acc["dma_count"],
+        dma_bytes=acc["dma_bytes"],
+        hbm_bytes=acc["hbm_bytes"],
+        min_hbm_bytes=min_bytes,
+        hbm_traffic_ratio=acc["hbm_bytes"] / min_bytes if min_bytes else 0.0,
+        peak_sbuf_bytes=peaks.sbuf_bytes,
+        peak_psum_bytes=peaks.psum_banks * target.psum_bank_bytes,
+    )
