@@ -3,10 +3,12 @@
 Values are computed by the tensor interpreter in its float64 mode. A uniform result becomes
 ``tensor.full`` holding the float64 value (its attribute is a Python float), so the folded
 graph still computes in float64 in the oracle mode and rounds the constant to its dtype once
-in the faithful mode (instead of once per folded op). Other results
-become ``tensor.constant`` (rounded to the dtype) only while that does not blow up the IR: a
-non-uniform result is folded when it has at most ``MAX_FOLDED_ELEMENTS`` elements or no more
-than the largest dense constant it was computed from (``iota(4096) * 2`` stays as it is).
+in the faithful mode (instead of once per folded op). Other results become
+``tensor.constant`` only when the dtype holds their values exactly (``iota * 2`` folds,
+``exp(iota)`` does not: rounding it would change the oracle mode's answer), and only while
+that does not blow up the IR: a non-uniform result is folded when it has at most
+``MAX_FOLDED_ELEMENTS`` elements or no more than the largest dense constant it was computed
+from (``iota(4096) * 2`` stays as it is).
 """
 
 from __future__ import annotations
@@ -118,7 +120,10 @@ class FoldConstants(RewritePattern):
         dense = max((s.result.type.size for s in srcs if isinstance(s, T.ConstantOp)), default=0)
         if r.type.size > max(MAX_FOLDED_ELEMENTS, dense):
             return False
-        value = FrozenArray(cast_array(out, r.dtype), r.dtype)
+        stored = cast_array(out, r.dtype)
+        if r.dtype.is_float and not np.array_equal(stored.astype(np.float64), out, equal_nan=True):
+            return False  # the dtype cannot hold the exact values: folding would round them
+        value = FrozenArray(stored, r.dtype)
         return replace(rw, op, make(rw, T.ConstantOp, [], {"value": value}))
 
 

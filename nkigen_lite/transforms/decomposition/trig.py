@@ -46,9 +46,9 @@ def clamped_within(v, lo: float, hi: float) -> bool:
     return False
 
 
-def reduced_sin(e: Emitter, x, shift: float, lo: float, hi: float):
+def reduced_sin(e: Emitter, x, out_dtype, shift: float, lo: float, hi: float):
     """sin(x + shift) with x + shift reduced into [lo, hi] ⊇ [-pi, pi] (in f32 at least)."""
-    w = work_dtype(x.dtype)
+    w = work_dtype(out_dtype)
     xw = e.cast(x, w)
     t = e.add(e.mul(xw, INV_TWO_PI), shift / (2.0 * math.pi))
     k = e.cast(e.cast(e.add(t, e.where(e.less(t, 0.0), -0.5, 0.5, w)), int32), w)
@@ -59,7 +59,7 @@ def reduced_sin(e: Emitter, x, shift: float, lo: float, hi: float):
     r = e.where(e.greater(r, math.pi), e.sub(e.sub(e.sub(r, CW1), CW2), CW3), r)
     r = e.where(e.less(r, -math.pi), e.add(e.add(e.add(r, CW1), CW2), CW3), r)
     r = e.minimum(e.maximum(r, max(lo, -math.pi)), min(hi, math.pi))
-    return e.cast(e.sin(r), x.dtype)
+    return e.cast(e.sin(r), out_dtype)
 
 
 class SinRangeReduction(DecompositionPattern):
@@ -72,7 +72,7 @@ class SinRangeReduction(DecompositionPattern):
         x = op.operand(0)
         if dom is None or clamped_within(x, *dom):
             return False
-        return replace(rw, op, reduced_sin(Emitter(rw), x, 0.0, *dom))
+        return replace(rw, op, reduced_sin(Emitter(rw), x, op.result.dtype, 0.0, *dom))
 
 
 class CosViaSin(DecompositionPattern):
@@ -84,7 +84,8 @@ class CosViaSin(DecompositionPattern):
         if self.caps.has_unary("cos"):
             return False
         dom = self.caps.domain("sin") or (-math.pi, math.pi)
-        return replace(rw, op, reduced_sin(Emitter(rw), op.operand(0), math.pi / 2, *dom))
+        return replace(rw, op, reduced_sin(Emitter(rw), op.operand(0), op.result.dtype,
+                                            math.pi / 2, *dom))
 
 
 class ArctanRangeReduction(DecompositionPattern):
@@ -99,10 +100,10 @@ class ArctanRangeReduction(DecompositionPattern):
         if dom is None or clamped_within(x, *dom):
             return False
         e = Emitter(rw)
-        w = work_dtype(x.dtype)
+        w = work_dtype(op.result.dtype)
         xw = e.cast(x, w)
         big = e.greater(e.abs(xw), 1.0)
         t = e.minimum(e.maximum(e.where(big, e.reciprocal(xw), xw), -1.0), 1.0)
         y = e.arctan(t)
         out = e.where(big, e.sub(e.mul(e.sign(xw), math.pi / 2), y), y)
-        return replace(rw, op, e.cast(out, x.dtype))
+        return replace(rw, op, e.cast(out, op.result.dtype))
