@@ -17,7 +17,8 @@ Contract of the generated graphs:
   ``maximum(abs(x), 1)`` for ints) unless already known positive; pow exponents are small
   Python scalars. So no NaN or division by zero comes from the graph itself (overflow still
   can, e.g. nested exp in f16). These guards, matmul / where partners (``tensor.constant``,
-  a comparison for a missing condition) may add ops outside ``ops``.
+  a comparison for a missing condition) and the reshape that ``x[i]`` / ``x[None]`` indexing
+  builds after a slice may add ops outside ``ops``.
 - ``smooth=True`` keeps only ops whose results are continuous in the inputs (see
   ``SMOOTH_OPS``; no any/all reductions; casts only between floats), so two computations
   with different rounding stay within tolerance of each other: use it for differential tests.

@@ -11,7 +11,7 @@ from nkigen_lite.tensor import ops as T
 from nkigen_lite.testing.strategies import OP_NAMES, SMOOTH_OPS, graph_inputs, tensor_graphs
 
 HELPERS = {"tensor.abs", "tensor.add", "tensor.maximum", "tensor.constant", "tensor.full",
-           "tensor.greater", "return"}
+           "tensor.greater", "tensor.reshape", "return"}
 
 
 def test_op_names_cover_every_tensor_op():
