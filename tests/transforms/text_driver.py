@@ -72,8 +72,9 @@ def random_inputs(graph, seed: int = 0) -> dict[str, np.ndarray]:
     return feed
 
 
-def run_case(case: Case) -> str:
-    """Apply the case's passes, check numerics before/after, return the text to check."""
+def run_case(case: Case) -> dict:
+    """Apply the case's passes, check numerics before/after and the CHECK lines; returns the
+    pipeline's analyses (which rules fired)."""
     before = nk.parse(case.text)
     after = nk.parse(case.text)
     result = tensor_pipeline(case.passes).run(after, PassContext())
@@ -89,4 +90,4 @@ def run_case(case: Case) -> str:
             dt = "float64" if mode == "float64" and v.dtype.is_float else v.dtype
             assert_close(got[name], ref[name], dt, what=f"{case.id} {mode} {name}")
     check(out, case.text)
-    return out
+    return result.ctx.analyses
