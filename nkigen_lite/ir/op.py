@@ -31,7 +31,7 @@ class Op:
     attr_spec: ClassVar[tuple[Attr, ...]] = ()
     num_regions: ClassVar[int] = 0
 
-    __slots__ = ("_operands", "results", "attrs", "regions", "parent", "_prev", "_next",
+    __slots__ = ("_operands", "results", "attrs", "regions", "parent", "_prev", "_next", "loc",
                  "__weakref__")
 
     def __init_subclass__(cls, **kw):
@@ -54,6 +54,7 @@ class Op:
     ):
         self.parent: Block | None = None
         self._prev = self._next = None
+        self.loc: str | None = None  # source location (e.g. the tensor op an NKI op came from)
         self._operands: list[Value] = []
         self.attrs = MappingProxyType(self.check_attrs(attrs or {}))
         for v in operands:

@@ -305,6 +305,15 @@ class Parser:
                 f"{cls.name}: {len(result_toks)} result names but {len(types)} result types",
                 name_tok,
             )
+        loc = None
+        if self.at_on_line("loc"):
+            self.take()
+            self.expect("(")
+            tok = self.peek()
+            if tok.kind != "string":
+                raise self.error(f"expected a location string, found {self.describe(tok)}", tok)
+            loc = self.take().value
+            self.expect(")")
         line = self.op_line
         regions = []
         while self.peek().line == line and self.at("("):
@@ -314,6 +323,7 @@ class Parser:
             op = cls(operands, attrs, types, regions)
         except BuildError as e:
             raise self.error(str(e), name_tok) from None
+        op.loc = loc
         for vt, r in zip(result_toks, op.results):
             self.define(vt.text, r, vt)
         block.append(op)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .attrs import quote_string
 from .value import Value
 
 if TYPE_CHECKING:
@@ -95,6 +96,8 @@ class Printer:
         line = f"{pad}{head}{op.name}" + (f" {body}" if body else "")
         if op.results:
             line += " : " + ", ".join(str(r.type) for r in op.results)
+        if op.loc:
+            line += f" loc({quote_string(op.loc)})"
         lines = [line]
         for region in op.regions:
             for b in region.blocks:

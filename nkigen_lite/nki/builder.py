@@ -41,6 +41,7 @@ class Builder:
     def __init__(self, name: str = "kernel"):
         self.graph = Graph(name)
         self._blocks: list[Block] = [self.graph.body]
+        self.loc: str | None = None  # source location stamped on every op appended
 
     # ---- signature -----------------------------------------------------------------------------
     def add_input(self, name: str, shape: Sequence[int], dtype=float32) -> Value:
@@ -62,6 +63,7 @@ class Builder:
         except BuildError:
             op.drop_operand_uses()
             raise
+        op.loc = self.loc
         self._blocks[-1].append(op)
         for r in op.results:
             r._builder = self

@@ -9,6 +9,7 @@ from typing import Callable
 import numpy as np
 
 from ...ir.errors import BuildError
+from ...ir.printer import Printer
 from ...ir.value import Value
 from ...nki.builder import Builder as NkiBuilder
 from ...nki.target import Target
@@ -22,10 +23,22 @@ class LowerContext:
     target: Target
     b: NkiBuilder
     roles_of: Callable[[Value], tuple[str, ...] | None]
+    printer: Printer | None = None
     homes: dict[Value, HbmHome] = field(default_factory=dict)
     constants: dict[str, np.ndarray] = field(default_factory=dict)
     _views: dict[tuple, Value] = field(default_factory=dict)
     _scratch: int = 0
+
+    # ---- source locations ----------------------------------------------------------------
+    def name(self, v: Value) -> str:
+        return self.printer.name(v) if self.printer is not None else "%?"
+
+    def at(self, text: str | None) -> None:
+        """Stamp ``text`` as the location of the NKI ops emitted from now on."""
+        self.b.loc = text
+
+    def at_op(self, op) -> None:
+        self.at(f"{op.name} {self.name(op.result)}" if op.results else op.name)
 
     # ---- HBM -------------------------------------------------------------------------------
     def home(self, v: Value) -> HbmHome:

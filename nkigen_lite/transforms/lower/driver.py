@@ -14,6 +14,7 @@ import numpy as np
 from ...ir.errors import BuildError
 from ...ir.graph import Graph
 from ...ir.op import Op
+from ...ir.printer import Printer
 from ...ir.value import Value
 from ...nki.builder import Builder as NkiBuilder
 from ...nki.target import TRN2, Target
@@ -41,7 +42,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None) -> tuple[Grap
     def roles_of(v: Value):
         return layout.roles.get(v) if layout is not None else None
 
-    ctx = LowerContext(target, b, roles_of)
+    ctx = LowerContext(target, b, roles_of, Printer(graph))
     for name, v in zip(graph.input_names, graph.inputs):
         if any(d == 0 for d in v.type.shape):
             raise BuildError(f"input {name!r} has an empty dimension {v.type.shape}; NKI tensors "
@@ -62,6 +63,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None) -> tuple[Grap
     outputs = graph.outputs
     for name, v in outputs.items():
         if v in producers and v not in ctx.homes:
+            ctx.at(f"output {name}")
             ctx.homes[v] = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name)
     _plan_concats(ctx, graph, producers, set(outputs.values()))
     for item in part.items:
@@ -77,6 +79,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None) -> tuple[Grap
             final[name] = h.base
             claimed.add(id(h.base))
             continue
+        ctx.at(f"output {name}")
         out = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name)
         _copy(ctx, h, out)
         final[name] = out.base
@@ -100,6 +103,7 @@ def _plan_concats(ctx: LowerContext, graph: Graph, producers: set[Value], output
     """Give concat results a home first, so single-use parts are stored into their slice."""
     concats = [op for op in graph.body if isinstance(op, T.ConcatOp)]
     for op in reversed(concats):
+        ctx.at_op(op)
         h = ctx.home_for_store(op.result)
         ax = op.attrs["axis"]
         start = 0
@@ -164,6 +168,7 @@ def _full_width_bytes(g: FusionGroup) -> int:
 
 def _lower_op(ctx: LowerContext, op: Op, graph: Graph) -> None:
     v = op.result if op.results else None
+    ctx.at_op(op)
     if isinstance(op, (T.ConstantOp,)):
         return
     if isinstance(op, T.FullOp):

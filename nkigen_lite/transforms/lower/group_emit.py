@@ -93,8 +93,15 @@ class GroupEmitter:
 
     # ---- driver --------------------------------------------------------------------------------
     def run(self) -> None:
+        self.ctx.at(self.label())
         self._prepare_views()
         self._emit_level(0, Instance.top(self.plan))
+
+    def label(self) -> str:
+        """Location text of the group's loops and views."""
+        names = ", ".join(self.ctx.name(op.result) for op in self.g.ops[:4])
+        more = f", +{len(self.g.ops) - 4}" if len(self.g.ops) > 4 else ""
+        return f"fusion group over {'x'.join(map(str, self.plan.domain)) or 'scalar'}: {names}{more}"
 
     def _aligned_view(self, h: HbmHome, ext_v, for_store: bool) -> Value:
         """View of ``h`` with the domain's rank, dims in plan order; broadcast dims take the
@@ -121,21 +128,26 @@ class GroupEmitter:
 
     def _emit_level(self, level: int, inst: Instance) -> None:
         if level == 0:
+            self.ctx.at("constant columns")
             for (value, dtype_name) in list(self.const_cols):
                 t = self.b.alloc((inst.rows(), 1), "f32", "sbuf", name="cst")
                 self.b.memset(dst=t, value=float(value))
                 self.const_cols[(value, dtype_name)] = t
         for u in self.externals:
             if self.levels[u] == level:
+                self.ctx.at(f"load {self.ctx.name(u)}")
                 self._load(u, inst)
         from .tile_ops import emit_op
 
         for op in self.g.ops:
             if self.levels[op.result] != level or op in self.fold.folded:
                 continue
+            self.ctx.at_op(op)
             emit_op(self, op, inst)
             if op.result in self.store_views:
+                self.ctx.at(f"store {self.ctx.name(op.result)}")
                 self._store(op.result, inst)
+        self.ctx.at(self.label())
         if level == len(self.loops):
             return
         lp = self.loops[level]

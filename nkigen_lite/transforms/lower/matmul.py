@@ -42,6 +42,7 @@ def _swap_last(h: HbmHome) -> HbmHome:
 
 
 def lower_matmul(ctx: LowerContext, op: T.MatmulOp) -> None:
+    ctx.at_op(op)
     a_v, b_v = op.operands
     c_v = op.result
     for v in (a_v, b_v):
