@@ -7,6 +7,7 @@ narrowed to float32 / int32 / uint32 (the same choice JAX makes with x64 disable
 from __future__ import annotations
 
 import enum
+import re
 
 import ml_dtypes
 import numpy as np
@@ -110,6 +111,7 @@ _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _BY_NAME.update({d.numpy_name: d for d in ALL_DTYPES})
 _BY_NAME["bool"] = bool_
 _BY_NP = {d.np_dtype: d for d in ALL_DTYPES if d is not tfloat32}
+_DTYPE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _FLOAT_STORAGE = {np.dtype(np.float64)} | {d.np_dtype for d in FLOAT_DTYPES}
 _NARROW = {np.dtype(np.float64): float32, np.dtype(np.int64): int32, np.dtype(np.uint64): uint32}
 
@@ -120,6 +122,9 @@ def get_dtype(spec) -> DType:
         return spec
     if isinstance(spec, str) and spec in _BY_NAME:
         return _BY_NAME[spec]
+    if isinstance(spec, str) and not _DTYPE_WORD.fullmatch(spec):
+        # np.dtype would read structured specs like '(2,3)f4' with ast.literal_eval
+        raise BuildError(f"unknown dtype {spec!r}")
     try:
         npd = np.dtype(spec)
     except TypeError:
