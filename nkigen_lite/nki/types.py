@@ -294,7 +294,7 @@ class Access:
 
     @property
     def partitions(self) -> int:
-        return self.dims[0].size
+        return self.dims[0].size if self.dims else 1  # a rank-0 HBM access is one element
 
     @property
     def free_size(self) -> int:

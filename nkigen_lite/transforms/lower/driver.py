@@ -22,10 +22,11 @@ from ...nki.types import Access
 from ...tensor import ops as T
 from .context import LowerContext
 from .group_emit import GroupEmitter
+from .empty import fold_empty
 from .groups import FusionGroup, form_groups
 from .homes import HbmHome
 from .matmul import lower_matmul
-from .plan import make_plan
+from .plan import is_row_local, make_plan
 
 VIEW_OPS = (T.ReshapeOp, T.TransposeOp, T.BroadcastToOp, T.SliceOp)
 
@@ -34,9 +35,19 @@ def _is_layout_convert(op: Op) -> bool:
     return op.name == "tensor.layout_convert"
 
 
-def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None) -> tuple[Graph, dict[str, np.ndarray]]:
-    """The NKI kernel for ``graph`` and the constant arrays it takes as extra inputs."""
-    part = form_groups(graph)
+def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
+    """Lower ``graph`` (modified in place by empty-tensor folding) to an NKI kernel.
+
+    Returns (kernel graph, constant arrays the kernel takes as extra inputs, graph outputs that
+    are empty and so are not kernel outputs: name -> TensorType).
+    """
+    empty = fold_empty(graph)
+    free_limit = (target.sbuf_bytes_per_partition * 3 // 4) // 16
+
+    def row_local(op) -> bool:
+        return is_row_local(op, free_limit)
+
+    part = form_groups(graph, is_barrier=lambda op: isinstance(op, T.ReduceOp) and not row_local(op))
     b = NkiBuilder(graph.name)
 
     def roles_of(v: Value):
@@ -60,7 +71,9 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None) -> tuple[Grap
             ctx.homes[op.result] = HbmHome.whole(b.add_input(name, op.result.type.shape,
                                                              op.result.type.dtype))
     producers = _produced_in_kernel(graph, part)
-    outputs = graph.outputs
+    outputs = {n: v for n, v in graph.outputs.items() if n not in empty}
+    if not outputs:
+        raise BuildError(f"graph @{graph.name} has only empty outputs; there is no kernel to build")
     for name, v in outputs.items():
         if v in producers and v not in ctx.homes:
             ctx.at(f"output {name}")
@@ -68,7 +81,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None) -> tuple[Grap
     _plan_concats(ctx, graph, producers, set(outputs.values()))
     for item in part.items:
         if isinstance(item, FusionGroup):
-            _lower_group(ctx, item, graph, part)
+            _lower_group(ctx, item, graph, part, row_local)
         else:
             _lower_op(ctx, item, graph)
     final = {}
@@ -85,7 +98,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None) -> tuple[Grap
         final[name] = out.base
         claimed.add(id(out.base))
     b.set_outputs(final)
-    return b.graph, ctx.constants
+    return b.graph, ctx.constants, empty
 
 
 def _produced_in_kernel(graph: Graph, part) -> set[Value]:
@@ -120,7 +133,7 @@ def _copy(ctx: LowerContext, src: HbmHome, dst: HbmHome) -> None:
     ctx.b.dma_copy(dst=Access.whole(ctx.view(dst)), src=Access.whole(ctx.view(src)))
 
 
-def _lower_group(ctx: LowerContext, g: FusionGroup, graph: Graph, part) -> None:
+def _lower_group(ctx: LowerContext, g: FusionGroup, graph: Graph, part, row_local) -> None:
     escaping = part.escaping(g, graph)
     members = set(g.ops)
     roles = None
@@ -132,8 +145,9 @@ def _lower_group(ctx: LowerContext, g: FusionGroup, graph: Graph, part) -> None:
                 break
     plan = make_plan(g, roles, partitions=ctx.partitions,
                      sbuf_budget=(ctx.target.sbuf_bytes_per_partition * 3) // 4,
-                     itemsize_sum=_full_width_bytes(g), broadcast_dims=_broadcast_dims(g))
-    GroupEmitter(ctx, g, escaping, plan).run()
+                     itemsize_sum=_full_width_bytes(g), broadcast_dims=_broadcast_dims(g),
+                     row_local=row_local)
+    GroupEmitter(ctx, g, escaping, plan, row_local).run()
 
 
 def _broadcast_dims(g: FusionGroup) -> set[int]:
@@ -172,7 +186,7 @@ def _lower_op(ctx: LowerContext, op: Op, graph: Graph) -> None:
     if isinstance(op, (T.ConstantOp,)):
         return
     if isinstance(op, T.FullOp):
-        if any(not _consumed_as_immediate(u.op) for u in v.uses):  # materialize in HBM
+        if v.type.size and any(not _consumed_as_immediate(u.op) for u in v.uses):  # into HBM
             g = FusionGroup(-1, v.type.shape, [op])
             plan = make_plan(g, None, partitions=ctx.partitions,
                              sbuf_budget=ctx.target.sbuf_bytes_per_partition // 2, itemsize_sum=4)

@@ -38,7 +38,8 @@ def immediate_of(v: Value):
 class GroupEmitter:
     """Lowers one FusionGroup (see module docstring)."""
 
-    def __init__(self, ctx: LowerContext, group: FusionGroup, escaping: list[Value], plan: GroupPlan):
+    def __init__(self, ctx: LowerContext, group: FusionGroup, escaping: list[Value], plan: GroupPlan,
+                 row_local=lambda op: True):
         from .tile_ops import FoldPlan
 
         self.ctx, self.b, self.g, self.plan = ctx, ctx.b, group, plan
@@ -58,8 +59,16 @@ class GroupEmitter:
         self.levels: dict[Value, int] = {}
         for u in self.externals:
             self.levels[u] = self._level_of_ext(self.ext(u))
+        # accumulating reductions: combined at their operand's level, finished at their own
+        self.accumulating = [op for op in group.ops
+                             if isinstance(op, T.ReduceOp) and not row_local(op)]
+        self.combine_level: dict = {}
+        self.accumulators: dict = {}
         for op in group.ops:
             self.levels[op.result] = self._op_level(op)
+            if op in self.accumulating:
+                self.combine_level[op] = self.levels[op.result]
+                self.levels[op.result] = self._level_of_ext(self.ext(op.result))
         self.load_views: dict[Value, Value] = {}
         self.store_views: dict[Value, Value] = {}
         self.const_cols: dict[tuple, Value] = {}
@@ -127,6 +136,27 @@ class GroupEmitter:
             self.const_cols[key] = None  # filled at level 0
 
     def _emit_level(self, level: int, inst: Instance) -> None:
+        from .reduce_acc import combine_accumulator, finish_accumulator, start_accumulator
+
+        for op in self.accumulating:
+            if self.levels[op.result] == level:
+                self.ctx.at_op(op)
+                start_accumulator(self, op, inst)
+        self._emit_items(level, inst)
+        if level < len(self.loops):
+            self._emit_loops(level, inst)
+        for op in self.accumulating:
+            if self.levels[op.result] == level:
+                self.ctx.at_op(op)
+                finish_accumulator(self, op, inst)
+                if op.result in self.store_views:
+                    self.ctx.at(f"store {self.ctx.name(op.result)}")
+                    self._store(op.result, inst)
+        self.ctx.at(self.label())
+
+    def _emit_items(self, level: int, inst: Instance) -> None:
+        from .reduce_acc import combine_accumulator
+
         if level == 0:
             self.ctx.at("constant columns")
             for (value, dtype_name) in list(self.const_cols):
@@ -140,6 +170,11 @@ class GroupEmitter:
         from .tile_ops import emit_op
 
         for op in self.g.ops:
+            if op in self.combine_level:
+                if self.combine_level[op] == level:
+                    self.ctx.at_op(op)
+                    combine_accumulator(self, op, inst)
+                continue
             if self.levels[op.result] != level or op in self.fold.folded:
                 continue
             self.ctx.at_op(op)
@@ -148,8 +183,8 @@ class GroupEmitter:
                 self.ctx.at(f"store {self.ctx.name(op.result)}")
                 self._store(op.result, inst)
         self.ctx.at(self.label())
-        if level == len(self.loops):
-            return
+
+    def _emit_loops(self, level: int, inst: Instance) -> None:
         lp = self.loops[level]
         if lp.kind == "I":
             with self.b.fori_loop(0, lp.n_full) as i:

@@ -113,8 +113,22 @@ def _creates_cycle(members: set[Op], order: dict[Op, int]) -> bool:
     return False
 
 
-def form_groups(graph: Graph) -> Partition:
-    """Partition the (top-level, straight-line) tensor graph into fusion groups and other ops."""
+def _reads_barrier(members: set[Op], is_barrier) -> bool:
+    """True if some member reads the result of a member that must end its group."""
+    for op in members:
+        for v in op.operands:
+            d = v.defining_op
+            if d in members and is_barrier(d):
+                return True
+    return False
+
+
+def form_groups(graph: Graph, is_barrier=lambda op: False) -> Partition:
+    """Partition the (top-level, straight-line) tensor graph into fusion groups and other ops.
+
+    ``is_barrier(op)`` marks ops whose result is only complete after the whole loop nest (a
+    reduction accumulated across loops or partitions): no op reading it may join its group.
+    """
     ops = [op for op in graph.body if not isinstance(op, ReturnOp)]
     order = {op: i for i, op in enumerate(ops)}
     group_of: dict[Op, FusionGroup] = {}
@@ -135,14 +149,14 @@ def form_groups(graph: Graph) -> Partition:
                 continue
             if target is None:
                 trial = set(g.ops) | {op}
-                if not _creates_cycle(trial, order):
+                if not _creates_cycle(trial, order) and not _reads_barrier(trial, is_barrier):
                     target, dom = g, merged
             else:
                 both = merge_domains(target.domain, g.domain)
                 if both is None:
                     continue
                 trial = set(target.ops) | set(g.ops) | {op}
-                if not _creates_cycle(trial, order):
+                if not _creates_cycle(trial, order) and not _reads_barrier(trial, is_barrier):
                     for o in g.ops:
                         group_of[o] = target
                     target.ops = sorted(target.ops + g.ops, key=order.__getitem__)
@@ -155,7 +169,7 @@ def form_groups(graph: Graph) -> Partition:
             target.domain = merge_domains(target.domain, dom)
         target.ops.append(op)
         group_of[op] = target
-    _merge_siblings(groups, group_of, order)
+    _merge_siblings(groups, group_of, order, is_barrier)
     items = _condensed_toposort(ops, group_of, order)
     for i, g in enumerate(x for x in items if isinstance(x, FusionGroup)):
         g.id = i
@@ -167,7 +181,7 @@ def _external_inputs(g: FusionGroup) -> set[Value]:
     return {v for op in g.ops for v in op.operands if v.defining_op not in members}
 
 
-def _merge_siblings(groups: list[FusionGroup], group_of: dict, order: dict) -> None:
+def _merge_siblings(groups: list[FusionGroup], group_of: dict, order: dict, is_barrier) -> None:
     """Horizontal fusion: merge groups over the same domain that read a common input, so the
     input is loaded once (e.g. the two halves of RoPE)."""
     changed = True
@@ -178,7 +192,8 @@ def _merge_siblings(groups: list[FusionGroup], group_of: dict, order: dict) -> N
             for b in groups[i + 1:]:
                 if a.domain != b.domain or not (ins_a & _external_inputs(b)):
                     continue
-                if _creates_cycle(set(a.ops) | set(b.ops), order):
+                both = set(a.ops) | set(b.ops)
+                if _creates_cycle(both, order) or _reads_barrier(both, is_barrier):
                     continue
                 a.ops = sorted(a.ops + b.ops, key=order.__getitem__)
                 for o in b.ops:

@@ -32,7 +32,8 @@ def loops_of(plan: GroupPlan) -> list[LoopSpec]:
     if plan.f_chunk is not None and dom[plan.f_dims[0]] > plan.f_chunk:
         f0 = plan.f_dims[0]
         out.append(LoopSpec("F", f0, plan.f_chunk, dom[f0] // plan.f_chunk, dom[f0] % plan.f_chunk))
-    return out
+    # loops over dims that accumulating reductions reduce run innermost (stable otherwise)
+    return sorted(out, key=lambda lp: lp.dim in plan.acc_dims)
 
 
 @dataclass

@@ -13,12 +13,14 @@ from .driver import lower_to_nki
 @dataclass(frozen=True)
 class LowerToNki(Pass):
     """Lower fusion groups, matmuls and data movement to NKI IR; constants go to
-    ``ctx.analyses["constants"]`` as extra kernel inputs."""
+    ``ctx.analyses["constants"]`` as extra kernel inputs, empty outputs (produced without the
+    kernel) to ``ctx.analyses["empty_outputs"]``."""
 
     name = "lower"
 
     def run(self, graph: Graph, ctx: PassContext) -> Graph:
         layout = ctx.analyses.get("layout")
-        nki_graph, constants = lower_to_nki(graph, ctx.target or TRN2, layout)
+        nki_graph, constants, empty = lower_to_nki(graph, ctx.target or TRN2, layout)
         ctx.analyses["constants"] = constants
+        ctx.analyses["empty_outputs"] = empty
         return nki_graph

@@ -28,6 +28,7 @@ class GroupPlan:
     f_dims: tuple[int, ...]
     p_chunk: int
     f_chunk: int | None
+    acc_dims: tuple[int, ...] = ()  # dims reduced by accumulating reductions: loops innermost
 
     @property
     def order(self) -> tuple[int, ...]:
@@ -50,11 +51,34 @@ class GroupPlan:
         return tuple(out)
 
 
-def reduced_axes(group: FusionGroup) -> set[int]:
-    """Domain dims reduced by some reduction of the group."""
+def is_row_local(op: T.ReduceOp, free_limit: int, small: int = 2048) -> bool:
+    """True when a reduction can run inside one tile row: its reduced elements fit the free
+    budget and either some kept dim provides rows or the reduction is small. Other reductions
+    accumulate across loops and partitions and must end their fusion group."""
+    shape, axes = op.operand(0).type.shape, op.attrs["axes"]
+    red = kept = 1
+    for d, n in enumerate(shape):
+        if d in axes:
+            red *= n
+        else:
+            kept *= n
+    return red <= free_limit and (kept > 1 or red <= small)
+
+
+def reduced_axes(group: FusionGroup, row_local) -> set[int]:
+    """Domain dims reduced by the row-local reductions of the group."""
     axes: set[int] = set()
     for op in group.ops:
-        if isinstance(op, T.ReduceOp):
+        if isinstance(op, T.ReduceOp) and row_local(op):
+            axes |= set(op.attrs["axes"])
+    return axes
+
+
+def accumulated_axes(group: FusionGroup, row_local) -> set[int]:
+    """Domain dims reduced by the group's accumulating (not row-local) reductions."""
+    axes: set[int] = set()
+    for op in group.ops:
+        if isinstance(op, T.ReduceOp) and not row_local(op):
             axes |= set(op.attrs["axes"])
     return axes
 
@@ -102,12 +126,14 @@ def _free_broadcast_dims(roles: list[str], dom, broadcast_dims: set[int], partit
 
 
 def make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: int,
-              sbuf_budget: int, itemsize_sum: int, broadcast_dims: set[int] = frozenset()) -> GroupPlan:
+              sbuf_budget: int, itemsize_sum: int, broadcast_dims: set[int] = frozenset(),
+              row_local=lambda op: True) -> GroupPlan:
     """Build the plan. ``itemsize_sum`` = Σ itemsize over the tiles live in one iteration per
     free element (an upper bound used to size the free-dim chunk within ``sbuf_budget``);
     ``broadcast_dims`` are domain dims along which some input of the group is broadcast."""
     dom = group.domain
-    red = reduced_axes(group)
+    red = reduced_axes(group, row_local)
+    acc = accumulated_axes(group, row_local)
     if roles is None:
         roles = default_roles(dom, red, partitions)
     if len(roles) != len(dom):
@@ -147,6 +173,8 @@ def make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: 
         roles_out[d] = "P"
     for d in f_dims:
         roles_out[d] = "F"
+    # reduced F dims last, so tensor_reduce reduces trailing free axes
+    f_dims = tuple(sorted(f_dims, key=lambda d: (d in red or d in acc, d)))
     free = 1
     for d in f_dims:
         free *= dom[d]
@@ -161,4 +189,5 @@ def make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: 
         inner_free = free // dom[f_dims[0]]
         f_chunk = max(1, sbuf_budget // (itemsize_sum * inner_free))
         f_chunk = min(f_chunk, dom[f_dims[0]])
-    return GroupPlan(tuple(dom), tuple(roles_out), i_dims, tuple(p_list), f_dims, chunk, f_chunk)
+    return GroupPlan(tuple(dom), tuple(roles_out), i_dims, tuple(p_list), f_dims, chunk, f_chunk,
+                     tuple(sorted(acc)))
