@@ -34,7 +34,7 @@ def decompose(graph: Graph, target=None) -> dict[str, int]:
     (the constant-folding rules of canonicalize, then CSE). Raises BuildError naming an op
     that is left without a lowering."""
     caps = capabilities(target)
-    fired = apply_patterns(graph, [*patterns(caps), *FOLDING_PATTERNS])
+    fired = apply_patterns(graph, [*FOLDING_PATTERNS, *patterns(caps)])
     merged = cse(graph)
     if merged:
         fired["CSE"] = merged

@@ -5,13 +5,13 @@ from __future__ import annotations
 from ...ir.errors import BuildError
 from ...tensor import ops as T
 from ..match import replace, splat_value
-from .base import DecompositionPattern, Emitter
+from .base import DecompositionPattern, Emitter, work_dtype
 
 MAX_POW_EXPONENT = 64  # |n| above this keeps tensor.pow (the ALU power operator)
 
 
 class DivToMulReciprocal(DecompositionPattern):
-    """a / b → a * reciprocal(b)   (floats; one extra rounding: within 1.5 ulp)"""
+    """a / b → a * reciprocal(b)   (in f32 for narrower floats; one extra f32 rounding)"""
 
     root = T.DivOp
 
@@ -20,8 +20,9 @@ class DivToMulReciprocal(DecompositionPattern):
             return False
         e = Emitter(rw)
         dt = op.result.dtype
-        a, b = (e.cast(v, dt) for v in op.operands)
-        return replace(rw, op, e.mul(a, e.reciprocal(b)))
+        w = work_dtype(dt)
+        a, b = (e.cast(e.cast(v, dt), w) for v in op.operands)
+        return replace(rw, op, e.cast(e.mul(a, e.reciprocal(b)), dt))
 
 
 def integer_exponent(v) -> int | None:

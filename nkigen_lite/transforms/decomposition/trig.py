@@ -2,13 +2,15 @@
 
 ScalarE's sin is accurate only on [-pi, pi] and arctan on [-pi/2, pi/2] (no range reduction;
 the domains come from the target). An operand already clamped into the domain by
-``minimum(maximum(t, lo), hi)`` (what these rewrites produce) is left alone, so the pass is
-idempotent.
+``minimum(maximum(t, lo), hi)`` (what these rewrites produce), or a constant inside the
+domain, is left alone, so the pass is idempotent.
 """
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from ...ir.dtypes import int32
 from ...tensor import ops as T
@@ -25,8 +27,14 @@ CW3 = 2.0 * math.pi - CW1 - CW2
 
 
 def clamped_within(v, lo: float, hi: float) -> bool:
-    """True when ``v`` is ``minimum(maximum(t, a), b)`` or ``maximum(minimum(t, b), a)`` with
-    constants lo <= a and b <= hi (so every element of v lies in [lo, hi])."""
+    """True when every element of ``v`` provably lies in [lo, hi]: v is a constant inside, or
+    ``minimum(maximum(t, a), b)`` or ``maximum(minimum(t, b), a)`` with constants lo <= a and
+    b <= hi."""
+    const = def_op(v, (T.FullOp, T.ConstantOp))
+    if const is not None:
+        vals = np.asarray(const.attrs["value"].array if isinstance(const, T.ConstantOp)
+                          else const.attrs["value"], np.float64)
+        return bool(np.all((vals >= lo) & (vals <= hi)))
     outer = def_op(v, (T.MinimumOp, T.MaximumOp))
     if outer is None:
         return False

@@ -42,12 +42,13 @@ class RoleClasses:
         x, y = self.role[ra], self.role[rb]
         if x is not None and y is not None and x != y:
             return False
+        merged = x if x is not None else y
         if self.size[ra] < self.size[rb]:
             ra, rb = rb, ra
         self._set(self.parent, rb, ra)
         self._set(self.size, ra, self.size[ra] + self.size[rb])
-        if self.role[ra] is None and y is not None:
-            self._set(self.role, ra, y)
+        if self.role[ra] != merged:
+            self._set(self.role, ra, merged)
         return True
 
     def require(self, a: int, role: str) -> bool:

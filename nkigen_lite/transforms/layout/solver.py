@@ -134,11 +134,12 @@ class LayoutSolver:
         return True
 
     # ---- constraints and conversions ------------------------------------------------------
-    def _apply(self, op: Op, c, chosen: list[list[int]]) -> bool:
-        """Apply op's operand constraints with operand i's dims as ``chosen[i]``."""
+    def _apply(self, op: Op, c, chosen: list, which) -> bool:
+        """Apply op's constraints on the operands in ``which``, operand i's dims being the
+        variables ``chosen[i]``."""
         cls = self.cls
-        for i, cons in enumerate(c.operands):
-            for item in cons:
+        for i in which:
+            for item in c.operands[i]:
                 kind, d = item[0], item[1]
                 if kind == "res":
                     ok = cls.union(chosen[i][d], self.var(op.results[0], item[2]))
@@ -150,16 +151,22 @@ class LayoutSolver:
                     return False
         return True
 
-    def _choices(self, op: Op) -> list[tuple[int, ...]]:
-        """Candidate operand assignments: 0 = the value itself, k = its k-th existing
-        conversion, -1 = a new conversion; fewest new conversions first, then fewest
-        conversions, then in order. Ops with many operands try the value, then a new
-        conversion, for all operands together."""
-        counts = [1 + len(self.converted.get(id(v), [])) for v in op.operands]
-        if len(counts) > MAX_SEARCH_OPERANDS:
-            return [(0,) * len(counts), (-1,) * len(counts)]
-        combos = itertools.product(*[list(range(n)) + [-1] for n in counts])
-        return sorted(combos, key=lambda t: (t.count(-1), sum(k != 0 for k in t), t))
+    def _try(self, op: Op, c, chosen: list, which) -> bool:
+        self.cls.begin()
+        if self._apply(op, c, chosen, which):
+            self.cls.commit()
+            return True
+        self.cls.rollback()
+        return False
+
+    def _candidates(self, v: Value) -> list[int]:
+        """0 = the value itself, k = its k-th existing conversion, -1 = a new conversion."""
+        return list(range(1 + len(self.converted.get(id(v), [])))) + [-1]
+
+    def _vars_for(self, v: Value, k: int) -> list[int]:
+        if k == -1:
+            return [self.cls.new() for _ in range(v.ndim)]
+        return self.vars[id(v if k == 0 else self.converted[id(v)][k - 1])]
 
     def _convert(self, v: Value, vars_: list[int], before: Op | None = None,
                  after: Op | None = None) -> Value:
@@ -176,30 +183,40 @@ class LayoutSolver:
         return conv.result
 
     def _operands(self, op: Op, c) -> None:
+        """Choose, per operand, the value itself or a conversion of it. Up to
+        MAX_SEARCH_OPERANDS operands, every combination is tried, fewest new conversions
+        first, then fewest conversions, then in order; beyond, operand by operand."""
         operands = op.operands
-        for choice in self._choices(op):
-            chosen, fresh = [], {}
-            for i, (v, k) in enumerate(zip(operands, choice)):
-                if k == -1:
-                    fresh[i] = [self.cls.new() for _ in range(v.ndim)]
-                    chosen.append(fresh[i])
+        n = len(operands)
+        choice: tuple[int, ...] | None = None
+        chosen: list = [None] * n
+        if n <= MAX_SEARCH_OPERANDS:
+            combos = itertools.product(*[self._candidates(v) for v in operands])
+            for t in sorted(combos, key=lambda t: (t.count(-1), sum(k != 0 for k in t), t)):
+                chosen = [self._vars_for(v, k) for v, k in zip(operands, t)]
+                if self._try(op, c, chosen, range(n)):
+                    choice = t
+                    break
+        else:
+            picks = []
+            for i, v in enumerate(operands):
+                for k in self._candidates(v):
+                    chosen[i] = self._vars_for(v, k)
+                    if self._try(op, c, chosen, [i]):
+                        picks.append(k)
+                        break
                 else:
-                    src = v if k == 0 else self.converted[id(v)][k - 1]
-                    chosen.append(self.vars[id(src)])
-            self.cls.begin()
-            if not self._apply(op, c, chosen):
-                self.cls.rollback()
-                continue
-            self.cls.commit()
-            for i, (v, k) in enumerate(zip(operands, choice)):
-                if k == -1:  # settle the new layout now, so later users cannot collapse it
-                    cv = self._convert(v, fresh[i], before=op)
-                    self._default(cv)
-                    op.set_operand(i, cv)
-                elif k > 0:
-                    op.set_operand(i, self.converted[id(v)][k - 1])
-            return
-        raise BuildError(f"layout: the constraints of {op.name} contradict each other:\n  {op!r}")
+                    break
+            choice = tuple(picks) if len(picks) == n else None
+        if choice is None:
+            raise BuildError(f"layout: the constraints of {op.name} contradict each other:\n  {op!r}")
+        for i, (v, k) in enumerate(zip(operands, choice)):
+            if k == -1:  # settle the new layout now, so later users cannot collapse it
+                cv = self._convert(v, chosen[i], before=op)
+                self._default(cv)
+                op.set_operand(i, cv)
+            elif k > 0:
+                op.set_operand(i, self.converted[id(v)][k - 1])
 
     def _visit(self, op: Op) -> None:
         for r in op.results:
@@ -242,9 +259,12 @@ class LayoutSolver:
         want = split_roles(r1, [many.shape[d] for d in dims], self.partitions)
         if any(r is not None and r != w for r, w in zip(rm, want)):
             return merge_roles(rm) == r1 if None not in rm else False
-        for d, w in zip(dims, want):
-            self.cls.require(self.var(many, d), w)
-        return True
+        self.cls.begin()  # dims of ``many`` may share a class: all of them fit, or none
+        if all(self.cls.require(self.var(many, d), w) for d, w in zip(dims, want)):
+            self.cls.commit()
+            return True
+        self.cls.rollback()
+        return False
 
     def _propagate_reshapes(self) -> None:
         changed = True
