@@ -151,6 +151,13 @@ gelu = ActivationFunction("gelu", lambda x: 0.5 * x * (1.0 + erf_f64(x / math.sq
 gelu_apprx_tanh = ActivationFunction(
     "gelu_apprx_tanh",
     lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3))))
+gelu_dx = ActivationFunction(
+    "gelu_dx",
+    lambda x: 0.5 * (1.0 + erf_f64(x / math.sqrt(2.0))) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi))
+gelu_apprx_sigmoid = ActivationFunction("gelu_apprx_sigmoid", lambda x: x * _sigmoid(1.702 * x))
+silu_dx = ActivationFunction("silu_dx", lambda x: _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x))))
+erf_dx = ActivationFunction("erf_dx", lambda x: 2.0 / math.sqrt(math.pi) * np.exp(-x * x))
+mish = ActivationFunction("mish", lambda x: x * np.tanh(np.logaddexp(0.0, x)))
 relu = ActivationFunction("relu", lambda x: np.maximum(x, 0.0))
 square = ActivationFunction("square", np.square)
 erf = ActivationFunction("erf", erf_f64)
@@ -160,5 +167,6 @@ arctan = ActivationFunction("arctan", np.arctan, limits.ARCTAN_DOMAIN)
 sign = ActivationFunction("sign", np.sign)
 abs = ActivationFunction("abs", np.abs)  # noqa: A001 - NKI's name
 
-ACTIVATION_FUNCTIONS = (copy, exp, log, sqrt, rsqrt, reciprocal, tanh, sigmoid, silu, gelu,
-                        gelu_apprx_tanh, relu, square, erf, softplus, sin, arctan, sign, abs)
+ACTIVATION_FUNCTIONS = (copy, exp, log, sqrt, rsqrt, reciprocal, tanh, sigmoid, silu, silu_dx, gelu,
+                        gelu_dx, gelu_apprx_tanh, gelu_apprx_sigmoid, relu, square, erf, erf_dx,
+                        softplus, mish, sin, arctan, sign, abs)

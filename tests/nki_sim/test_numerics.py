@@ -108,6 +108,12 @@ ACTIVATIONS = {
     "relu": lambda x: np.maximum(x, 0), "square": np.square, "erf": np.vectorize(math.erf),
     "softplus": lambda x: np.log1p(np.exp(x)), "sin": np.sin, "arctan": np.arctan,
     "sign": np.sign, "abs": np.abs,
+    "silu_dx": lambda x: (1 + np.exp(-x) + x * np.exp(-x)) / (1 + np.exp(-x)) ** 2,
+    "gelu_dx": lambda x: (0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+                          + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi)),
+    "gelu_apprx_sigmoid": lambda x: x / (1 + np.exp(-1.702 * x)),
+    "erf_dx": lambda x: 2 / math.sqrt(math.pi) * np.exp(-x * x),
+    "mish": lambda x: x * np.tanh(np.log1p(np.exp(x))),
 }
 
 
