@@ -69,6 +69,9 @@ class GroupEmitter:
             if op in self.accumulating:
                 self.combine_level[op] = self.levels[op.result]
                 self.levels[op.result] = self._level_of_ext(self.ext(op.result))
+        # a value is stored once per instance of the loops its own extents depend on
+        self.store_level = {v: max(self.levels[v], self._level_of_ext(self.ext(v)))
+                            for v in self.escaping}
         self.load_views: dict[Value, Value] = {}
         self.store_views: dict[Value, Value] = {}
         self.const_cols: dict[tuple, Value] = {}
@@ -179,9 +182,10 @@ class GroupEmitter:
                 continue
             self.ctx.at_op(op)
             emit_op(self, op, inst)
-            if op.result in self.store_views:
-                self.ctx.at(f"store {self.ctx.name(op.result)}")
-                self._store(op.result, inst)
+        for v in self.escaping:
+            if self.store_level[v] == level and v.defining_op not in self.combine_level:
+                self.ctx.at(f"store {self.ctx.name(v)}")
+                self._store(v, inst)
         self.ctx.at(self.label())
 
     def _emit_loops(self, level: int, inst: Instance) -> None:
@@ -313,6 +317,8 @@ class GroupEmitter:
         seen_full = False
         rows = 1
         for d in plan.p_dims:
+            if plan.domain[d] == 1:
+                continue
             if ve[d] > 1:
                 seen_full = True
                 rows *= inst.extents[d]

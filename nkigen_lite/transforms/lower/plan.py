@@ -144,6 +144,14 @@ def make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: 
             roles[d] = "F"
     _free_broadcast_dims(roles, dom, set(broadcast_dims), partitions,
                          max(1, sbuf_budget // max(1, itemsize_sum)))
+    # an iota along a dim that shares the partitions with another dim is not an affine
+    # function of the partition index: put that dim in the free dims instead
+    for op in group.ops:
+        if isinstance(op, T.IotaOp):
+            d = op.attrs["axis"] + len(dom) - op.result.type.rank
+            if roles[d] == "P" and any(roles[e] == "P" and dom[e] > 1 and e != d
+                                       for e in range(len(dom))):
+                roles[d] = "F"
     i_dims = tuple(d for d in range(len(dom)) if roles[d] == "I")
     p_dims = tuple(d for d in range(len(dom)) if roles[d] == "P")
     f_dims = tuple(d for d in range(len(dom)) if roles[d] == "F")

@@ -49,7 +49,7 @@ def combine_accumulator(em, op: T.ReduceOp, inst) -> None:
         em.b.tensor_scalar(dst=nz, data=x, op0="not_equal", operand0=0.0)
         x = nz
     f_dims = list(em.plan.f_dims)
-    pos = [1 + f_dims.index(d) for d in op.attrs["axes"] if d in f_dims and em.ext(x_v)[d] > 1]
+    pos = [1 + f_dims.index(d) for d in op.attrs["axes"] if d in f_dims]
     acc_t = em.accumulators[op]
     acc = em.tile_access(acc_t, inst, em.ext(op.result))
     if pos:

@@ -224,15 +224,49 @@ def _fp32_column(em: GroupEmitter, v: Value, inst) -> Access:
     return t
 
 
+WRAPPING = ("add", "subtract", "multiply", "power")
+
+
+def _wrap_into(em: GroupEmitter, v: Value, inst, emit) -> None:
+    """Integer results narrower than 32 bits wrap around in NumPy but saturate on an engine
+    write: compute into an int32 scratch with ``emit(dst)``, then wrap it into v's tile."""
+    dt = v.type.dtype
+    wide = _scratch(em, v, inst, "i32")
+    emit(wide)
+    dst = em.access(v, inst)
+    mask = (1 << dt.bits) - 1
+    if not dt.is_signed:
+        em.b.tensor_scalar(dst=dst, data=wide, op0="bitwise_and", operand0=mask)
+        return
+    half = 1 << (dt.bits - 1)
+    shifted = _scratch(em, v, inst, "i32")
+    em.b.tensor_scalar(dst=shifted, data=wide, op0="add", operand0=float(half), engine="gpsimd")
+    masked = _scratch(em, v, inst, "i32")
+    em.b.tensor_scalar(dst=masked, data=shifted, op0="bitwise_and", operand0=mask)
+    em.b.tensor_scalar(dst=dst, data=masked, op0="subtract", operand0=float(half), engine="gpsimd")
+
+
+def _narrow_int(v: Value) -> bool:
+    return v.type.dtype.is_int and v.type.dtype.itemsize < 4
+
+
 def _binary(em: GroupEmitter, op: Op, inst) -> None:
     v = op.result
     ve = em.ext(v)
     alu = ALU.get(type(op))
     if alu is None:
         raise BuildError(f"lowering: no NKI rule for {op.name} (the decompose pass rewrites it)")
+    if alu.startswith("bitwise") and all(u.type.dtype.is_bool for u in op.operands):
+        alu = alu.replace("bitwise", "logical")  # on bools the bitwise ops are the logical ones
     a, b = (_arg(em, u, inst, ve) for u in op.operands)
     em.new_tile(v, inst)
-    dst = em.access(v, inst)
+    if _narrow_int(v) and alu in WRAPPING:
+        return _wrap_into(em, v, inst, lambda d: _binary_into(em, op, inst, alu, a, b, d))
+    _binary_into(em, op, inst, alu, a, b, em.access(v, inst))
+
+
+def _binary_into(em: GroupEmitter, op: Op, inst, alu: str, a, b, dst) -> None:
+    v = op.result
     eng = _engine(op, alu)
     if isinstance(a, Imm) and isinstance(b, Imm):
         val = op.ufunc(np.array(a.value), np.array(b.value))
@@ -295,6 +329,14 @@ def _unary(em: GroupEmitter, op: Op, inst) -> None:
         ones = (1 << in_t.bits) - 1 if not in_t.is_signed else -1
         return b.tensor_scalar(dst=dst, data=x, op0="bitwise_xor", operand0=ones)
     # integer forms of neg / abs / relu / square / sign (exact on GpSimd)
+    if isinstance(op, (T.NegOp, T.AbsOp, T.SquareOp)) and _narrow_int(v):
+        rule = {T.NegOp: lambda d: b.tensor_scalar(dst=d, data=x, op0="multiply", operand0=-1.0,
+                                                   engine="gpsimd"),
+                T.AbsOp: lambda d: b.tensor_scalar(dst=d, data=x, op0="abs_max", operand0=0.0,
+                                                   engine="gpsimd"),
+                T.SquareOp: lambda d: b.tensor_tensor(dst=d, data1=x, data2=x, op="multiply",
+                                                      engine="gpsimd")}[type(op)]
+        return _wrap_into(em, v, inst, rule)
     if isinstance(op, T.NegOp):
         return b.tensor_scalar(dst=dst, data=x, op0="multiply", operand0=-1.0, engine="gpsimd")
     if isinstance(op, T.AbsOp):
