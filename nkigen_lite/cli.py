@@ -47,8 +47,8 @@ def cmd_verify(args) -> int:
 def cmd_opt(args) -> int:
     import json
 
-    from .ir.passes import PassContext
     from .ir.parser import parse
+    from .ir.passes import PassContext
     from .transforms.pipeline import tensor_pipeline
 
     text = open(args.file).read() if args.file != "-" else sys.stdin.read()

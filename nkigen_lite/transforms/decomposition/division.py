@@ -7,14 +7,14 @@ error-free (Veltkamp/Dekker: q*b = p + err exactly), and (a - p) - err has the s
 exact residual. mod is that residual for the corrected q, rounded once, as NumPy's fmod-based
 result is. So both are exact for |a / b| < 2**22; beyond that floor_divide is within a
 relative 2**-21 of NumPy's value, and mod is exact when no correction was needed and
-|a / b| < 2**24, else NaN (never a wrong value). Special values follow NumPy: b == 0 gives a/b (inf or nan) for
-floor_divide and nan for mod; infinite a gives nan; infinite b gives 0 or -1 (floor_divide) and
-a or b (mod). Zero results are +0.0 (NumPy may give -0.0).
+|a / b| < 2**24, else NaN (never a wrong value). Special values follow NumPy: b == 0 gives
+a/b (inf or nan) for floor_divide and nan for mod; infinite a gives nan; infinite b gives 0 or
+-1 (floor_divide) and a or b (mod). Zero results are +0.0 (NumPy may give -0.0).
 
 Integers (computed in int32, or uint32 for uint32): two rounds of the f32 estimate bring q
 within one of the answer (the first residual is exact in wrapping int32 arithmetic), then one
-correction each way; uint32 divisors >= 2**30 divide by three conditional subtractions. b == 0 gives 0 for both ops, as NumPy does; INT_MIN // -1 wraps to
-INT_MIN, as in NumPy.
+correction each way; uint32 divisors >= 2**30 divide by three conditional subtractions.
+b == 0 gives 0 for both ops, as NumPy does; INT_MIN // -1 wraps to INT_MIN, as in NumPy.
 """
 
 from __future__ import annotations

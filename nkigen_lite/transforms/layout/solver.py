@@ -13,7 +13,8 @@ sees, and users that agree share it.
 
 Knobs ``{"<value name>": {"partition_dim": d, "tile_size": t}}`` seed the solver: the named
 value's dim d is P and its other free dims take their defaults (applied where the value is
-defined, before its users), and its partition tiles have t rows. Names are graph input names, output names, or the value's printed name.
+defined, before its users), and its partition tiles have t rows. Names are graph input names,
+output names, or the value's printed name.
 
 Split/merge groups of reshapes are solved once one side is known: a P dim splits into P
 inner dims (as many as fit the partitions, plus one outer, chunked) and I outer dims, F into
