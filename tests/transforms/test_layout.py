@@ -126,6 +126,16 @@ def test_knobs_seed_partition_dim_and_tile_size():
     assert d.roles_of(d.graph.inputs[0]) == ("P", "F") and d.partition_tile[d.graph.inputs[0]] == 64
 
 
+def test_tile_knob_follows_the_class_when_it_merges_into_a_bigger_one():
+    b = nk.Builder("ew")
+    x = b.add_input("x", (256, 64))
+    w = b.add_input("w", (256, 64))
+    y = b.exp(w) + b.exp(w) * 2.0 + w     # w's classes grow large first
+    b.set_outputs({"y": y + x})           # x (small class, with the knob) joins them last
+    a = solve_layout(b.graph, 128, {"x": {"tile_size": 16}})
+    assert {a.partition_tile[v] for v in a.values() if v.ndim} == {16}
+
+
 def test_knob_against_a_reduction_inserts_a_conversion():
     g = get_workload("softmax").graph(shape=(128, 64))
     before = copy_graph(g)

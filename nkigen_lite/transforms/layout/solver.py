@@ -84,7 +84,7 @@ class LayoutSolver:
         self.pending: list[tuple[Op, tuple[int, ...], tuple[int, ...]]] = []
         self.analysis = LayoutAnalysis(graph, partitions)
         self.knobs = self._parse_knobs(knobs or {})
-        self.tile_knob: dict[int, int] = {}  # class root of a P dim -> tile rows
+        self.tile_knobs: list[tuple[int, int]] = []  # (P dim variable, tile rows)
 
     # ---- variables and knobs --------------------------------------------------------------
     def register(self, v: Value) -> None:
@@ -131,7 +131,7 @@ class LayoutSolver:
             return False
         self._default(v)  # the knob settles the whole layout of v
         if t is not None:
-            self.tile_knob[self.cls.find(self.var(v, d))] = t
+            self.tile_knobs.append((self.var(v, d), t))
         return True
 
     # ---- constraints and conversions ------------------------------------------------------
@@ -303,7 +303,7 @@ class LayoutSolver:
                         want = "P"
             self.cls.require(self.var(v, d), want)
 
-    def _tile(self, v: Value, roles: tuple[str, ...]) -> int:
+    def _tile(self, v: Value, roles: tuple[str, ...], knobs: dict[int, int]) -> int:
         p = [d for d, r in enumerate(roles) if r == "P"]
         if not p:
             return 1
@@ -314,7 +314,7 @@ class LayoutSolver:
                 rows *= max(1, self.partitions // rows)
                 break
             rows *= n
-        knob = self.tile_knob.get(self.cls.find(self.var(v, p[0])))
+        knob = knobs.get(self.cls.find(self.var(v, p[0])))
         return min(knob, rows) if knob is not None else rows
 
     # ---- driver -----------------------------------------------------------------------------
@@ -330,10 +330,11 @@ class LayoutSolver:
             if any(r is None for r in self._roles(v, range(v.ndim))):
                 self._default(v)
         self._propagate_reshapes()
+        knobs = {self.cls.find(var): t for var, t in self.tile_knobs}  # roots move as classes merge
         for v in self.values:
             roles = tuple(self._roles(v, range(v.ndim)))
             self.analysis.roles[v] = roles
-            self.analysis.partition_tile[v] = self._tile(v, roles)
+            self.analysis.partition_tile[v] = self._tile(v, roles, knobs)
         return self.analysis
 
 
