@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..ir.dtypes import DType, cast_array
+from ..ir.dtypes import DType, cast_array, uint8
 from .enums import Buffer, psum
 
 
@@ -52,14 +52,20 @@ def as_fp32(raw: np.ndarray) -> np.ndarray:
 
 
 def round_to(values, dtype: DType) -> np.ndarray:
-    """Round computed values once into a dtype's storage (float->int: nearest even, saturating)."""
+    """Round computed values once into a dtype's storage (float->int: nearest even, saturating).
+
+    bool_ is a uint8 on the chip [SHARED]: a value is rounded and saturated as for uint8 and
+    the element is true when that byte is non-zero (0.25 and -7 give false, 0.75 and 300 true).
+    """
     values = np.asarray(values)
+    if dtype.is_bool:
+        if values.dtype.kind in "iub":
+            return np.clip(values.astype(np.int64), 0, 255) != 0
+        return cast_array(values.astype(np.float32), uint8, float_to_int="rne") != 0
     if values.dtype.kind in "iub":
         if dtype.is_int:
             info = np.iinfo(dtype.np_dtype)
             return np.clip(values.astype(np.int64), info.min, info.max).astype(dtype.np_dtype)
-        if dtype.is_bool:
-            return values != 0
         return cast_array(values.astype(np.float64).astype(np.float32), dtype)
     return cast_array(values.astype(np.float32), dtype, float_to_int="rne")
 

@@ -36,6 +36,16 @@ def test_float_to_int_rounds_to_nearest_even_and_saturates(nk):
     np.testing.assert_array_equal(k(x), [[2, 4, -2, -4, 127, -128, 0, 0]])
 
 
+def test_a_bool_is_a_rounded_saturated_byte(nk):
+    """bool_ is uint8 on the chip: true when the value rounds (RNE, saturating) to a non-zero byte."""
+    nki, nl, nisa = nk
+    x = np.array([[0.25, 0.5, 0.75, 1.5, -7.0, 300.0, 0.0, np.nan]], np.float32)
+    k = _unary_kernel(nki, nl, nisa, lambda r, t: nisa.tensor_copy(dst=r, src=t), nl.bool_)
+    np.testing.assert_array_equal(k(x), [[False, False, True, True, False, True, False, False]])
+    xi = np.array([[-7, 0, 1, 300]], np.int32)
+    np.testing.assert_array_equal(k(xi), [[False, False, True, True]])
+
+
 def test_fp32_to_bf16_rounds_once_to_nearest_even(nk):
     nki, nl, nisa = nk
     # 1 + 2**-8 is exactly halfway between bf16 neighbours 1 and 1 + 2**-7: ties to even -> 1
