@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...ir.rewrite import RewritePattern
 from ...tensor import ops as T
-from ..match import commuted, def_op, is_splat_of, replace
+from ..match import commuted, def_op, full, is_splat_of, make, replace
 
 
 def _forward(rw, op, x) -> bool:
@@ -63,4 +63,22 @@ class DivOne(RewritePattern):
         return is_splat_of(one, 1) and _forward(rw, op, x)
 
 
-IDENTITY_PATTERNS = (Involution(), AddZero(), SubZero(), MulOne(), DivOne())
+class ReduceWithoutAxes(RewritePattern):
+    """reduce(x, axes=[]) → cast(x) for sum / prod / max / min / mean;  → x != 0 for any / all"""
+
+    root = T.ReduceOp
+
+    def match_and_rewrite(self, op, rw):
+        kind = op.attrs["kind"]
+        if op.attrs["axes"] or kind in ("var", "std"):
+            return False
+        x, r = op.operand(0), op.result
+        if kind in ("any", "all"):
+            zero = full(rw, 0, x.dtype)
+            return replace(rw, op, make(rw, T.NotEqualOp, [x, zero]))
+        if x.dtype is r.dtype:
+            return replace(rw, op, x)
+        return replace(rw, op, make(rw, T.CastOp, [x], {"dtype": r.dtype}))
+
+
+IDENTITY_PATTERNS = (Involution(), AddZero(), SubZero(), MulOne(), DivOne(), ReduceWithoutAxes())

@@ -78,3 +78,18 @@ graph @add_two(%x: tensor<8xf32>) {
   return y = %a
 }
 // CHECK: tensor.add %x, %c : tensor<8xf32>
+
+// -----
+// a reduction over no axes is elementwise: a cast (sum of int8 is int32), or x != 0 for any/all
+graph @reduce_no_axes(%x: tensor<4xi8>, %f: tensor<4xf32>) {
+  %s = tensor.reduce %x {axes = [], kind = sum} : tensor<4xi32>
+  %m = tensor.reduce %f {axes = [], kind = max, keepdims = true} : tensor<4xf32>
+  %a = tensor.reduce %f {axes = [], kind = any} : tensor<4xbool>
+  %v = tensor.reduce %f {axes = [], kind = var} : tensor<4xf32>
+  return s = %s, m = %m, a = %a, v = %v
+}
+// CHECK: %cast = tensor.cast %x {dtype = i32} : tensor<4xi32>
+// CHECK-NEXT: %c = tensor.full {value = 0.0} : tensor<f32>
+// CHECK-NEXT: %not_equal = tensor.not_equal %f, %c : tensor<4xbool>
+// CHECK-NEXT: %v = tensor.reduce %f {axes = [], kind = var} : tensor<4xf32>
+// CHECK-NEXT: return s = %cast, m = %f, a = %not_equal, v = %v
