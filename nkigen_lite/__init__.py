@@ -7,6 +7,7 @@ Public API (stable names; see docs/architecture.md §8)::
     ...
     nk.run(graph, {"x": a})      # tensor interpreter
     nk.parse(text), str(graph)  # text round trip
+    k = nk.compile(graph); k.run(inputs); nk.simulate(k.nki_source(), inputs)
 """
 
 from .ir.dtypes import (
@@ -41,6 +42,7 @@ from .tensor.types import TensorType
 from . import nki  # noqa: E402  (NKI dialect: nk.nki.run / nk.nki.verify)
 from .compiler import Kernel, compile  # noqa: E402,A004
 from .perf.stats import KernelStats  # noqa: E402
+from .emit import simulate  # noqa: E402  (emitted NKI module -> NumPy NKI simulator)
 
 __version__ = "0.1.0"
 
@@ -50,4 +52,5 @@ __all__ = [
     "uint8", "uint16", "uint32", "BuildError", "InterpretError", "NkError", "ParseError",
     "VerifyError", "Graph", "parse", "Pass", "PassContext", "Pipeline", "get_pass",
     "print_graph", "Value", "Builder", "run", "TensorType", "Kernel", "compile", "KernelStats", "nki",
+    "simulate",
 ]

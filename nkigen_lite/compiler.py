@@ -69,6 +69,20 @@ class Kernel:
             self._stats = kernel_stats(self.nki, self.target)
         return self._stats
 
+    def nki_source(self) -> str:
+        """The kernel as a standalone ``@nki.jit`` Python module (docs/emit.md); run it with
+        ``nk.simulate(source, inputs)`` or under the Neuron SDK."""
+        from .emit.nki_source import emit_nki_source
+
+        return emit_nki_source(self.nki, self.constants, self.input_names)
+
+    def build_kb(self, target: str = "trn2"):
+        """The NISA MLIR module from the Neuron SDK's Kernel Builder (raises NeuronSdkMissing,
+        an ImportError, when the SDK is not installed)."""
+        from .emit.kernel_builder import build_kb
+
+        return build_kb(self.nki, target)
+
     def estimate(self):
         """Estimated trn2 execution time from the cost model (see perf/costmodel.py)."""
         from .perf.costmodel import estimate

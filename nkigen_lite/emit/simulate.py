@@ -1,0 +1,71 @@
+"""``nk.simulate``: run an emitted NKI module (or a compiled Kernel's) on the NumPy NKI simulator.
+
+Inputs are keyed by the graph's input names (the module's ``INPUT_NAMES``), which may differ
+from the sanitised kernel parameter names; the module's ``CONSTANTS`` are passed for the
+constant parameters. Outputs come back keyed by ``OUTPUT_NAMES``.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from ..ir.errors import BuildError
+from ..nki_sim import installed
+from ..nki_sim import simulate as sim_run
+
+
+def load_module(source: str, name: str = "nki_kernel") -> types.ModuleType:
+    """Execute emitted module text with the simulator installed as ``nki``; return the module."""
+    if not isinstance(source, str):
+        raise BuildError(f"load_module takes module source text, got {type(source).__name__}")
+    module = types.ModuleType(name)
+    with installed():
+        exec(compile(source, f"<{name}>", "exec"), vars(module))  # our own emitted code
+    return module
+
+
+def simulate(source_or_kernel, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run emitted NKI source text, or a ``Kernel`` (emitted on the fly), on the simulator.
+
+    ``inputs`` maps graph input names to arrays; constants are supplied from the module.
+    Returns ``{output name: array}`` (for a Kernel in the graph's output shapes: a 0-d output
+    is a 1-element 1-D tensor inside the kernel).
+    """
+    from ..compiler import Kernel
+
+    shapes = None
+    if isinstance(source_or_kernel, Kernel):
+        source = source_or_kernel.nki_source()
+        shapes = {n: v.type.shape for n, v in source_or_kernel.nki.outputs.items()}
+    elif isinstance(source_or_kernel, str):
+        source = source_or_kernel
+    else:
+        raise BuildError(f"simulate takes emitted NKI source text or a Kernel, got "
+                         f"{type(source_or_kernel).__name__}")
+    if not isinstance(inputs, dict):
+        raise BuildError(f"simulate takes a dict {{input name: array}}, got {type(inputs).__name__}")
+    module = load_module(source)
+    names = getattr(module, "INPUT_NAMES", None)
+    specs = getattr(module, "INPUT_SPECS", None)
+    if names is None or specs is None:
+        raise BuildError("simulate: the module defines no INPUT_NAMES / INPUT_SPECS (not emitted by "
+                         "nkigen_lite?); use nkigen_lite.nki_sim.simulate with parameter names")
+    params = list(specs)
+    unknown = sorted(set(inputs) - set(names))
+    missing = [n for n in names if n not in inputs]
+    if unknown or missing:
+        raise BuildError(f"simulate: kernel inputs are {list(names)}; got {sorted(inputs)}"
+                         + (f"; missing {missing}" if missing else "")
+                         + (f"; unexpected {unknown}" if unknown else ""))
+    args = {}
+    for param, n in zip(params, names):
+        a = inputs[n]
+        # a 0-d graph tensor is a 1-element 1-D tensor in the kernel
+        args[param] = a.reshape(specs[param][0]) if isinstance(a, np.ndarray) and a.ndim == 0 else a
+    args.update(getattr(module, "CONSTANTS", {}))
+    outputs = sim_run(module, args)
+    if shapes:
+        outputs = {n: a.reshape(shapes[n]) for n, a in outputs.items()}
+    return outputs
