@@ -116,6 +116,7 @@ class FakeTensor:
     shape: tuple
     dtype: object
     space: object
+    index: tuple = ()      # the key of the last indexing that made this view
 
     def __getitem__(self, key):
         key = key if isinstance(key, tuple) else (key,)
@@ -129,7 +130,7 @@ class FakeTensor:
                 shape.append(_size(k.start, k.stop, k.step or 1))
             else:
                 raise SurfaceError(f"{self.root}: unsupported index {k!r}")
-        return FakeTensor(self.root, tuple(shape), self.dtype, self.space)
+        return FakeTensor(self.root, tuple(shape), self.dtype, self.space, key)
 
     def ap(self, pattern, offset=0):
         if not pattern or not all(isinstance(s, int) and isinstance(n, int) for s, n in pattern):
