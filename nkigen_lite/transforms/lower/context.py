@@ -67,8 +67,6 @@ class LowerContext:
         if h.is_whole_base:
             return h.base
         shape, strides = h.shape, h.strides
-        if not shape:  # rank-0 values are addressed as a 1-element vector
-            shape, strides = (1,), (1,)
         key = (id(h.base), h.offset, shape, strides)
         v = self._views.get(key)
         if v is None:

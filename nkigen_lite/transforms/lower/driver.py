@@ -211,6 +211,42 @@ def _lower_op(ctx: LowerContext, op: Op, graph: Graph) -> None:
     raise BuildError(f"lowering: no NKI lowering for {op.name} outside a fusion group")
 
 
+def _reversing_copy(ctx: LowerContext, op: T.SliceOp, src: HbmHome) -> HbmHome:
+    """A slice with negative steps: HBM views only have positive strides, so copy it into a
+    fresh buffer with one DMA per index of the reversed dims, whose source offset runs
+    backwards (``start + j * step`` with step < 0)."""
+    from ...nki.types import Affine, DimSlice
+
+    v = op.result
+    starts, steps = op.attrs["starts"], op.attrs["strides"]
+    rev = [d for d, st in enumerate(steps) if st < 0 and v.type.shape[d] > 0]
+    pos_starts = [0 if d in rev else a for d, a in enumerate(starts)]
+    pos_steps = [1 if d in rev else st for d, st in enumerate(steps)]
+    pos_shape = [src.shape[d] if d in rev else n for d, n in enumerate(v.type.shape)]
+    view_src = ctx.view(src.slice(pos_starts, pos_steps, pos_shape))
+    out = ctx.alloc_hbm(v.type.shape, v.type.dtype)
+    view_dst = ctx.view(out)
+
+    def nest(k: int, idx: dict) -> None:
+        if k == len(rev):
+            sd, dd = [], []
+            for d, n in enumerate(v.type.shape):
+                if d in idx:
+                    sd.append(DimSlice(Affine.of(starts[d]) + idx[d] * steps[d], 1, 1))
+                    dd.append(DimSlice(Affine.of(idx[d]), 1, 1))
+                else:
+                    sd.append(DimSlice(Affine.of(0), n, 1))
+                    dd.append(DimSlice(Affine.of(0), n, 1))
+            ctx.b.dma_copy(dst=Access(view_dst, tuple(dd)), src=Access(view_src, tuple(sd)))
+            return
+        d = rev[k]
+        with ctx.b.fori_loop(0, v.type.shape[d]) as j:
+            nest(k + 1, {**idx, d: j})
+
+    nest(0, {})
+    return out
+
+
 def _consumed_as_immediate(user: Op) -> bool:
     from ...ir.graph import ReturnOp
     from .groups import is_fusible
@@ -231,8 +267,7 @@ def _lower_view(ctx: LowerContext, op: Op) -> None:
     elif isinstance(op, T.SliceOp):
         h = src.slice(op.attrs["starts"], op.attrs["strides"], v.type.shape)
         if h is None:
-            raise BuildError(f"lowering: {op.name} with a negative step (a reversal) is not "
-                             "supported: HBM views and DMA windows only have positive strides")
+            h = _reversing_copy(ctx, op, src)
     else:
         h = src.reshape(tuple(op.attrs["shape"]))
         if h is None:  # not expressible as a view: copy into row-major order

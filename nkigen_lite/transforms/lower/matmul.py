@@ -5,14 +5,16 @@ partitions) and reused across all N chunks. N is processed in blocks of up to
 ``MATMUL_BANKS`` PSUM banks (512 fp32 columns each); for every K chunk one B tile covering the
 block is loaded and one nc_matmul per bank accumulates into PSUM (the first K chunk is peeled
 because ``accumulate`` is a static flag). The block is then copied PSUM -> SBUF (casting to C's
-dtype) and stored with one DMA. Batch dims are outer loops; broadcast batch dims read stride-0
+dtype) and stored with one DMA. Operands the Tensor engine cannot read (ints, bool, e4m3fn) are
+staged as fp32 / bf16 tiles by the loading DMA (exact for integers while partial sums stay
+below 2**24). Batch dims are outer loops; broadcast batch dims read stride-0
 views. An operand is brought K-major either by a DMA window in that order, or, when its K dim is
 the contiguous one, by a natural load plus a TensorE transpose through PSUM.
 """
 
 from __future__ import annotations
 
-from ...ir.errors import BuildError
+from ...ir.dtypes import get_dtype
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from ...tensor.rules import broadcast_shapes
@@ -41,20 +43,30 @@ def _swap_last(h: HbmHome) -> HbmHome:
     return h.transpose(perm)
 
 
+def _compute_dtypes(target, a_dt, b_dt):
+    """Dtypes the operand tiles are staged in for the Tensor engine (DMAs cast on the way):
+    unsupported types (ints, bool, e4m3fn) go to fp32 / bf16, and fp32-class operands only
+    pair with fp32-class ones."""
+    supported = target.dtypes_of("tensor")
+
+    def native(dt):
+        if dt.name in supported:
+            return dt
+        return get_dtype("bf16") if dt.is_float and dt.itemsize == 1 else get_dtype("f32")
+
+    ca, cb = native(a_dt), native(b_dt)
+    fp32 = target.matmul_fp32_class
+    if (ca.name in fp32) != (cb.name in fp32):
+        ca = ca if ca.name in fp32 else get_dtype("f32")
+        cb = cb if cb.name in fp32 else get_dtype("f32")
+    return ca, cb
+
+
 def lower_matmul(ctx: LowerContext, op: T.MatmulOp) -> None:
     ctx.at_op(op)
     a_v, b_v = op.operands
     c_v = op.result
-    for v in (a_v, b_v):
-        dt = v.type.dtype
-        if dt.name not in ctx.target.dtypes_of("tensor"):
-            raise BuildError(f"lowering: {op.name} operand dtype {dt.numpy_name} is not supported "
-                             "by the Tensor engine (cast it to float32 or bfloat16 first)")
-    fp32_class = ctx.target.matmul_fp32_class
-    if (a_v.type.dtype.name in fp32_class) != (b_v.type.dtype.name in fp32_class):
-        raise BuildError(f"lowering: {op.name} pairs {a_v.type.dtype.numpy_name} with "
-                         f"{b_v.type.dtype.numpy_name}; fp32/tf32 only pair with fp32/tf32 on the "
-                         "Tensor engine (cast one operand)")
+    ca, cb = _compute_dtypes(ctx.target, a_v.type.dtype, b_v.type.dtype)
     ha, hb = ctx.home(a_v), ctx.home(b_v)
     if a_v.type.rank == 1:
         ha = ha.reshape((1,) + ha.shape)
@@ -71,8 +83,7 @@ def lower_matmul(ctx: LowerContext, op: T.MatmulOp) -> None:
     if hc is None:  # C's home is not contiguous (e.g. a concat slice): compute, then copy
         staging = ctx.alloc_hbm(c_v.type.shape, c_v.type.dtype)
         hc = staging.reshape(batch + (m, n))
-    MatmulEmitter(ctx, ha, hb, hc, batch, m, k, n, a_v.type.dtype, b_v.type.dtype,
-                  c_v.type.dtype).run()
+    MatmulEmitter(ctx, ha, hb, hc, batch, m, k, n, ca, cb, c_v.type.dtype).run()
     if staging is not None:
         ctx.b.dma_copy(dst=Access.whole(ctx.view(home)), src=Access.whole(ctx.view(staging)))
 

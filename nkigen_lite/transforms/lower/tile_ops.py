@@ -246,6 +246,16 @@ def _wrap_into(em: GroupEmitter, v: Value, inst, emit) -> None:
     em.b.tensor_scalar(dst=dst, data=masked, op0="subtract", operand0=float(half), engine="gpsimd")
 
 
+def _widen_bool(em: GroupEmitter, u: Value, x, inst, out_ext, dtype):
+    if isinstance(x, Imm) or not u.type.dtype.is_bool:
+        return x
+    t = em.tile_access(em.scratch_tile(u, inst, dtype), inst, em.ext(u))
+    em.b.tensor_copy(dst=t, src=em.access(u, inst))
+    return Access(t.tensor, t.dims[:1] + tuple(
+        DimSlice(d.offset, n, 0 if (d.size == 1 and n > 1) else d.stride)
+        for d, n in zip(t.dims[1:], (x.dims[k + 1].size for k in range(len(t.dims) - 1)))))
+
+
 def _narrow_int(v: Value) -> bool:
     return v.type.dtype.is_int and v.type.dtype.itemsize < 4
 
@@ -259,6 +269,9 @@ def _binary(em: GroupEmitter, op: Op, inst) -> None:
     if alu.startswith("bitwise") and all(u.type.dtype.is_bool for u in op.operands):
         alu = alu.replace("bitwise", "logical")  # on bools the bitwise ops are the logical ones
     a, b = (_arg(em, u, inst, ve) for u in op.operands)
+    if alu.startswith("bitwise") and not v.type.dtype.is_bool:
+        # the bitvector ALU takes integers only: widen bool operands to the result dtype
+        a, b = (_widen_bool(em, u, x, inst, ve, v.type.dtype) for u, x in zip(op.operands, (a, b)))
     em.new_tile(v, inst)
     if _narrow_int(v) and alu in WRAPPING:
         return _wrap_into(em, v, inst, lambda d: _binary_into(em, op, inst, alu, a, b, d))
