@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .ops import alu
+
 _ALL_DTYPES = frozenset({"f32", "f16", "bf16", "tf32", "f8e4m3", "f8e4m3fn", "f8e5m2", "f8e3m4",
                          "i8", "i16", "i32", "u8", "u16", "u32", "bool"})
 
@@ -45,6 +47,9 @@ class Target:
     # ---- engines (facts §1.4, §2.5) ------------------------------------------------------------
     engine_dtypes: tuple                # ((engine, frozenset of dtype names), ...)
     scalar_tensor_scalar_ops: tuple     # op chains ScalarE's tensor_scalar supports
+    activation_functions: frozenset     # ScalarE activation functions (names as nki/ops/alu.py)
+    alu_ops: frozenset                  # binary ALU operators (no divide instruction)
+    reduce_ops: frozenset               # operators a free-axis reduction may use
     tensor_clock_hz: float
     vector_clock_hz: float
     scalar_clock_hz: float
@@ -130,6 +135,9 @@ TRN2 = Target(
     ),
     # ScalarE tensor_scalar on trn2: only (mult, add), (mult), (add) [ISA]
     scalar_tensor_scalar_ops=(("multiply", "add"), ("multiply",), ("add",)),
+    activation_functions=frozenset(alu.ACTIVATION_FUNCS),   # [SHARED]
+    alu_ops=frozenset(alu.ALU_OPS),                         # [SHARED] [NKIGEN]
+    reduce_ops=frozenset(alu.REDUCE_OPS),                   # [SHARED]
     tensor_clock_hz=2.4e9,                        # [ARCH-T2]
     vector_clock_hz=0.96e9,                       # [ARCH-T2]
     scalar_clock_hz=1.2e9,                        # [ARCH-T2]
