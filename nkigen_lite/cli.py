@@ -17,7 +17,14 @@ def _max_rel_error(got: np.ndarray, ref: np.ndarray) -> float:
     return float(np.max(np.abs(got - ref))) / scale
 
 
+def _report_errors(label: str, got: dict, ref: dict) -> None:
+    for name, r in ref.items():
+        print(f"# {label} vs float64 NumPy: output {name!r} "
+              f"max |err| / max |ref| = {_max_rel_error(got[name], r):.3e}")
+
+
 def cmd_demo(args) -> int:
+    from .compiler import compile as nk_compile
     from .tensor.interpret import run
     from .workloads import get_workload
 
@@ -26,12 +33,37 @@ def cmd_demo(args) -> int:
     print(f"# workload {w.name}: {w.description}")
     print("# tensor IR")
     print(g)
+    k = nk_compile(g)
+    print("# NKI IR (after canonicalize, decompose, layout, lower, deallocs; hardware-verified)")
+    print(k.ir("nki"))
+    print("# stats")
+    for line in k.stats().summary().splitlines():
+        print(f"#   {line}")
     inputs = w.inputs(g, seed=0)
     ref = w.reference(**inputs)
-    got = run(g, inputs)
-    for name, r in ref.items():
-        print(f"# tensor interpreter vs float64 NumPy: output {name!r} "
-              f"max |err| / max |ref| = {_max_rel_error(got[name], r):.3e}")
+    _report_errors("tensor interpreter", run(g, inputs), ref)
+    _report_errors("NKI interpreter   ", k.run(inputs), ref)
+    return 0
+
+
+def cmd_compile(args) -> int:
+    from .compiler import compile as nk_compile
+    from .ir.parser import parse
+
+    if args.workload:
+        from .workloads import get_workload
+
+        g = get_workload(args.workload).graph()
+    else:
+        text = open(args.file).read() if args.file != "-" else sys.stdin.read()
+        g = parse(text)
+    k = nk_compile(g)
+    print(k.ir(args.stage), end="")
+    if args.stats:
+        print(k.stats().summary())
+    if args.timing:
+        for name, secs in k.timings.items():
+            print(f"# {name:14s} {secs * 1e3:8.2f} ms")
     return 0
 
 
@@ -93,6 +125,14 @@ def main(argv=None) -> int:
     d = sub.add_parser("demo", help="build a workload, print its IR, run it, report the error")
     d.add_argument("workload", nargs="?", default="softmax")
     d.set_defaults(fn=cmd_demo)
+    c = sub.add_parser("compile", help="compile tensor IR (file, - for stdin) or a workload to NKI IR")
+    c.add_argument("file", nargs="?", default="-")
+    c.add_argument("--workload", help="compile a built-in workload instead of a file")
+    c.add_argument("--stage", default="nki", help="IR to print: input, canonicalize, decompose, "
+                   "cleanup, layout, lower, nki (default)")
+    c.add_argument("--stats", action="store_true", help="print instruction and DMA statistics")
+    c.add_argument("--timing", action="store_true", help="print the time of every stage")
+    c.set_defaults(fn=cmd_compile)
     v = sub.add_parser("verify", help="parse and verify IR text (file or - for stdin)")
     v.add_argument("file")
     v.add_argument("--print", action="store_true", help="print the normalised IR")
