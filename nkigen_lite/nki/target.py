@@ -71,6 +71,9 @@ class Target:
     dma_transpose_hbm_bytes_per_s: float
     dma_transpose_sbuf_bytes_per_s: float
     hbm_bytes_per_s: float              # per-core HBM share used by the roofline
+    dge_instances: int                  # hardware DGE instances issuing dma_copy descriptors
+    dma_efficiency_at_min_efficient: float  # DMA efficiency at dma_min_efficient_bytes_per_partition
+    dma_write_drain_ns: float           # DMA completion to data visible (beyond its transfer)
 
     # ---- per-instruction cost constants (facts §1.7, §7.2) -------------------------------------
     min_ii_cycles: int                  # MIN_II of VectorE / ScalarE instructions
@@ -87,6 +90,17 @@ class Target:
     vector_write_drain_ns: float
     gpsimd_sem_to_start_ns: float
     gpsimd_write_drain_ns: float
+    scalar_sem_to_start_ns: float
+    scalar_write_drain_ns: float
+    pe_transpose_min_cycles: int        # the 64 in nc_transpose's max(P, min(64, F))
+    vector_fast_dtypes: frozenset       # 16-bit floats VectorE's performance mode speeds up
+    vector_perf_mode_sbuf_factor: int   # tensor_copy / tensor_scalar, SBUF->SBUF, unit stride
+    vector_perf_mode_other_factor: int  # the same off unit stride or touching PSUM; tensor_tensor
+    vector_fast_reduce_dtypes: frozenset
+    vector_fast_reduce_ops: frozenset   # tensor_reduce at N / factor for these ops and dtypes
+    vector_fast_reduce_factor: int
+    vector_memset_zero_factor: int      # memset of 0 into a 16-bit float tile
+    matmul_peak_flops: tuple            # ((operand dtype, FLOP/s at peak), ...) for the roofline
 
     # ---- derived views -------------------------------------------------------------------------
     @property
@@ -162,6 +176,9 @@ TRN2 = Target(
     dma_transpose_hbm_bytes_per_s=335e9,          # HBM->SBUF DMA transpose [NKIPY-HW]
     dma_transpose_sbuf_bytes_per_s=215e9,         # SBUF->SBUF DMA transpose [NKIPY-HW]
     hbm_bytes_per_s=360e9,                        # per-core roofline bandwidth [derived] §7.1
+    dge_instances=2,                              # 2 HW-DGE per NC-v3 (Sync, Scalar) [ARCH-T2] [DGE]
+    dma_efficiency_at_min_efficient=0.85,         # "approaches peak" at 2 KiB: ~0.8-0.9 §7.2 [DMA-BW]
+    dma_write_drain_ns=0.0,                       # none listed ("-") [NKIPY-HW]
     min_ii_cycles=64,                             # MIN_II [OLD-ISA] [SHARED]
     mm_init_latency_cycles=64,                    # MM_INIT_LATENCY (NC-v2) [ARCH-T1]
     matmul_fp32_factor=4,                         # fp32 matmul ~4x bf16 [OLD-ISA] [ARCH-T2]
@@ -176,4 +193,20 @@ TRN2 = Target(
     vector_write_drain_ns=161.0,                  # [NKIPY-HW]
     gpsimd_sem_to_start_ns=186.0,                 # [NKIPY-HW]
     gpsimd_write_drain_ns=218.0,                  # [NKIPY-HW]
+    scalar_sem_to_start_ns=268.0,                 # no ScalarE row in [NKIPY-HW]: VectorE's assumed
+    scalar_write_drain_ns=161.0,                  # no ScalarE row in [NKIPY-HW]: VectorE's assumed
+    pe_transpose_min_cycles=64,                   # nc_transpose max(P, min(64, F)) [OLD-ISA]
+    vector_fast_dtypes=frozenset({"bf16", "f16"}),  # performance mode, BF16/FP16 only [ARCH-T2]
+    vector_perf_mode_sbuf_factor=4,               # 4x copy/tensor_scalar SBUF->SBUF unit stride [ARCH-T2]
+    vector_perf_mode_other_factor=2,              # 2x non-unit stride / PSUM side / tensor_tensor [ARCH-T2]
+    vector_fast_reduce_dtypes=frozenset({"bf16"}),  # tensor_reduce N/2 bf16 in/out [OLD-ISA]
+    vector_fast_reduce_ops=frozenset({"add", "maximum"}),  # ... for add or max [OLD-ISA]
+    vector_fast_reduce_factor=2,                  # [OLD-ISA]
+    vector_memset_zero_factor=2,                  # memset 0 into bf16/fp16: N/2 [OLD-ISA]
+    matmul_peak_flops=(                           # 128 x 128 x 2 x 2.4 GHz per dtype §7.1 [ARCH-T2] [NCV3]
+        ("bf16", 78.6e12), ("f16", 78.6e12), ("tf32", 78.6e12),
+        ("f8e3m4", 78.6e12),                      # FP8_E3 at BF16 speed [ARCH-T2]
+        ("f8e4m3", 157e12), ("f8e5m2", 157e12),   # FP8 double_row [ARCH-T2] [NCV3]
+        ("f32", 19.7e12),                         # FP32 matmul ~4x BF16 cost [ARCH-T2] [OLD-ISA]
+    ),
 )
