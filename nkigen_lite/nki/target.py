@@ -203,10 +203,12 @@ TRN2 = Target(
     vector_fast_reduce_ops=frozenset({"add", "maximum"}),  # ... for add or max [OLD-ISA]
     vector_fast_reduce_factor=2,                  # [OLD-ISA]
     vector_memset_zero_factor=2,                  # memset 0 into bf16/fp16: N/2 [OLD-ISA]
-    matmul_peak_flops=(                           # 128 x 128 x 2 x 2.4 GHz per dtype §7.1 [ARCH-T2] [NCV3]
-        ("bf16", 78.6e12), ("f16", 78.6e12), ("tf32", 78.6e12),
-        ("f8e3m4", 78.6e12),                      # FP8_E3 at BF16 speed [ARCH-T2]
-        ("f8e4m3", 157e12), ("f8e5m2", 157e12),   # FP8 double_row [ARCH-T2] [NCV3]
-        ("f32", 19.7e12),                         # FP32 matmul ~4x BF16 cost [ARCH-T2] [OLD-ISA]
+    matmul_peak_flops=(                           # §7.1: 128 x 128 x 2 x 2.4 GHz ("78.6", doc 79) [ARCH-T2]
+        ("bf16", 128 * 128 * 2 * 2.4e9), ("f16", 128 * 128 * 2 * 2.4e9),
+        ("tf32", 128 * 128 * 2 * 2.4e9),
+        ("f8e3m4", 128 * 128 * 2 * 2.4e9),        # FP8_E3 at BF16 speed [ARCH-T2]
+        ("f8e4m3", 2 * 128 * 128 * 2 * 2.4e9),    # FP8 double_row, "157" [ARCH-T2] [NCV3]
+        ("f8e5m2", 2 * 128 * 128 * 2 * 2.4e9),
+        ("f32", 128 * 128 * 2 * 2.4e9 / 4),       # FP32 matmul ~4x BF16 cost, "19.7" [ARCH-T2] [OLD-ISA]
     ),
 )
