@@ -26,6 +26,7 @@ from .empty import fold_empty
 from .groups import FusionGroup, form_groups
 from .homes import HbmHome
 from .matmul import lower_matmul
+from .pipeline import Pipeline, emit_pipeline, group_member, matmul_member
 from .plan import is_row_local, make_plan
 
 VIEW_OPS = (T.ReshapeOp, T.TransposeOp, T.BroadcastToOp, T.SliceOp)
@@ -79,11 +80,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
             ctx.at(f"output {name}")
             ctx.homes[v] = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name)
     _plan_concats(ctx, graph, producers, set(outputs.values()))
-    for item in part.items:
-        if isinstance(item, FusionGroup):
-            _lower_group(ctx, item, graph, part, row_local)
-        else:
-            _lower_op(ctx, item, graph)
+    _lower_items(ctx, part, graph, row_local, set(outputs.values()))
     final = {}
     claimed = {id(ctx.homes[i].base) for i in graph.inputs}
     for name, v in outputs.items():
@@ -98,6 +95,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
         final[name] = out.base
         claimed.add(id(out.base))
     b.set_outputs(final)
+    b.graph.dce()  # views a lowering family prepared but did not use
     return b.graph, ctx.constants, empty
 
 
@@ -133,9 +131,69 @@ def _copy(ctx: LowerContext, src: HbmHome, dst: HbmHome) -> None:
     ctx.b.dma_copy(dst=Access.whole(ctx.view(dst)), src=Access.whole(ctx.view(src)))
 
 
-def _lower_group(ctx: LowerContext, g: FusionGroup, graph: Graph, part, row_local) -> None:
-    escaping = part.escaping(g, graph)
-    members = set(g.ops)
+def _lower_items(ctx: LowerContext, part, graph: Graph, row_local, outputs: set) -> None:
+    """Emit the partition's items in order, fusing runs of row-compatible matmuls and fusion
+    groups into row pipelines (pipeline.py)."""
+    budget = (ctx.target.sbuf_bytes_per_partition * 3) // 4
+    pipe = Pipeline()
+
+    def flush() -> None:
+        nonlocal pipe
+        if len(pipe.members) == 1:
+            m = pipe.members[0]
+            if isinstance(m.item, FusionGroup):
+                _emit_group(ctx, m.item, m.plan, part, graph, row_local)
+            else:
+                lower_matmul(ctx, m.item)
+        elif pipe.members:
+            emit_pipeline(ctx, pipe, outputs, row_local)
+        for alias, root in pipe.alias.items():
+            if root in ctx.homes and alias not in ctx.homes:
+                ctx.homes[alias] = ctx.homes[root]
+        pipe = Pipeline()
+
+    for item in part.items:
+        member = None
+        if isinstance(item, FusionGroup):
+            plan = _plan_group(ctx, item, row_local)
+            member = group_member(item, plan, row_local, _full_width_bytes(item))
+            if member is None:
+                flush()
+                _emit_group(ctx, item, plan, part, graph, row_local)
+                continue
+        elif isinstance(item, T.MatmulOp):
+            member = matmul_member(item, ctx.partitions, ctx.homes)
+            if member is None:
+                flush()
+                lower_matmul(ctx, item)
+                continue
+        if member is not None:
+            if not pipe.try_join(member, budget):
+                flush()
+                pipe.try_join(member, budget)
+            continue
+        if _is_layout_convert(item) and pipe.root(item.operand(0)) in pipe.produced:
+            pipe.alias[item.result] = pipe.root(item.operand(0))
+            continue
+        if not pipe.reads_pipeline(item) and _emits_nothing_dependent(item):
+            _lower_op(ctx, item, graph)
+            continue
+        flush()
+        _lower_op(ctx, item, graph)
+    flush()
+
+
+def _emits_nothing_dependent(op: Op) -> bool:
+    """Items that may be lowered in the middle of a pipeline being collected: views, aliases and
+    constants (they only read HBM values that exist already)."""
+    if isinstance(op, (T.ConstantOp,) + VIEW_OPS) or _is_layout_convert(op):
+        return True
+    if isinstance(op, T.FullOp):
+        return all(_consumed_as_immediate(u.op) for u in op.result.uses)
+    return False
+
+
+def _plan_group(ctx: LowerContext, g: FusionGroup, row_local):
     roles = None
     for op in g.ops:
         v = op.result if not isinstance(op, T.ReduceOp) else op.operand(0)
@@ -143,11 +201,14 @@ def _lower_group(ctx: LowerContext, g: FusionGroup, graph: Graph, part, row_loca
             roles = ctx.roles_of(v)
             if roles is not None:
                 break
-    plan = make_plan(g, roles, partitions=ctx.partitions,
+    return make_plan(g, roles, partitions=ctx.partitions,
                      sbuf_budget=(ctx.target.sbuf_bytes_per_partition * 3) // 4,
                      itemsize_sum=_full_width_bytes(g), broadcast_dims=_broadcast_dims(g),
                      row_local=row_local)
-    GroupEmitter(ctx, g, escaping, plan, row_local).run()
+
+
+def _emit_group(ctx: LowerContext, g: FusionGroup, plan, part, graph: Graph, row_local) -> None:
+    GroupEmitter(ctx, g, part.escaping(g, graph), plan, row_local).run()
 
 
 def _broadcast_dims(g: FusionGroup) -> set[int]:

@@ -39,7 +39,9 @@ class GroupEmitter:
     """Lowers one FusionGroup (see module docstring)."""
 
     def __init__(self, ctx: LowerContext, group: FusionGroup, escaping: list[Value], plan: GroupPlan,
-                 row_local=lambda op: True):
+                 row_local=lambda op: True, pipe: dict | None = None, provided=(), publish=()):
+        """``pipe`` is the tile table shared with the other participants of a row pipeline:
+        ``provided`` values are read from it instead of HBM, ``publish`` values are put in it."""
         from .tile_ops import FoldPlan
 
         self.ctx, self.b, self.g, self.plan = ctx, ctx.b, group, plan
@@ -47,6 +49,10 @@ class GroupEmitter:
         self.loops = loops_of(plan)
         self.loop_index = {lp.dim: k for k, lp in enumerate(self.loops)}
         self.escaping = list(escaping)
+        self.pipe = pipe if pipe is not None else {}
+        self.provided = set(provided)
+        self.publish = set(publish)
+        self.keep = set(escaping) | self.publish  # values that must exist as tiles
         self.tiles: dict[Value, Value] = {}
         self.fold = FoldPlan.build(self)
         self.externals: list[Value] = []
@@ -105,9 +111,41 @@ class GroupEmitter:
 
     # ---- driver --------------------------------------------------------------------------------
     def run(self) -> None:
+        from .loopnest import run_loop_nest
+
+        run_loop_nest(self.b, self.loops, [self])
+
+    # ---- participant of a (possibly shared) loop nest -------------------------------------------
+    def prepare(self) -> None:
         self.ctx.at(self.label())
         self._prepare_views()
-        self._emit_level(0, Instance.top(self.plan))
+
+    def top_instance(self) -> Instance:
+        return Instance.top(self.plan)
+
+    def enter(self, inst: Instance, level: int, offset, extent: int) -> Instance:
+        return inst.enter(self.loops[level].dim, offset, extent)
+
+    def before(self, level: int, inst: Instance) -> None:
+        from .reduce_acc import start_accumulator
+
+        for op in self.accumulating:
+            if self.levels[op.result] == level:
+                self.ctx.at_op(op)
+                start_accumulator(self, op, inst)
+        self._emit_items(level, inst)
+
+    def after(self, level: int, inst: Instance) -> None:
+        from .reduce_acc import finish_accumulator
+
+        for op in self.accumulating:
+            if self.levels[op.result] == level:
+                self.ctx.at_op(op)
+                finish_accumulator(self, op, inst)
+                if op.result in self.store_views:
+                    self.ctx.at(f"store {self.ctx.name(op.result)}")
+                    self._store(op.result, inst)
+        self.ctx.at(self.label())
 
     def label(self) -> str:
         """Location text of the group's loops and views."""
@@ -132,30 +170,12 @@ class GroupEmitter:
 
     def _prepare_views(self) -> None:
         for u in self.externals:
-            self.load_views[u] = self._aligned_view(self.ctx.home(u), self.ext(u), False)
+            if u not in self.provided:
+                self.load_views[u] = self._aligned_view(self.ctx.home(u), self.ext(u), False)
         for v in self.escaping:
             self.store_views[v] = self._aligned_view(self.ctx.home_for_store(v), self.ext(v), True)
         for key in self.fold.const_columns():
             self.const_cols[key] = None  # filled at level 0
-
-    def _emit_level(self, level: int, inst: Instance) -> None:
-        from .reduce_acc import combine_accumulator, finish_accumulator, start_accumulator
-
-        for op in self.accumulating:
-            if self.levels[op.result] == level:
-                self.ctx.at_op(op)
-                start_accumulator(self, op, inst)
-        self._emit_items(level, inst)
-        if level < len(self.loops):
-            self._emit_loops(level, inst)
-        for op in self.accumulating:
-            if self.levels[op.result] == level:
-                self.ctx.at_op(op)
-                finish_accumulator(self, op, inst)
-                if op.result in self.store_views:
-                    self.ctx.at(f"store {self.ctx.name(op.result)}")
-                    self._store(op.result, inst)
-        self.ctx.at(self.label())
 
     def _emit_items(self, level: int, inst: Instance) -> None:
         from .reduce_acc import combine_accumulator
@@ -168,6 +188,9 @@ class GroupEmitter:
                 self.const_cols[(value, dtype_name)] = t
         for u in self.externals:
             if self.levels[u] == level:
+                if u in self.provided:
+                    self.tiles[u] = self.pipe[u]
+                    continue
                 self.ctx.at(f"load {self.ctx.name(u)}")
                 self._load(u, inst)
         from .tile_ops import emit_op
@@ -182,25 +205,13 @@ class GroupEmitter:
                 continue
             self.ctx.at_op(op)
             emit_op(self, op, inst)
+            if op.result in self.publish:
+                self.pipe[op.result] = self.tiles[op.result]
         for v in self.escaping:
             if self.store_level[v] == level and v.defining_op not in self.combine_level:
                 self.ctx.at(f"store {self.ctx.name(v)}")
                 self._store(v, inst)
         self.ctx.at(self.label())
-
-    def _emit_loops(self, level: int, inst: Instance) -> None:
-        lp = self.loops[level]
-        if lp.kind == "I":
-            with self.b.fori_loop(0, lp.n_full) as i:
-                self._emit_level(level + 1, inst.enter(lp.dim, i, 1))
-            return
-        if lp.n_full == 1:
-            self._emit_level(level + 1, inst.enter(lp.dim, 0, lp.chunk))
-        elif lp.n_full > 1:
-            with self.b.fori_loop(0, lp.n_full) as c:
-                self._emit_level(level + 1, inst.enter(lp.dim, c * lp.chunk, lp.chunk))
-        if lp.rem:
-            self._emit_level(level + 1, inst.enter(lp.dim, lp.n_full * lp.chunk, lp.rem))
 
     # ---- tiles and accesses -------------------------------------------------------------------
     def new_tile(self, v: Value, inst: Instance, dtype=None) -> Value:

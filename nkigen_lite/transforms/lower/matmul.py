@@ -20,6 +20,7 @@ from ...tensor import ops as T
 from ...tensor.rules import broadcast_shapes
 from .context import LowerContext
 from .homes import HbmHome
+from .instance import LoopSpec
 
 MATMUL_BANKS = 4  # PSUM banks used for one N block (the rest stay free for transposes)
 
@@ -62,51 +63,108 @@ def _compute_dtypes(target, a_dt, b_dt):
     return ca, cb
 
 
-def lower_matmul(ctx: LowerContext, op: T.MatmulOp) -> None:
+def lower_matmul(ctx: LowerContext, op: T.MatmulOp, *, pipe: dict | None = None,
+                 a_provided: bool = False, publish: bool = False, store: bool = True,
+                 run: bool = True) -> MatmulEmitter:
+    """Lower one matmul. Standalone (``run``): its own loop nest, C stored to HBM. As a row
+    pipeline participant: A may come from ``pipe`` (a tile of the current row chunk), C may be
+    put in ``pipe`` (``publish``) and/or stored (``store``)."""
     ctx.at_op(op)
     a_v, b_v = op.operands
     c_v = op.result
     ca, cb = _compute_dtypes(ctx.target, a_v.type.dtype, b_v.type.dtype)
-    ha, hb = ctx.home(a_v), ctx.home(b_v)
-    if a_v.type.rank == 1:
-        ha = ha.reshape((1,) + ha.shape)
+    a_shape = (1,) + a_v.type.shape if a_v.type.rank == 1 else a_v.type.shape
+    hb = ctx.home(b_v)
     if b_v.type.rank == 1:
         hb = hb.reshape(hb.shape + (1,))
-    m, k = ha.shape[-2:]
+    m, k = a_shape[-2:]
     n = hb.shape[-1]
-    batch = broadcast_shapes(op.name, ha.shape[:-2], hb.shape[:-2])
-    ha = ha.broadcast_to(batch + (m, k))
+    batch = broadcast_shapes(op.name, a_shape[:-2], hb.shape[:-2])
+    ha = None
+    if not a_provided:
+        ha = ctx.home(a_v)
+        if a_v.type.rank == 1:
+            ha = ha.reshape((1,) + ha.shape)
+        ha = ha.broadcast_to(batch + (m, k))
     hb = hb.broadcast_to(batch + (k, n))
-    home = ctx.home_for_store(c_v)
-    hc = home.reshape(batch + (m, n))
-    staging = None
-    if hc is None:  # C's home is not contiguous (e.g. a concat slice): compute, then copy
-        staging = ctx.alloc_hbm(c_v.type.shape, c_v.type.dtype)
-        hc = staging.reshape(batch + (m, n))
-    MatmulEmitter(ctx, ha, hb, hc, batch, m, k, n, ca, cb, c_v.type.dtype).run()
-    if staging is not None:
-        ctx.b.dma_copy(dst=Access.whole(ctx.view(home)), src=Access.whole(ctx.view(staging)))
+    hc = staging = home = None
+    if store:
+        home = ctx.home_for_store(c_v)
+        hc = home.reshape(batch + (m, n))
+        if hc is None:  # C's home is not contiguous (e.g. a concat slice): compute, then copy
+            staging = ctx.alloc_hbm(c_v.type.shape, c_v.type.dtype)
+            hc = staging.reshape(batch + (m, n))
+    em = MatmulEmitter(ctx, ha, hb, hc, batch, m, k, n, ca, cb, c_v.type.dtype,
+                       pipe=pipe, a_value=a_v if a_provided else None,
+                       c_value=c_v if publish else None, label=f"{op.name} {ctx.name(c_v)}",
+                       a_key=a_v if pipe is not None else None)
+    if run:
+        from .loopnest import run_loop_nest
+
+        run_loop_nest(ctx.b, em.loops, [em])
+        if staging is not None:
+            ctx.b.dma_copy(dst=Access.whole(ctx.view(home)), src=Access.whole(ctx.view(staging)))
+    elif staging is not None:
+        raise AssertionError("lowering bug: a pipelined matmul stores into a non-contiguous home")
+    return em
 
 
 class MatmulEmitter:
-    """Emits the loop nest described in the module docstring."""
+    """Emits the loop nest described in the module docstring (also as a loop-nest participant)."""
 
-    def __init__(self, ctx, ha, hb, hc, batch, m, k, n, a_dt, b_dt, c_dt):
+    def __init__(self, ctx, ha, hb, hc, batch, m, k, n, a_dt, b_dt, c_dt, *, pipe=None,
+                 a_value=None, c_value=None, label="", a_key=None):
         self.ctx, self.b = ctx, ctx.b
         self.batch, self.m, self.k, self.n = batch, m, k, n
         self.a_dt, self.b_dt, self.c_dt = a_dt, b_dt, c_dt
         self.p = ctx.partitions
         self.fmax = ctx.target.psum_bank_fmax
         self.block = min(n, MATMUL_BANKS * self.fmax)
+        self.pipe = pipe if pipe is not None else {}
+        self.a_value, self.c_value, self.label = a_value, c_value, label
+        self.a_key = a_key  # matmuls of one pipeline instance reading the same A share its Aᵀ
+        self.store = hc is not None
         # A natural is (batch, M, K), K-major (batch, K, M); B natural (batch, N, K), K-major (batch, K, N)
-        homes = {"a_nat": ha, "a_km": _swap_last(ha), "b_nat": _swap_last(hb), "b_km": hb, "c": hc}
+        homes = {"b_nat": _swap_last(hb), "b_km": hb}
+        if ha is not None:
+            homes.update({"a_nat": ha, "a_km": _swap_last(ha)})
+        if hc is not None:
+            homes["c"] = hc
         self.views = {key: ctx.view(h) for key, h in homes.items()}
         # transpose on chip when the operand's K dim is the contiguous one (and it is not fp8)
         self.transpose = {
-            "a": m > 1 and ha.strides[-1] == 1 and a_dt.itemsize >= 2,
+            "a": ha is not None and m > 1 and ha.strides[-1] == 1 and a_dt.itemsize >= 2,
             "b": n > 1 and hb.strides[-1] != 1 and hb.strides[-2] == 1 and b_dt.itemsize >= 2,
         }
+        self.loops = [LoopSpec("I", d, 1, e, 0) for d, e in enumerate(batch) if e > 1]
+        if m > self.p:
+            self.loops.append(LoopSpec("P", len(batch), self.p, m // self.p, m % self.p))
 
+    # ---- participant of a loop nest ----------------------------------------------------------------
+    def prepare(self) -> None:
+        self.ctx.at(self.label)
+
+    def top_instance(self) -> dict:
+        return {"idx": [0] * len(self.batch), "m0": 0, "mt": min(self.m, self.p)}
+
+    def enter(self, inst: dict, level: int, offset, extent: int) -> dict:
+        lp = self.loops[level]
+        out = {"idx": list(inst["idx"]), "m0": inst["m0"], "mt": inst["mt"]}
+        if lp.kind == "I":
+            out["idx"][lp.dim] = offset
+        else:
+            out["m0"], out["mt"] = offset, extent
+        return out
+
+    def before(self, level: int, inst: dict) -> None:
+        if level == len(self.loops):
+            self.ctx.at(self.label)
+            self._m_tile(inst["idx"], inst["m0"], inst["mt"])
+
+    def after(self, level: int, inst: dict) -> None:
+        return None
+
+    # ---- loop helpers -----------------------------------------------------------------------------
     def _instances(self, n: int, size: int, body, *, peel_first: bool = False) -> None:
         """body(offset, extent, first) over chunks of ``size``: full chunks in a fori_loop (the
         first one peeled when ``peel_first``), then a static remainder."""
@@ -126,21 +184,15 @@ class MatmulEmitter:
         if rem:
             body(full * size, rem, False)
 
-    def run(self) -> None:
-        self._batch_level(0, [])
-
-    def _batch_level(self, d: int, idx: list) -> None:
-        if d == len(self.batch):
-            self._instances(self.m, self.p, lambda m0, mt, _: self._m_tile(idx, m0, mt))
-        elif self.batch[d] == 1:
-            self._batch_level(d + 1, idx + [0])
-        else:
-            with self.b.fori_loop(0, self.batch[d]) as i:
-                self._batch_level(d + 1, idx + [i])
-
     def _window(self, key: str, idx: list, r0, rn: int, c0, cn: int) -> Access:
         dims = [_ds(i, 1) for i in idx] + [_ds(r0, rn), _ds(c0, cn)]
         return Access(self.views[key], tuple(dims))
+
+    def _transpose_into(self, dst: Access, src: Access, kt: int, w: int) -> None:
+        """dst [kt, w] (SBUF) = transpose of src [w, kt] (SBUF) through PSUM."""
+        ps = self.b.alloc((self.p, self.p), src.tensor.type.dtype, "psum", name="ps_t")
+        self.b.nc_transpose(dst=_tile_acc(ps, _ds(0, kt), _ds(0, w)), data=src)
+        self.b.tensor_copy(dst=dst, src=_tile_acc(ps, _ds(0, kt), _ds(0, w)))
 
     def _kmajor(self, dst: Access, which: str, idx, k0, kt: int, x0, xw: int, dt) -> None:
         """Fill ``dst`` [kt, xw] with the operand's K chunk on the partitions."""
@@ -152,25 +204,56 @@ class MatmulEmitter:
             nat = self.b.alloc((self.p, kt), dt, "sbuf", name=which + "_nat")
             self.b.dma_copy(dst=_tile_acc(nat, _ds(0, w), _ds(0, kt)),
                             src=self._window(which + "_nat", idx, Affine.of(x0) + j, w, k0, kt))
-            ps = self.b.alloc((self.p, self.p), dt, "psum", name="ps_t")
-            self.b.nc_transpose(dst=_tile_acc(ps, _ds(0, kt), _ds(0, w)),
-                                data=_tile_acc(nat, _ds(0, w), _ds(0, kt)))
             last = dst.dims[-1]
             sub = Access(dst.tensor, dst.dims[:-1] + (DimSlice(last.offset + j, w, 1),))
-            self.b.tensor_copy(dst=sub, src=_tile_acc(ps, _ds(0, kt), _ds(0, w)))
+            self._transpose_into(sub, _tile_acc(nat, _ds(0, w), _ds(0, kt)), kt, w)
 
-    def _m_tile(self, idx, m0, mt: int) -> None:
+    def _a_from_tile(self, dst: Access, a_tile, k0, kt: int, mt: int) -> None:
+        """Fill ``dst`` [kt, mt] from the row tile of A [mt, K] on chip (TensorE transposes)."""
+        src = _tile_acc(a_tile, _ds(0, mt), _ds(k0, kt))
+        dt = a_tile.type.dtype
+        if dt.name not in self.ctx.target.dtypes_of("tensor") or dt.itemsize < 2:
+            conv = self.b.alloc((self.p, kt), self.a_dt, "sbuf", name="a_conv")
+            self.b.tensor_copy(dst=_tile_acc(conv, _ds(0, mt), _ds(0, kt)), src=src)
+            src = _tile_acc(conv, _ds(0, mt), _ds(0, kt))
+        self._transpose_into(dst, src, kt, mt)
+
+    # ---- one M tile ---------------------------------------------------------------------------------
+    def _stage_a(self, idx, m0, mt: int):
+        """Aᵀ for every K chunk of this M tile: [p, nk, mt] (shared by matmuls of one pipeline
+        instance that read the same A)."""
+        a_id = self.a_value if self.a_value is not None else self.a_key
+        instance = (Affine.of(m0), mt, tuple(Affine.of(i) for i in idx))
+        key = ("a_t", a_id, self.a_dt.name, instance) if a_id is not None else None
+        if key is not None and key in self.pipe:
+            return self.pipe[key]
         nk = -(-self.k // self.p)
         at = self.b.alloc((self.p, nk, mt), self.a_dt, "sbuf", name="a_t")
+        a_tile = self.pipe.get(self.a_value) if self.a_value is not None else None
 
         def stage(k0, kt, _first):
             dst = Access(at, (_ds(0, kt), DimSlice(_chunk_index(k0, self.p), 1, 1), _ds(0, mt)))
-            self._kmajor(dst, "a", idx, k0, kt, m0, mt, self.a_dt)
+            if a_tile is not None:
+                self._a_from_tile(dst, a_tile, k0, kt, mt)
+            else:
+                self._kmajor(dst, "a", idx, k0, kt, m0, mt, self.a_dt)
 
         self._instances(self.k, self.p, stage)
-        self._instances(self.n, self.block, lambda n0, w, _: self._n_block(idx, at, m0, mt, n0, w))
+        if key is not None:
+            self.pipe[key] = at
+        return at
 
-    def _n_block(self, idx, at, m0, mt: int, n0, w: int) -> None:
+    def _m_tile(self, idx, m0, mt: int) -> None:
+        at = self._stage_a(idx, m0, mt)
+        row = None
+        if self.c_value is not None:  # the whole C row tile stays on chip for the pipeline
+            row = self.b.alloc((mt, self.n), self.c_dt, "sbuf", name=self.c_value.name_hint or "c")
+            self.pipe[self.c_value] = row
+        self._instances(self.n, self.block, lambda n0, w, _: self._n_block(idx, at, m0, mt, n0, w, row))
+        if row is not None and self.store:
+            self.b.dma_copy(dst=self._window("c", idx, m0, mt, 0, self.n), src=row)
+
+    def _n_block(self, idx, at, m0, mt: int, n0, w: int, row) -> None:
         chunks = [(j, min(self.fmax, w - j)) for j in range(0, w, self.fmax)]
         banks = [self.b.alloc((self.p, self.fmax), "f32", "psum", name="acc") for _ in chunks]
 
@@ -183,6 +266,11 @@ class MatmulEmitter:
                                  moving=_tile_acc(bt, _ds(0, kt), _ds(j, nj)), accumulate=not first)
 
         self._instances(self.k, self.p, kstep, peel_first=True)
+        if row is not None:
+            for (j, nj), ps in zip(chunks, banks):
+                self.b.tensor_copy(dst=_tile_acc(row, _ds(0, mt), _ds(Affine.of(n0) + j, nj)),
+                                   src=_tile_acc(ps, _ds(0, mt), _ds(0, nj)))
+            return
         ct = self.b.alloc((self.p, w), self.c_dt, "sbuf", name="c")
         for (j, nj), ps in zip(chunks, banks):
             self.b.tensor_copy(dst=_tile_acc(ct, _ds(0, mt), _ds(j, nj)),

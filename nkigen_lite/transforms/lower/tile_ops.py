@@ -80,7 +80,7 @@ class FoldPlan:
     @staticmethod
     def build(em: GroupEmitter) -> FoldPlan:
         fp = FoldPlan()
-        escaping = set(em.escaping)
+        escaping = em.keep
 
         def single_private_use(v: Value) -> Op | None:
             d = v.defining_op

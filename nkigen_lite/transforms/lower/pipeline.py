@@ -1,0 +1,181 @@
+"""Row pipelines: consecutive lowering items that iterate the same rows share one loop nest,
+and the values they pass each other row by row stay in SBUF instead of going through HBM.
+
+Members are matmuls (rows = the M tiles of C, batch dims outer) and fusion groups whose plan
+is (I..., P, F) over their last two dims with the partition dim chunked like matmul M tiles.
+A value produced by one member is *passed* to a later member when it is read row-aligned: as
+a whole-domain operand of a group, or as the A operand of a matmul (transposed on the Tensor
+engine). ``tensor.layout_convert`` of a passed value is an alias: the conversion is exactly
+those transposes. Values also used outside the pipeline are stored as usual.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...ir.op import Op
+from ...ir.value import Value
+from ...tensor import ops as T
+from .groups import FusionGroup
+from .instance import LoopSpec, loops_of
+from .loopnest import loop_signature, run_loop_nest
+from .plan import GroupPlan
+
+
+@dataclass
+class Member:
+    item: FusionGroup | T.MatmulOp
+    loops: list[LoopSpec]
+    rows: tuple[int, ...]
+    plan: GroupPlan | None = None
+    sbuf_bytes: int = 0
+
+    @property
+    def ops(self) -> list[Op]:
+        return self.item.ops if isinstance(self.item, FusionGroup) else [self.item]
+
+    def key(self) -> tuple:
+        return (self.rows, loop_signature(self.loops))
+
+
+def group_member(g: FusionGroup, plan: GroupPlan, row_local, row_bytes: int) -> Member | None:
+    """A fusion group can join a pipeline when it is (I..., P, F) over its last two dims."""
+    r = len(plan.domain)
+    if r < 2 or plan.f_chunk is not None or plan.f_dims != (r - 1,) or plan.p_dims != (r - 2,):
+        return None
+    if tuple(plan.i_dims) != tuple(range(r - 2)):
+        return None
+    if any(isinstance(op, T.ReduceOp) and not row_local(op) for op in g.ops):
+        return None
+    return Member(g, loops_of(plan), plan.domain[:-1], plan, row_bytes * plan.domain[-1])
+
+
+def matmul_member(op: T.MatmulOp, partitions: int, homes: dict) -> Member | None:
+    """A matmul with 2-D+ operands whose C row fits on chip can join a pipeline."""
+    a, b = op.operands
+    c = op.result
+    if a.type.rank < 2 or b.type.rank < 2:
+        return None
+    h = homes.get(c)
+    if h is not None and h.reshape(c.type.shape) is None:
+        return None
+    m, n = c.type.shape[-2:]
+    k = a.type.shape[-1]
+    batch = c.type.shape[:-2]
+    loops = [LoopSpec("I", d, 1, e, 0) for d, e in enumerate(batch) if e > 1]
+    if m > partitions:
+        loops.append(LoopSpec("P", len(batch), partitions, m // partitions, m % partitions))
+    nk = -(-k // partitions)
+    sbuf = n * c.type.dtype.itemsize + nk * min(m, partitions) * 4 + min(n, 2048) * 4
+    return Member(op, loops, c.type.shape[:-1], None, sbuf)
+
+
+@dataclass
+class Pipeline:
+    """Members being collected, the values they produce, the ones passed, and aliases."""
+
+    members: list[Member] = field(default_factory=list)
+    produced: set = field(default_factory=set)
+    passed: set = field(default_factory=set)
+    alias: dict = field(default_factory=dict)  # layout_convert result -> the value it aliases
+
+    def root(self, v: Value) -> Value:
+        return self.alias.get(v, v)
+
+    def reads_pipeline(self, op: Op) -> bool:
+        return any(self.root(u) in self.produced for u in op.operands)
+
+    def try_join(self, m: Member, budget: int) -> bool:
+        """Add ``m`` if it shares the loops and reads pipeline values only row-aligned."""
+        if self.members and m.key() != self.members[0].key():
+            return False
+        if sum(x.sbuf_bytes for x in self.members) + m.sbuf_bytes > budget:
+            return False
+        passed = set()
+        if isinstance(m.item, FusionGroup):
+            members = set(m.item.ops)
+            for op in m.item.ops:
+                for u in op.operands:
+                    r = self.root(u)
+                    if r in self.produced and u.defining_op not in members:
+                        if u.type.shape != m.plan.domain:
+                            return False
+                        passed.add(r)
+        else:
+            a, b = m.item.operands
+            if self.root(b) in self.produced:
+                return False
+            if self.root(a) in self.produced:
+                if a.type.shape != m.item.result.type.shape[:-1] + (a.type.shape[-1],):
+                    return False
+                passed.add(self.root(a))
+        self.members.append(m)
+        self.passed |= passed
+        self.produced |= {op.result for op in m.ops}
+        return True
+
+    def all_ops(self) -> set[Op]:
+        ops = {op for m in self.members for op in m.ops}
+        ops |= {v.defining_op for v in self.alias}
+        return ops
+
+    def escapes(self, v: Value, outputs: set) -> bool:
+        """True when ``v`` (or an alias of it) is used outside the pipeline or returned."""
+        inside = self.all_ops()
+        values = [v] + [a for a, r in self.alias.items() if r is v]
+        return any(x in outputs or any(u.op not in inside for u in x.uses) for x in values)
+
+
+def emit_pipeline(ctx, pipe: Pipeline, outputs: set, row_local) -> None:
+    """Emit the members in one shared loop nest (see module docstring)."""
+    from .group_emit import GroupEmitter
+    from .matmul import lower_matmul
+
+    tiles: dict = {}
+    participants = []
+    for m in pipe.members:
+        if isinstance(m.item, FusionGroup):
+            g = m.item
+            members = set(g.ops)
+            escaping = [op.result for op in g.ops if pipe.escapes(op.result, outputs)
+                        or any(u.op not in members and pipe.root(op.result) not in pipe.passed
+                               for u in op.result.uses)]
+            provided = {u for op in g.ops for u in op.operands
+                        if u.defining_op not in members and pipe.root(u) in pipe.passed}
+            publish = {op.result for op in g.ops if op.result in pipe.passed}
+            em = GroupEmitter(ctx, g, escaping, m.plan, row_local, pipe=_AliasedTiles(tiles, pipe),
+                              provided=provided, publish=publish)
+            participants.append(em)
+        else:
+            op = m.item
+            a = op.operand(0)
+            em = lower_matmul(ctx, op, pipe=tiles, a_provided=pipe.root(a) in pipe.passed,
+                              publish=op.result in pipe.passed,
+                              store=pipe.escapes(op.result, outputs), run=False)
+            if pipe.root(a) in pipe.passed:
+                em.a_value = pipe.root(a)
+            participants.append(em)
+    run_loop_nest(ctx.b, pipe.members[0].loops, participants)
+    for alias, root in pipe.alias.items():
+        if root in ctx.homes and alias not in ctx.homes:
+            ctx.homes[alias] = ctx.homes[root]
+
+
+class _AliasedTiles(dict):
+    """The pipeline's tile table seen through layout_convert aliases."""
+
+    def __init__(self, tiles: dict, pipe: Pipeline):
+        super().__init__()
+        self._tiles, self._pipe = tiles, pipe
+
+    def _key(self, v):
+        return v if isinstance(v, tuple) else self._pipe.root(v)
+
+    def __getitem__(self, v):
+        return self._tiles[self._key(v)]
+
+    def __setitem__(self, v, t):
+        self._tiles[self._key(v)] = t
+
+    def __contains__(self, v):
+        return self._key(v) in self._tiles
