@@ -99,9 +99,12 @@ def lower_matmul(ctx: LowerContext, op: T.MatmulOp, *, pipe: dict | None = None,
                        c_value=c_v if publish else None, label=f"{op.name} {ctx.name(c_v)}",
                        a_key=a_v if pipe is not None else None)
     if run:
-        from .loopnest import run_loop_nest
+        if em.n_outer_pays():
+            em.run_n_outer()
+        else:
+            from .loopnest import run_loop_nest
 
-        run_loop_nest(ctx.b, em.loops, [em])
+            run_loop_nest(ctx.b, em.loops, [em])
         if staging is not None:
             ctx.b.dma_copy(dst=Access.whole(ctx.view(home)), src=Access.whole(ctx.view(staging)))
     elif staging is not None:
@@ -163,6 +166,56 @@ class MatmulEmitter:
 
     def after(self, level: int, inst: dict) -> None:
         return None
+
+    # ---- standalone loop order with B cached across M tiles ---------------------------------------
+    def _bytes(self, dt, n_elems: int) -> int:
+        return n_elems * dt.itemsize
+
+    def n_outer_pays(self) -> bool:
+        """True when looping N blocks outside M tiles (each B block loaded once and kept in
+        SBUF, Aᵀ staged once per block) moves fewer HBM bytes than M tiles outside (B reloaded
+        for every M tile), and the B block fits in a quarter of SBUF."""
+        m_tiles = -(-self.m // self.p)
+        n_blocks = -(-self.n // self.block)
+        if m_tiles < 2:
+            return False
+        nk = -(-self.k // self.p)
+        cache = nk * self.block * self.b_dt.itemsize
+        if cache > self.ctx.target.sbuf_bytes_per_partition // 4:
+            return False
+        a_bytes = self._bytes(self.a_dt, self.m * self.k)
+        b_bytes = self._bytes(self.b_dt, self.k * self.n)
+        return a_bytes * n_blocks + b_bytes < a_bytes + b_bytes * m_tiles
+
+    def run_n_outer(self) -> None:
+        self.ctx.at(self.label)
+
+        def batch_level(d: int, idx: list) -> None:
+            if d == len(self.batch):
+                self._instances(self.n, self.block, lambda n0, w, _: self._b_cached_block(idx, n0, w))
+            elif self.batch[d] == 1:
+                batch_level(d + 1, idx + [0])
+            else:
+                with self.b.fori_loop(0, self.batch[d]) as i:
+                    batch_level(d + 1, idx + [i])
+
+        batch_level(0, [])
+
+    def _b_cached_block(self, idx, n0, w: int) -> None:
+        nk = -(-self.k // self.p)
+        cache = self.b.alloc((self.p, nk, w), self.b_dt, "sbuf", name="b_cache")
+
+        def load(k0, kt, _first):
+            dst = Access(cache, (_ds(0, kt), DimSlice(_chunk_index(k0, self.p), 1, 1), _ds(0, w)))
+            self._kmajor(dst, "b", idx, k0, kt, n0, w, self.b_dt)
+
+        self._instances(self.k, self.p, load)
+
+        def m_tile(m0, mt, _first):
+            at = self._stage_a(idx, m0, mt)
+            self._n_block(idx, at, m0, mt, n0, w, None, b_cache=cache)
+
+        self._instances(self.m, self.p, m_tile)
 
     # ---- loop helpers -----------------------------------------------------------------------------
     def _instances(self, n: int, size: int, body, *, peel_first: bool = False) -> None:
@@ -253,17 +306,25 @@ class MatmulEmitter:
         if row is not None and self.store:
             self.b.dma_copy(dst=self._window("c", idx, m0, mt, 0, self.n), src=row)
 
-    def _n_block(self, idx, at, m0, mt: int, n0, w: int, row) -> None:
+    def _n_block(self, idx, at, m0, mt: int, n0, w: int, row, b_cache=None) -> None:
         chunks = [(j, min(self.fmax, w - j)) for j in range(0, w, self.fmax)]
         banks = [self.b.alloc((self.p, self.fmax), "f32", "psum", name="acc") for _ in chunks]
 
         def kstep(k0, kt, first):
-            bt = self.b.alloc((self.p, w), self.b_dt, "sbuf", name="b_k")
-            self._kmajor(_tile_acc(bt, _ds(0, kt), _ds(0, w)), "b", idx, k0, kt, n0, w, self.b_dt)
-            stat = Access(at, (_ds(0, kt), DimSlice(_chunk_index(k0, self.p), 1, 1), _ds(0, mt)))
+            kc = DimSlice(_chunk_index(k0, self.p), 1, 1)
+            if b_cache is None:
+                bt = self.b.alloc((self.p, w), self.b_dt, "sbuf", name="b_k")
+                self._kmajor(_tile_acc(bt, _ds(0, kt), _ds(0, w)), "b", idx, k0, kt, n0, w, self.b_dt)
+
+                def moving(j, nj):
+                    return _tile_acc(bt, _ds(0, kt), _ds(j, nj))
+            else:
+                def moving(j, nj):
+                    return Access(b_cache, (_ds(0, kt), kc, _ds(j, nj)))
+            stat = Access(at, (_ds(0, kt), kc, _ds(0, mt)))
             for (j, nj), ps in zip(chunks, banks):
                 self.b.nc_matmul(dst=_tile_acc(ps, _ds(0, mt), _ds(0, nj)), stationary=stat,
-                                 moving=_tile_acc(bt, _ds(0, kt), _ds(j, nj)), accumulate=not first)
+                                 moving=moving(j, nj), accumulate=not first)
 
         self._instances(self.k, self.p, kstep, peel_first=True)
         if row is not None:
