@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..ir.errors import BuildError
 from ..ir.graph import Block, Graph, ReturnOp
-from ..nki.ops import DmaCopyOp, ForiLoopOp, HbmViewOp, MatmulOp
+from ..nki.ops import ForiLoopOp, HbmViewOp, MatmulOp
 from ..nki.target import TRN2, Target
 from ..nki.verify import verify
-from .dma_cost import dma_cost
-from .instruction_cost import FREE_OPS, clock_hz, instruction_cost
+from .instruction_cost import FREE_OPS, InstructionCost, clock_hz, instruction_cost
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 
@@ -86,37 +86,39 @@ class _Totals:
             setattr(self, k, getattr(self, k) + times * getattr(other, k))
 
 
+def dependency_latency(producer: str, consumer: str, target: Target) -> float:
+    """Delay (ns) between a producer finishing and a consumer of its data starting, in the
+    serial model: write-drain + semaphore-to-start across engines [NKIPY-HW]; ~100 engine
+    cycles on one compute engine [ARCH-T1]; none between matmuls (accumulation groups pipeline,
+    MM initiation interval max(N, 64) [ARCH-T1]); a DMA's own start is its first-byte latency,
+    counted in its time."""
+    t = target
+    if producer == consumer:
+        if consumer == "dma":
+            return t.dma_write_drain_ns
+        if consumer == "tensor":
+            return 0.0
+        return t.vector_instruction_overhead_cycles * 1e9 / clock_hz(consumer, t)
+    drain = {"tensor": t.tensor_write_drain_ns, "vector": t.vector_write_drain_ns,
+             "scalar": t.scalar_write_drain_ns, "gpsimd": t.gpsimd_write_drain_ns,
+             "dma": t.dma_write_drain_ns}
+    start = {"tensor": t.tensor_sem_to_start_ns, "vector": t.vector_sem_to_start_ns,
+             "scalar": t.scalar_sem_to_start_ns, "gpsimd": t.gpsimd_sem_to_start_ns, "dma": 0.0}
+    return drain[producer] + start[consumer]
+
+
 class _Model:
     """Walks an NKI graph, accumulating per-engine, serial and roofline figures."""
 
     def __init__(self, target: Target):
-        t = target
-        self.target = t
-        self.costs: dict[int, tuple] = {}
-        self.start = {"tensor": t.tensor_sem_to_start_ns, "vector": t.vector_sem_to_start_ns,
-                      "scalar": t.scalar_sem_to_start_ns, "gpsimd": t.gpsimd_sem_to_start_ns,
-                      "dma": 0.0}   # a DMA's semaphore-to-start is its first-byte latency L
-        self.drain = {"tensor": t.tensor_write_drain_ns, "vector": t.vector_write_drain_ns,
-                      "scalar": t.scalar_write_drain_ns, "gpsimd": t.gpsimd_write_drain_ns,
-                      "dma": t.dma_write_drain_ns}
+        self.target = target
+        self.costs: dict[int, InstructionCost] = {}
+        self.latencies = {(p, c): dependency_latency(p, c, target) for p in ENGINES for c in ENGINES}
 
-    def latency(self, producer: str, consumer: str) -> float:
-        """Delay between a producer finishing and a dependent consumer starting (serial model)."""
-        if producer != consumer:
-            return self.drain[producer] + self.start[consumer]
-        if consumer == "dma":
-            return self.drain["dma"]
-        if consumer == "tensor":
-            return 0.0       # back-to-back matmuls (accumulation groups) pipeline [ARCH-T1]
-        return self.target.vector_instruction_overhead_cycles * 1e9 / clock_hz(consumer, self.target)
-
-    def cost(self, op):
-        key = id(op)
-        if key not in self.costs:
-            c = instruction_cost(op, self.target)
-            nbytes = dma_cost(op, self.target).bytes if isinstance(op, DmaCopyOp) else 0
-            self.costs[key] = (c, nbytes)
-        return self.costs[key]
+    def cost(self, op) -> InstructionCost:
+        if id(op) not in self.costs:
+            self.costs[id(op)] = instruction_cost(op, self.target)
+        return self.costs[id(op)]
 
     def walk(self, block: Block, writers: dict) -> _Totals:
         tot = _Totals()
@@ -134,18 +136,18 @@ class _Model:
                 if op.results:
                     writers.pop(id(op.results[0]), None)     # fresh memory: nobody wrote it
                 continue
-            c, nbytes = self.cost(op)
+            c = self.cost(op)
             tot.count += 1
             tot.busy[c.engine] += c.ns
             tot.serial += c.ns
             if c.engine == "dma":
                 tot.dma_count += 1
-                tot.dma_bytes += nbytes
+                tot.dma_bytes += c.bytes
                 tot.serial += tgt.dge_issue_ns + tgt.dma_first_byte_latency_ns
             if c.flops:
                 tot.flops += c.flops
                 tot.compute_ns += c.flops / c.peak_flops_per_s * 1e9
-            lat = max((self.latency(writers[v], c.engine) for v in _reads(op) if v in writers),
+            lat = max((self.latencies[writers[v], c.engine] for v in _reads(op) if v in writers),
                       default=0.0)
             tot.deps += lat
             tot.serial += lat
@@ -173,6 +175,8 @@ def _writes(op) -> list:
 
 def estimate(graph: Graph, target: Target = TRN2) -> Estimate:
     """Estimate the trn2 execution time of an NKI kernel graph (verifying it first)."""
+    if not isinstance(graph, Graph):
+        raise BuildError(f"estimate takes an NKI kernel Graph, got {type(graph).__name__}")
     verify(graph, target)
     tot = _Model(target).walk(graph.body, {})
     issue = tot.dma_count * target.dge_issue_ns

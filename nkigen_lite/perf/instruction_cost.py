@@ -40,13 +40,15 @@ FREE_OPS = (AllocOp, DeallocOp, HbmViewOp)
 @dataclass(frozen=True)
 class InstructionCost:
     """One instruction's engine, its busy time there (a DMA: its transfer time), its engine
-    cycles (None for a DMA), and for a matmul its FLOPs and the peak FLOP/s of its dtypes."""
+    cycles (None for a DMA), for a matmul its FLOPs and the peak FLOP/s of its dtypes, for a
+    DMA the bytes it moves."""
 
     engine: str
     ns: float
     cycles: float | None = None
     flops: int = 0
     peak_flops_per_s: float = 0.0
+    bytes: int = 0
 
 
 def clock_hz(engine: str, target: Target) -> float:
@@ -181,7 +183,8 @@ def _matmul(op, target: Target) -> InstructionCost:
 
 
 def _dma(op, target: Target) -> InstructionCost:
-    return InstructionCost("dma", dma_cost(op, target).transfer_ns)
+    d = dma_cost(op, target)
+    return InstructionCost("dma", d.transfer_ns, bytes=d.bytes)
 
 
 COST_RULES = {
