@@ -260,6 +260,29 @@ class Graph:
         return f"<Graph @{self.name}: {len(self.body)} ops>"
 
 
+def stable_topological_order(nodes, deps, priority):
+    """``nodes`` (hashable, distinct) ordered so each comes after its ``deps[node]``; among ready
+    nodes the one with the smallest ``priority(node)`` goes first. None on a cycle."""
+    users = {n: [] for n in nodes}
+    for n in nodes:
+        for d in deps[n]:
+            users[d].append(n)
+    pending = {n: len(deps[n]) for n in nodes}
+    ready = [(priority(n), i, n) for i, n in enumerate(nodes) if pending[n] == 0]
+    heapq.heapify(ready)
+    order = []
+    tie = len(nodes)
+    while ready:
+        _, _, n = heapq.heappop(ready)
+        order.append(n)
+        for u in users[n]:
+            pending[u] -= 1
+            if pending[u] == 0:
+                tie += 1
+                heapq.heappush(ready, (priority(u), tie, u))
+    return order if len(order) == len(nodes) else None
+
+
 def _enclosing_op_in(op: Op, block: Block) -> Op | None:
     """The ancestor of ``op`` (or op itself) that sits directly in ``block``."""
     while op is not None and op.parent is not block:
@@ -287,22 +310,8 @@ def _toposort_block(block: Block) -> None:
         for r in op.regions:
             for b in r.blocks:
                 _toposort_block(b)
-    users: dict[Op, list[Op]] = {op: [] for op in ops}
-    for op, ds in deps.items():
-        for d in ds:
-            users[d].append(op)
-    pending = {op: len(ds) for op, ds in deps.items()}
-    ready = [(index[op], op) for op in ops if pending[op] == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        _, op = heapq.heappop(ready)
-        order.append(op)
-        for u in users[op]:
-            pending[u] -= 1
-            if pending[u] == 0:
-                heapq.heappush(ready, (index[u], u))
-    if len(order) != len(ops):
+    order = stable_topological_order(ops, deps, index.__getitem__)
+    if order is None:
         raise BuildError("toposort: the block has a dependency cycle")
     term = [op for op in order if op.has_trait(Terminator)]
     order = [op for op in order if not op.has_trait(Terminator)] + term

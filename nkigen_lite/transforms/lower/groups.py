@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...ir.graph import Graph, ReturnOp
+from ...ir.graph import Graph, ReturnOp, stable_topological_order
 from ...ir.op import Op
 from ...ir.value import Value
 from ...tensor import ops as T
@@ -207,40 +207,22 @@ def _merge_siblings(groups: list[FusionGroup], group_of: dict, order: dict, is_b
 
 def _condensed_toposort(ops, group_of, order) -> list[FusionGroup | Op]:
     """Groups and lone ops in a dependency order (ties broken by first op position)."""
-    import heapq
-
-    def item_of(op):
-        return group_of.get(op, op)
-
     items: dict[int, FusionGroup | Op] = {}
     first: dict[int, int] = {}
     for op in ops:
-        it = item_of(op)
+        it = group_of.get(op, op)
         if id(it) not in items:
             items[id(it)] = it
             first[id(it)] = order[op]
     deps: dict[int, set[int]] = {k: set() for k in items}
     for op in ops:
-        me = id(item_of(op))
+        me = id(group_of.get(op, op))
         for v in op.operands:
             d = v.defining_op
-            if d is not None and d in order and id(item_of(d)) != me:
-                deps[me].add(id(item_of(d)))
-    users: dict[int, list[int]] = {k: [] for k in items}
-    for k, ds in deps.items():
-        for d in ds:
-            users[d].append(k)
-    pending = {k: len(ds) for k, ds in deps.items()}
-    ready = [(first[k], k) for k in items if pending[k] == 0]
-    heapq.heapify(ready)
-    out = []
-    while ready:
-        _, k = heapq.heappop(ready)
-        out.append(items[k])
-        for u in users[k]:
-            pending[u] -= 1
-            if pending[u] == 0:
-                heapq.heappush(ready, (first[u], u))
-    if len(out) != len(items):
+            if d is not None and d in order and id(group_of.get(d, d)) != me:
+                deps[me].add(id(group_of.get(d, d)))
+    keys = list(items)
+    result = stable_topological_order(keys, deps, first.__getitem__)
+    if result is None:
         raise AssertionError("fusion groups form a cycle")
-    return out
+    return [items[k] for k in result]
