@@ -9,10 +9,11 @@ root storage: ``x.ap(pattern=[[step, num], ...], offset=...)`` (NKI ``.ap``, out
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from ..nki.ops import HbmViewOp
-from ..nki.types import Access, Affine
+from ..nki.types import Access, Affine, HbmType
 
 NameOf = Callable[[object], str]
 
@@ -93,6 +94,13 @@ def access_pattern(acc: Access, views: dict) -> tuple[object, list[tuple[int, in
     return root, pattern or [(1, 1)], offset  # a 0-d view: one element
 
 
+def _covers_contiguously(pattern, offset: Affine, root) -> bool:
+    """True when the pattern walks all of HBM tensor ``root`` in storage order (a reshape)."""
+    sizes = [n for _, n in pattern]
+    return (isinstance(root.type, HbmType) and offset.is_const and offset.const == 0
+            and math.prod(sizes) == root.type.size and _same_strides(sizes, [s for s, _ in pattern]))
+
+
 class AccessFormatter:
     """Formats the accesses of one kernel, given the variable names and the HBM views in it."""
 
@@ -104,6 +112,8 @@ class AccessFormatter:
         """Source text of ``acc``."""
         if needs_pattern(acc, self.views):
             root, pattern, offset = access_pattern(acc, self.views)
+            if _covers_contiguously(pattern, offset, root):
+                return f"{self.name_of(root)}.reshape({kernel_shape(acc)!r})"
             pairs = ", ".join(f"[{s}, {n}]" for s, n in pattern)
             return f"{self.name_of(root)}.ap(pattern=[{pairs}], offset={format_affine(offset, self.name_of)})"
         base = self.name_of(acc.tensor)

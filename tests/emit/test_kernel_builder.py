@@ -25,7 +25,7 @@ from nkigen_lite.workloads import get_workload
 from nkigen_lite.workloads.registry import WORKLOADS, _load_all
 
 from .helpers import close
-from .kb_standin import DsSlice, FakeKernelBuilder, FakeTensor, Token
+from .kb_standin import DsSlice, FakeKernelBuilder, FakeTensor, Sym, Token
 
 _load_all()
 NAMES = sorted(WORKLOADS)
@@ -65,7 +65,7 @@ def _isa_name(op):
     return base
 
 
-def _expected(block, names, outputs, views, out):
+def _expected(block, names, outputs, views, loops, out):
     """(call name, detail) per builder call the IR implies, in program order (loops traced once)."""
     for op in block:
         if isinstance(op, K.AllocOp):
@@ -79,15 +79,28 @@ def _expected(block, names, outputs, views, out):
         elif isinstance(op, K.HbmViewOp):
             views[op.result] = op.operand(0)
         elif isinstance(op, K.ForiLoopOp):
+            loops[op.index] = op
             out.append(("fori_loop", op.trip_count))
-            _expected(op.body, names, outputs, views, out)
+            _expected(op.body, names, outputs, views, loops, out)
             out.append(("end_loop", None))
         elif isinstance(op, K.NkiOp):
             out.append(("isa." + _isa_name(op), op))
     return out
 
 
-def _check_call(call, op, names, views):
+def _check_start(start, offset, loops, where):
+    """A window start the builder got equals the IR's affine offset, with each loop index
+    traced as lower + step * k."""
+    const = offset.const + sum(c * loops[v].attrs["lower"] for v, c in offset.terms)
+    coeffs = sorted(c * loops[v].attrs["step"] for v, c in offset.terms)
+    if not coeffs:
+        assert start == const, where
+        return
+    assert isinstance(start, Sym), where
+    assert sorted(start.terms.values()) == coeffs and start.const == const, (where, start)
+
+
+def _check_call(call, op, names, views, loops):
     _, keywords = EXPECTED[type(op)]
     for attr, kw in keywords.items():
         acc = op.access(attr)
@@ -98,6 +111,9 @@ def _check_call(call, op, names, views):
         root = views.get(acc.tensor, acc.tensor)
         assert got.root == names[root], (op.name, kw, got.root)
         assert got.shape == (acc.shape or (1,)), (op.name, kw, got.shape, acc.shape)
+        for d, key in zip(acc.dims, got.index):  # windows made by indexing (not .ap patterns)
+            start = key.start
+            _check_start(start, d.offset, loops, (op.name, kw))
     if isinstance(op, K.ActivationOp):
         assert call.kwargs["op"] == Token("activation_function", op.attrs["op"])
         if op.access("reduce_res") is not None:
@@ -128,8 +144,8 @@ def test_kernel_builder_surface_check(name):
     for v in k.nki.inputs:
         spec = build.kwargs["input_specs"][names[v]]
         assert spec[1] == v.type.shape and spec[2] == Token("dtype", v.type.dtype.numpy_name)
-    views = {}
-    expected = _expected(k.nki.body, names, set(k.nki.outputs.values()), views, [])
+    views, loops = {}, {}
+    expected = _expected(k.nki.body, names, set(k.nki.outputs.values()), views, loops, [])
     assert [c.name for c in calls[1:]] == [e[0] for e in expected]
     for call, (kind, detail) in zip(calls[1:], expected):
         if kind == "compiler.alloc":
@@ -139,19 +155,20 @@ def test_kernel_builder_surface_check(name):
         elif kind == "fori_loop":
             assert call.args == (detail,)
         elif kind.startswith("isa."):
-            _check_call(call, detail, names, views)
+            _check_call(call, detail, names, views, loops)
+    assert any(isinstance(c.kwargs.get("dst"), FakeTensor) for c in calls)
 
 
 def test_loop_offsets_reach_the_builder_as_traced_index_arithmetic():
-    k = nk.compile(get_workload("matmul").graph())
+    """A loop window like x[ds(i*128, 128), 0:512] arrives as nb.ds(<traced 128*k>, 128)."""
+    k = nk.compile(get_workload("softmax").graph(shape=(256, 512)))
     nb = FakeKernelBuilder()
     emit_kb(k.nki, nb)
-    first = next(c for c in nb.rec.calls if c.name == "isa.dma_copy").kwargs["src"]
-    # a[ds(i*128, 128), ds(j*128, 128)] inside the two loops: i is traced loop k1, j is k2
-    assert first.root == "a" and first.shape == (128, 128)
-    rows, cols = first.index
-    assert isinstance(rows, DsSlice) and rows.size == 128 and rows.start.terms == {"k1": 128}
-    assert isinstance(cols, DsSlice) and cols.start.terms == {"k2": 128} and cols.start.const == 0
+    loads = [c.kwargs["src"] for c in nb.rec.calls if c.name == "isa.dma_copy"
+             and c.kwargs["src"].root == "x"]
+    rows = [t.index[0] for t in loads if t.index and isinstance(t.index[0].start, Sym)]
+    assert rows and all(isinstance(r, DsSlice) and r.size == 128 for r in rows)
+    assert all(list(r.start.terms.values()) == [128] and r.start.const == 0 for r in rows)
 
 
 def test_without_the_sdk_build_kb_names_the_package_and_the_install_command(monkeypatch):
