@@ -17,6 +17,7 @@ from ..ir.errors import BuildError
 from ..nki.types import Access, Affine
 from . import kb_table as T
 from .accesses import access_pattern, kernel_shape, needs_pattern
+from .kb_rules import KB_RULES
 from .names import kernel_names
 
 SDK_INSTALL = "pip install --extra-index-url https://pip.repos.neuron.amazonaws.com nki neuronx-cc"
@@ -54,14 +55,15 @@ def emit_kb(graph, nb, target: str = "trn2"):
     input_specs = {names[v]: spec(v) for v in graph.inputs}
     output_specs = {name: spec(v) for v, name in outputs.items()}
 
-    def kernel(**tensors):
-        walker = _Walker(nb, names, outputs, tensors, graph.inputs)
-        walker.block(graph.body)
+    signature = inspect.Signature([
+        inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=getattr(nb, T.TENSOR_SPEC))
+        for n in list(input_specs) + list(output_specs)])
 
-    params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                annotation=getattr(nb, T.TENSOR_SPEC))
-              for n in list(input_specs) + list(output_specs)]
-    kernel.__signature__ = inspect.Signature(params)
+    def kernel(*args, **kwargs):
+        tensors = signature.bind(*args, **kwargs).arguments  # the builder may pass either way
+        _Walker(nb, names, outputs, tensors, graph.inputs).block(graph.body)
+
+    kernel.__signature__ = signature
     kernel.__name__ = kernel.__qualname__ = func_name
     return getattr(nb, T.BUILD_KERNEL)(kernel, input_specs=input_specs, output_specs=output_specs,
                                        target=target)
@@ -136,5 +138,3 @@ class _Walker:
     def isa_call(self, name: str, **kwargs) -> None:
         getattr(self.isa, name)(**kwargs)
 
-
-from .kb_rules import KB_RULES  # noqa: E402  (rules refer to _Walker)

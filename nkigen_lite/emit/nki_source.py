@@ -87,8 +87,14 @@ class SourceEmitter:
         missing = [n for n in self.constants if n not in graph.input_names]
         if missing:
             raise BuildError(f"emit: constants {missing} are not inputs of kernel {graph.name}")
-        self.graph_input_names = list(input_names if input_names is not None else
-                                      [n for n in graph.input_names if n not in self.constants])
+        params = [n for n in graph.input_names if n not in self.constants]
+        self.graph_input_names = list(input_names if input_names is not None else params)
+        if len(self.graph_input_names) != len(params):
+            raise BuildError(f"emit: {len(self.graph_input_names)} input names for the {len(params)} "
+                             f"non-constant inputs of kernel {graph.name}")
+        if not graph.outputs:
+            raise BuildError(f"emit: kernel {graph.name} has no outputs; an NKI kernel returns at "
+                             "least one tensor")
         self.func_name, self.names = kernel_names(graph)
         self.views = {op.result: op for op in graph.walk() if isinstance(op, HbmViewOp)}
         self.accesses = AccessFormatter(self.name, self.views)
