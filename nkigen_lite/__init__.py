@@ -38,6 +38,7 @@ from .ir.printer import print_graph
 from .ir.value import Value
 from .tensor.builder import Builder
 from .tensor.interpret import run
+from .tensor.trace import trace
 from .tensor.types import TensorType
 from . import nki  # noqa: E402  (NKI dialect: nk.nki.run / nk.nki.verify)
 from .compiler import Kernel, compile  # noqa: E402,A004
@@ -52,5 +53,5 @@ __all__ = [
     "uint8", "uint16", "uint32", "BuildError", "InterpretError", "NkError", "ParseError",
     "VerifyError", "Graph", "parse", "Pass", "PassContext", "Pipeline", "get_pass",
     "print_graph", "Value", "Builder", "run", "TensorType", "Kernel", "compile", "KernelStats", "nki",
-    "simulate",
+    "simulate", "trace",
 ]
