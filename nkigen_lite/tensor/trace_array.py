@@ -38,8 +38,8 @@ class _NoValue:
 
 NOVALUE = _NoValue()
 
-_NO_DATA = ("a traced array has no data at trace time: only its shape ({shape}) and dtype "
-            "({dtype}) are known; {what}")
+_NO_DATA = ("a traced array has no data at trace time: only its shape {shape} and dtype "
+            "{dtype} are known; {what}")
 
 
 def dtype_arg(spec) -> DType:

@@ -159,6 +159,8 @@ def setitem(arr: TracedArray, key, val) -> None:
     key = _static_key(key, what)
     region, view_shape = _region(key, v.shape, what)
     u = value(b, val, what)
+    while u.ndim > len(view_shape) and u.shape[0] == 1:  # NumPy drops leading unit dims
+        u = b.reshape(u, u.shape[1:])
     require(rules.can_broadcast_to(u.shape, view_shape), what,
             f"could not broadcast a value of shape {u.shape} into shape {view_shape}")
     u = b.cast(b.broadcast_to(u, view_shape), v.dtype)

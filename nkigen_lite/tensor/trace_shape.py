@@ -167,7 +167,7 @@ def hstack(b, tup, *, dtype=None, casting="same_kind"):
 @implements(np.vstack)
 def vstack(b, tup, *, dtype=None, casting="same_kind"):
     vals = _joined(b, tup, dtype, casting, "numpy.vstack")
-    vals = [b.reshape(v, (1, v.size if v.ndim else 1)) if v.ndim < 2 else v for v in vals]
+    vals = [b.reshape(v, (1, -1)) if v.ndim < 2 else v for v in vals]
     return TracedArray(b.concat(vals, 0))
 
 
