@@ -95,11 +95,11 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
         from .trace_reduce import ufunc_reduce
 
         return ufunc_reduce(REDUCE_KINDS[ufunc], what, *inputs, **kwargs)
-    check_kwargs(what, kwargs, _KW_DEFAULTS)
     handler = UFUNCS.get(ufunc)
     if handler is None or method not in ("__call__", "outer"):
         raise TraceError(f"{what} is not supported when tracing (see docs/trace.md for the "
                          "supported NumPy functions)")
+    check_kwargs(what, kwargs, _KW_DEFAULTS)
     ops = [operand(b, x, what) for x in inputs]
     if method == "outer":
         if len(ops) != 2:
