@@ -14,7 +14,7 @@ else (Python scalars, NumPy scalars, strings, ...) is passed through as a compil
 as are the parameters named in ``static_argnames``. 64-bit dtypes narrow to 32-bit.
 
 Outputs: one array is ``y``; a tuple or list is ``y0, y1, ...``; a dict keeps its keys (which
-must be identifiers). See docs/trace.md.
+must be identifiers). Ops whose results the outputs do not need are removed. See docs/trace.md.
 """
 
 from __future__ import annotations
@@ -94,6 +94,8 @@ class TracedFunction:
                 bound.arguments[pname] = _inputs(b, names, val, pname)
         result = self.fn(*bound.args, **bound.kwargs)
         b.set_outputs(_outputs(b, result, self.graph_name))
+        b.graph.dce()  # values the function computed but did not return
+        b.graph.verify()
         return b.graph
 
     def __repr__(self) -> str:

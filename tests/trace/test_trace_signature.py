@@ -192,3 +192,22 @@ def test_bf16_and_int_inputs_keep_their_dtypes():
 
     g = nk.trace(f).trace(empty(4, dtype=ml_dtypes.bfloat16), empty(4, dtype=np.int16))
     assert [v.dtype for v in g.outputs.values()] == [nk.bfloat16, nk.int16, nk.bool_]
+
+
+def test_unused_intermediates_are_removed():
+    def f(x):
+        q, k, v = np.split(x, 3, axis=-1)
+        np.exp(k)  # computed, never used
+        return q * 2
+
+    g = nk.trace(f).trace(empty(4, 6))
+    assert [op.name for op in g.body] == ["tensor.slice", "tensor.full", "tensor.mul", "return"]
+
+
+def test_tf32_inputs_and_dtype_attribute():
+    def f(x):
+        assert x.dtype is nk.tfloat32
+        return x.astype(x.dtype) * 2, x.astype(np.float32)
+
+    g = nk.trace(f).trace(nk.TensorType((3,), nk.tfloat32))
+    assert [v.dtype for v in g.outputs.values()] == [nk.tfloat32, nk.float32]
