@@ -32,7 +32,7 @@ from ..ir.graph import Graph
 from ..ir.value import sanitize_hint
 from . import trace_functions  # noqa: F401  (registers the NumPy function handlers)
 from .builder import Builder
-from .trace_array import TraceError, TracedArray, dtype_arg
+from .trace_array import TracedArray, TraceError, dtype_arg
 from .types import TensorType
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -16,7 +16,7 @@ import numpy as np
 from ..ir.dtypes import from_numpy
 from ..ir.errors import BuildError
 from ..ir.value import Value
-from .trace_array import NOVALUE, TraceError, TracedArray, dtype_arg, find_traced
+from .trace_array import NOVALUE, TracedArray, TraceError, dtype_arg, find_traced
 from .trace_ufuncs import check_kwargs, operand, rint
 
 FUNCTIONS: dict[Callable, Callable] = {}

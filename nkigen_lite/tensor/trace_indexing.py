@@ -14,7 +14,7 @@ import operator
 import numpy as np
 
 from . import rules
-from .trace_array import TraceError, TracedArray
+from .trace_array import TracedArray, TraceError
 from .trace_functions import implements, require, value
 from .trace_shape import slices
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..ir.dtypes import int32
 from . import rules
-from .trace_array import NOVALUE, TraceError, TracedArray, dtype_arg
+from .trace_array import NOVALUE, TracedArray, TraceError, dtype_arg
 from .trace_functions import implements, require, value
 from .trace_ufuncs import check_kwargs
 

@@ -16,7 +16,7 @@ import numpy as np
 from ..ir.dtypes import bool_, from_numpy
 from ..ir.value import Value
 from . import rules
-from .trace_array import TraceError, TracedArray, find_traced
+from .trace_array import TracedArray, TraceError, find_traced
 
 # ufunc keyword arguments accepted at their default value only
 _KW_DEFAULTS = {"where": True, "casting": "same_kind", "order": "K", "dtype": None,
