@@ -146,6 +146,7 @@ def test_hostile_names_and_locations_cannot_inject_code():
     g.name = "k(): pass\nimport os\ndef f"
     first = next(op for op in g.walk() if op.loc)
     first.loc = "evil\nimport os\u2028os.system('true')"
+    g.return_op.attrs = {"names": ("y'); import os; ('",)}  # bypasses the verifier on purpose
     src = emit_nki_source(g)
     tree = ast.parse(src)
     imports = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
@@ -153,7 +154,7 @@ def test_hostile_names_and_locations_cannot_inject_code():
     assert not any(isinstance(n, ast.Call) and ast.unparse(n.func) == "os.system" for n in ast.walk(tree))
     func = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
     assert func.name == "k_pass_import_os_def_f" and func.args.args[0].arg == "x_import_os"
-    got = nk.simulate(src, {"x; import os": x})["y"]
+    got = nk.simulate(src, {"x; import os": x})["y'); import os; ('"]
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
 
 
@@ -205,3 +206,5 @@ def test_simulate_reports_wrong_inputs():
         nk.simulate(k, {"x": x["x"][:, :512], "w": x["w"]})
     with pytest.raises(nk.BuildError, match="NKI source text or a Kernel"):
         nk.simulate(k.nki, x)
+    with pytest.raises(nk.BuildError, match="no INPUT_NAMES"):
+        nk.simulate("import nki\n", x)
