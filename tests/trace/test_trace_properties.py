@@ -81,8 +81,8 @@ def test_random_elementwise_expressions_match_numpy(tree):
         except Unrepresentable:
             assume(False)
         ref = np.asarray(fn(**{k: to64(v) for k, v in INPUTS.items()}))
-    assume(native.ndim > 0)  # a tree of constants only has nothing to trace
-    g = nk.trace(fn).trace(**INPUTS)
+        assume(native.ndim > 0)  # a tree of constants only has nothing to trace
+        g = nk.trace(fn).trace(**INPUTS)  # constant sub-trees are computed by NumPy
     out = nk.run(g, INPUTS, mode="float64")["y"]
     assert g.outputs["y"].dtype.np_dtype == narrow(native.dtype), (tree, native.dtype)
     if native.dtype.kind == "f":
@@ -130,3 +130,42 @@ def test_random_unit_step_writes_match_numpy(key):
 
     g = nk.trace(write).trace(A)
     np.testing.assert_array_equal(nk.run(g, {"a": A})["y"], write(A), err_msg=repr(key))
+
+
+REDUCTIONS = ["sum", "mean", "max", "min", "prod", "var", "std", "any", "all"]
+B = np.random.default_rng(9).uniform(-2, 2, (2, 3, 4)).astype(np.float32)
+BI = np.random.default_rng(9).integers(-3, 4, (2, 3, 4)).astype(np.int32)
+
+
+@st.composite
+def reduction_calls(draw):
+    kind = draw(st.sampled_from(REDUCTIONS + ["argmax", "argmin"]))
+    if kind.startswith("arg"):
+        axis = draw(st.none() | st.integers(-3, 2))
+    else:
+        axis = draw(st.none() | st.integers(-3, 2)
+                    | st.lists(st.integers(0, 2), min_size=1, max_size=3, unique=True).map(tuple))
+    kw = {"keepdims": draw(st.booleans())}
+    if kind in ("var", "std"):
+        kw["ddof"] = draw(st.integers(0, 1))
+    return kind, axis, kw, draw(st.booleans())
+
+
+@given(reduction_calls())
+def test_random_reductions_match_numpy(call):
+    """np.<kind>(a, axis, keepdims, ddof) on f32 or i32 data: NumPy's dtype (narrowed), and its
+    values (float64 oracle mode, 1e-9; integers exact)."""
+    kind, axis, kw, use_int = call
+    data = BI if use_int else B
+
+    def fn(a):
+        return getattr(np, kind)(a, axis=axis, **kw)
+
+    native = np.asarray(fn(data))
+    g = nk.trace(fn).trace(data)
+    out = nk.run(g, {"a": data}, mode="float64")["y"]
+    assert g.outputs["y"].dtype.np_dtype == narrow(native.dtype), call
+    if native.dtype.kind == "f":
+        assert_close(out, np.asarray(fn(to64(data))), "float64", what=str(call))
+    else:
+        np.testing.assert_array_equal(out, native, err_msg=str(call))
