@@ -53,6 +53,7 @@ class GroupEmitter:
         self.provided = set(provided)
         self.publish = set(publish)
         self.keep = set(escaping) | self.publish  # values that must exist as tiles
+        self.busy: dict[str, float] = {}
         self.tiles: dict[Value, Value] = {}
         self.fold = FoldPlan.build(self)
         self.externals: list[Value] = []
@@ -78,6 +79,7 @@ class GroupEmitter:
         # a value is stored once per instance of the loops its own extents depend on
         self.store_level = {v: max(self.levels[v], self._level_of_ext(self.ext(v)))
                             for v in self.escaping}
+        self._count_fixed_vector_work()
         self.load_views: dict[Value, Value] = {}
         self.store_views: dict[Value, Value] = {}
         self.const_cols: dict[tuple, Value] = {}
@@ -217,9 +219,45 @@ class GroupEmitter:
     def new_tile(self, v: Value, inst: Instance, dtype=None) -> Value:
         """Allocate the tile of ``v`` for this instance and register it."""
         shape = (inst.rows(),) + inst.free(self.ext(v))
-        t = self.b.alloc(shape, dtype or v.type.dtype, "sbuf", name=v.name_hint or "t")
+        dtype = dtype or self.fold.narrowed.get(v.defining_op) or v.type.dtype
+        t = self.b.alloc(shape, dtype, "sbuf", name=v.name_hint or "t")
         self.tiles[v] = t
         return t
+
+    def _count_fixed_vector_work(self) -> None:
+        """Start the VectorE balance with the work only VectorE can do (reductions, selects),
+        so movable instructions are placed with that in view."""
+        free = 1
+        for d in self.plan.f_dims:
+            free *= self.plan.domain[d] if self.plan.f_chunk is None or d != self.plan.f_dims[0] \
+                else self.plan.f_chunk
+        work = 0
+        for op in self.g.ops:
+            if op in self.fold.folded or op in self.fold.act or op in self.fold.aliased:
+                continue
+            if isinstance(op, T.WhereOp):
+                work += 2 * free
+            elif isinstance(op, T.ReduceOp):
+                work += free
+        self.busy["vector"] = work / self.ctx.target.vector_clock_hz
+
+    def pick_engine(self, engines, elements: int) -> str:
+        """The least busy of ``engines`` for an instruction over ``elements`` per partition
+        (busy time = elements / clock, a simple balance between VectorE and ScalarE)."""
+        clock = self._clocks()
+        best = min(engines, key=lambda e: (self.busy.get(e, 0.0) + elements / clock[e], e))
+        self.busy[best] = self.busy.get(best, 0.0) + elements / clock[best]
+        return best
+
+    def _clocks(self) -> dict:
+        t = self.ctx.target
+        return {"vector": t.vector_clock_hz, "scalar": t.scalar_clock_hz, "gpsimd": t.gpsimd_clock_hz}
+
+    def note(self, engine: str, elements: int) -> None:
+        """Account an instruction's work to an engine (for ``pick_engine``)."""
+        clock = self._clocks()
+        if engine in clock:
+            self.busy[engine] = self.busy.get(engine, 0.0) + elements / clock[engine]
 
     def scratch_tile(self, like: Value, inst: Instance, dtype) -> Value:
         return self.b.alloc((inst.rows(),) + inst.free(self.ext(like)), dtype, "sbuf", name="tmp")
@@ -319,7 +357,8 @@ class GroupEmitter:
             dims = list(full.dims)
             dims[pos] = DimSlice(Affine.of(j), w, 1)
             self.b.tensor_copy(dst=Access(full.tensor, tuple(dims)),
-                               src=Access(ps, (DimSlice(Affine.of(0), rows, 1), DimSlice(Affine.of(0), w, 1))))
+                               src=Access(ps, (DimSlice(Affine.of(0), rows, 1), DimSlice(Affine.of(0), w, 1))),
+                               engine=self.pick_engine(("vector", "scalar"), w))
         return True
 
     def _store(self, v: Value, inst: Instance) -> None:

@@ -36,9 +36,10 @@ def broadcast_compatible(small: tuple[int, ...], big: tuple[int, ...]) -> bool:
 
 
 def merge_domains(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The common domain of two broadcast-compatible domains of equal rank, else None."""
-    if len(a) != len(b):
-        return None
+    """The common domain of two domains that broadcast together (right-aligned), else None."""
+    r = max(len(a), len(b))
+    a = (1,) * (r - len(a)) + tuple(a)
+    b = (1,) * (r - len(b)) + tuple(b)
     out = []
     for x, y in zip(a, b):
         if x == y or y == 1:
@@ -48,6 +49,12 @@ def merge_domains(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | N
         else:
             return None
     return tuple(out)
+
+
+def domain_axes(op, rank: int) -> tuple[int, ...]:
+    """A reduction's axes as dims of a domain of ``rank`` (operands are right-aligned)."""
+    shift = rank - op.operand(0).type.rank
+    return tuple(a + shift for a in op.attrs["axes"])
 
 
 @dataclass(eq=False)
@@ -113,6 +120,14 @@ def _creates_cycle(members: set[Op], order: dict[Op, int]) -> bool:
     return False
 
 
+def _reduction_conflict(members: set[Op]) -> bool:
+    """True if the members reduce over different sets of (right-aligned) dims: one tile layout
+    cannot make both reductions run over its trailing free axes."""
+    rank = max((len(op_domain(op)) for op in members), default=0)
+    sets = {domain_axes(op, rank) for op in members if isinstance(op, T.ReduceOp)}
+    return len(sets) > 1
+
+
 def _reads_barrier(members: set[Op], is_barrier) -> bool:
     """True if some member reads the result of a member that must end its group."""
     for op in members:
@@ -149,14 +164,16 @@ def form_groups(graph: Graph, is_barrier=lambda op: False) -> Partition:
                 continue
             if target is None:
                 trial = set(g.ops) | {op}
-                if not _creates_cycle(trial, order) and not _reads_barrier(trial, is_barrier):
+                if (not _creates_cycle(trial, order) and not _reads_barrier(trial, is_barrier)
+                        and not _reduction_conflict(trial)):
                     target, dom = g, merged
             else:
                 both = merge_domains(target.domain, g.domain)
                 if both is None:
                     continue
                 trial = set(target.ops) | set(g.ops) | {op}
-                if not _creates_cycle(trial, order) and not _reads_barrier(trial, is_barrier):
+                if (not _creates_cycle(trial, order) and not _reads_barrier(trial, is_barrier)
+                        and not _reduction_conflict(trial)):
                     for o in g.ops:
                         group_of[o] = target
                     target.ops = sorted(target.ops + g.ops, key=order.__getitem__)
@@ -193,7 +210,8 @@ def _merge_siblings(groups: list[FusionGroup], group_of: dict, order: dict, is_b
                 if a.domain != b.domain or not (ins_a & _external_inputs(b)):
                     continue
                 both = set(a.ops) | set(b.ops)
-                if _creates_cycle(both, order) or _reads_barrier(both, is_barrier):
+                if (_creates_cycle(both, order) or _reads_barrier(both, is_barrier)
+                        or _reduction_conflict(both)):
                     continue
                 a.ops = sorted(a.ops + b.ops, key=order.__getitem__)
                 for o in b.ops:

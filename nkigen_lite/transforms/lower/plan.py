@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ...ir.errors import BuildError
 from ...tensor import ops as T
-from .groups import FusionGroup
+from .groups import FusionGroup, domain_axes
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def reduced_axes(group: FusionGroup, row_local) -> set[int]:
     axes: set[int] = set()
     for op in group.ops:
         if isinstance(op, T.ReduceOp) and row_local(op):
-            axes |= set(op.attrs["axes"])
+            axes |= set(domain_axes(op, len(group.domain)))
     return axes
 
 
@@ -79,7 +79,7 @@ def accumulated_axes(group: FusionGroup, row_local) -> set[int]:
     axes: set[int] = set()
     for op in group.ops:
         if isinstance(op, T.ReduceOp) and not row_local(op):
-            axes |= set(op.attrs["axes"])
+            axes |= set(domain_axes(op, len(group.domain)))
     return axes
 
 

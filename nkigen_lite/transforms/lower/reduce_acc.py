@@ -13,6 +13,7 @@ from __future__ import annotations
 from ...ir.errors import BuildError
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
+from .groups import domain_axes
 
 IDENTITY = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf"), "any": 0.0,
             "all": 1.0}
@@ -25,7 +26,8 @@ def _ds(off, n: int) -> DimSlice:
 
 
 def _p_reduced(em, op) -> bool:
-    return any(d in op.attrs["axes"] and em.plan.domain[d] > 1 for d in em.plan.p_dims)
+    axes = domain_axes(op, len(em.plan.domain))
+    return any(d in axes and em.plan.domain[d] > 1 for d in em.plan.p_dims)
 
 
 def start_accumulator(em, op: T.ReduceOp, inst) -> None:
@@ -49,7 +51,7 @@ def combine_accumulator(em, op: T.ReduceOp, inst) -> None:
         em.b.tensor_scalar(dst=nz, data=x, op0="not_equal", operand0=0.0)
         x = nz
     f_dims = list(em.plan.f_dims)
-    pos = [1 + f_dims.index(d) for d in op.attrs["axes"] if d in f_dims]
+    pos = [1 + f_dims.index(d) for d in domain_axes(op, len(em.plan.domain)) if d in f_dims]
     acc_t = em.accumulators[op]
     acc = em.tile_access(acc_t, inst, em.ext(op.result))
     if pos:

@@ -18,6 +18,7 @@ from ...ir.value import Value
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from .group_emit import GroupEmitter, immediate_of
+from .groups import domain_axes
 
 ACT_FUNC = {
     T.ExpOp: "exp", T.LogOp: "log", T.SqrtOp: "sqrt", T.RsqrtOp: "rsqrt",
@@ -56,6 +57,8 @@ class FoldPlan:
     folded: set = field(default_factory=set)
     act: dict = field(default_factory=dict)
     negated: set = field(default_factory=set)
+    aliased: set = field(default_factory=set)   # casts emitted as no instruction (same tile)
+    narrowed: dict = field(default_factory=dict)  # producer op -> dtype its tile is written in
 
     def operands_of(self, op: Op) -> list[Value]:
         """The values an op's emitted instruction(s) read."""
@@ -139,12 +142,43 @@ class FoldPlan:
                 continue
             if not em.per_partition(op.result) or not op.result.type.dtype.is_float:
                 continue
-            if sorted(op.attrs["axes"]) != sorted(d for d in em.plan.f_dims
+            if sorted(domain_axes(op, len(em.plan.domain))) != sorted(d for d in em.plan.f_dims
                                                   if em.ext(op.operand(0))[d] > 1):
                 continue
             spec.reduce = op.result
             fp.folded.add(op)
+        _plan_cast_elision(em, fp)
         return fp
+
+
+def _exact_widening(src, dst) -> bool:
+    """Every value of ``src`` is exactly a value of ``dst`` (engines compute in fp32, so a
+    widening cast changes nothing an engine reads)."""
+    if dst.name == "f32":
+        return src.is_float or src.is_bool or (src.is_int and src.itemsize <= 2)
+    return src.is_float and src.itemsize == 1 and dst.name in ("bf16", "f16")
+
+
+def _plan_cast_elision(em: GroupEmitter, fp: FoldPlan) -> None:
+    """Casts that need no instruction: exact widenings read the operand's tile as is; a
+    narrowing of an fp32 intermediate used only by the cast is folded into the producer's
+    write (one rounding either way)."""
+    for op in em.g.ops:
+        if not isinstance(op, T.CastOp) or op in fp.folded:
+            continue
+        src = op.operand(0)
+        st, dt = src.type.dtype, op.result.type.dtype
+        if em.ext(src) != em.ext(op.result):
+            continue
+        if _exact_widening(st, dt):
+            fp.aliased.add(op)
+            continue
+        p = src.defining_op
+        if (dt.is_float and st.name == "f32" and p in em.members and p not in fp.folded
+                and p not in fp.aliased and not isinstance(p, T.CastOp)
+                and src.num_uses == 1 and src not in em.keep):
+            fp.narrowed[p] = dt
+            fp.aliased.add(op)
 
 
 @dataclass
@@ -210,6 +244,7 @@ def _activation(em: GroupEmitter, op: Op, inst) -> None:
     if spec.reduce is not None:
         em.new_tile(spec.reduce, inst)
         red = em.access(spec.reduce, inst)
+    em.note("scalar", data.free_size)
     em.b.activation(dst=em.access(v, inst), op=spec.func, data=data, bias=bias, scale=scale,
                     reduce_res=red)
 
@@ -225,6 +260,7 @@ def _fp32_column(em: GroupEmitter, v: Value, inst) -> Access:
 
 
 WRAPPING = ("add", "subtract", "multiply", "power")
+_GPSIMD_OK = ("add", "subtract", "multiply", "maximum", "minimum")  # float ops both engines run
 
 
 def _wrap_into(em: GroupEmitter, v: Value, inst, emit) -> None:
@@ -293,14 +329,26 @@ def _binary_into(em: GroupEmitter, op: Op, inst, alu: str, a, b, dst) -> None:
                                 and not em.per_partition(op.operand(1))):
         data, operand, rev = b, a, True
     else:
+        movable = eng == "vector" and alu in _GPSIMD_OK and all(
+            x.tensor.type.space.value == "sbuf" for x in (dst, a, b)) and v.type.dtype.is_float
+        if movable:
+            eng = em.pick_engine(("vector", "gpsimd"), 2 * dst.free_size)
+        else:
+            em.note(eng, 2 * dst.free_size)
         em.b.tensor_tensor(dst=dst, data1=a, data2=b, op=alu, engine=eng)
         return
+    scalar_side = op.operand(0) if rev else op.operand(1)
+    if rev and alu in ("add", "multiply", "maximum", "minimum", "equal", "not_equal"):
+        rev = False  # commutative: the scalar side does not matter
     if isinstance(operand, Imm):
         imm = operand.value
         operand = imm if alu.startswith("bitwise") else float(imm)
+        if alu == "subtract" and not rev:
+            alu, operand = "add", -operand
     else:
-        src = op.operand(0) if rev else op.operand(1)
-        operand = em.access(src, inst)
+        operand = em.access(scalar_side, inst)
+    if eng == "vector" and alu in ("multiply", "add") and not rev and v.type.dtype.is_float:
+        eng = em.pick_engine(("vector", "scalar"), dst.free_size)
     em.b.tensor_scalar(dst=dst, data=data, op0=alu, operand0=operand, reverse0=rev, engine=eng)
 
 
@@ -370,6 +418,9 @@ def _unary(em: GroupEmitter, op: Op, inst) -> None:
 
 def _cast(em: GroupEmitter, op: Op, inst) -> None:
     v = op.result
+    if op in em.fold.aliased:
+        em.tiles[v] = em.tiles[op.operand(0)]
+        return
     src_t, dst_t = op.operand(0).type.dtype, v.type.dtype
     x = em.access(op.operand(0), inst, em.ext(v))
     em.new_tile(v, inst)
@@ -388,7 +439,10 @@ def _cast(em: GroupEmitter, op: Op, inst) -> None:
         t = _scratch(em, v, inst)
         b.tensor_tensor(dst=t, data1=fl, data2=s, op="multiply")
         return b.tensor_copy(dst=dst, src=t)
-    b.tensor_copy(dst=dst, src=x)
+    eng = "vector"
+    if src_t.is_float and dst_t.is_float:
+        eng = em.pick_engine(("vector", "scalar"), dst.free_size)
+    b.tensor_copy(dst=dst, src=x, engine=eng)
 
 
 def _where(em: GroupEmitter, op: Op, inst) -> None:
@@ -417,7 +471,7 @@ def _reduce(em: GroupEmitter, op: Op, inst) -> None:
     if alu is None:
         raise BuildError(f"lowering: tensor.reduce kind {kind!r} is rewritten by decompose first")
     f_dims = list(em.plan.f_dims)
-    pos = sorted(1 + f_dims.index(d) for d in op.attrs["axes"] if d in f_dims)
+    pos = sorted(1 + f_dims.index(d) for d in domain_axes(op, len(em.plan.domain)) if d in f_dims)
     nfree = max(len(f_dims), 1)
     if pos != list(range(nfree - len(pos) + 1, nfree + 1)):
         raise BuildError(f"lowering: {op.name} over axes {list(op.attrs['axes'])} is not over the "
