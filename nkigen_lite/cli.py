@@ -39,10 +39,16 @@ def cmd_demo(args) -> int:
     print("# stats")
     for line in k.stats().summary().splitlines():
         print(f"#   {line}")
+    for line in k.estimate().summary().splitlines():
+        print(f"#   {line}")
     inputs = w.inputs(g, seed=0)
     ref = w.reference(**inputs)
-    _report_errors("tensor interpreter", run(g, inputs), ref)
-    _report_errors("NKI interpreter   ", k.run(inputs), ref)
+    from .emit.simulate import simulate
+
+    _report_errors("tensor interpreter         ", run(g, inputs), ref)
+    _report_errors("NKI interpreter            ", k.run(inputs), ref)
+    _report_errors("emitted module on simulator", simulate(k, inputs), ref)
+    print("# (`nkigen-lite compile --workload NAME --emit` prints the @nki.jit module)")
     return 0
 
 
@@ -58,7 +64,7 @@ def cmd_compile(args) -> int:
         text = open(args.file).read() if args.file != "-" else sys.stdin.read()
         g = parse(text)
     k = nk_compile(g)
-    print(k.ir(args.stage), end="")
+    print(k.nki_source() if args.emit else k.ir(args.stage), end="")
     if args.stats:
         print(k.stats().summary())
     if args.timing:
@@ -130,6 +136,8 @@ def main(argv=None) -> int:
     c.add_argument("--workload", help="compile a built-in workload instead of a file")
     c.add_argument("--stage", default="nki", help="IR to print: input, canonicalize, decompose, "
                    "cleanup, layout, lower, nki (default)")
+    c.add_argument("--emit", action="store_true",
+                   help="print the standalone @nki.jit module instead of IR")
     c.add_argument("--stats", action="store_true", help="print instruction and DMA statistics")
     c.add_argument("--timing", action="store_true", help="print the time of every stage")
     c.set_defaults(fn=cmd_compile)
