@@ -3,8 +3,8 @@ values, view caching, extra constant inputs and the layout roles."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 

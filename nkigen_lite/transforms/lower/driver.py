@@ -18,22 +18,16 @@ from ...ir.printer import Printer
 from ...ir.value import Value
 from ...nki.builder import Builder as NkiBuilder
 from ...nki.target import TRN2, Target
-from ...nki.types import Access
 from ...tensor import ops as T
 from .context import LowerContext
-from .group_emit import GroupEmitter
 from .empty import fold_empty
+from .group_emit import GroupEmitter
 from .groups import FusionGroup, form_groups
 from .homes import HbmHome
 from .matmul import lower_matmul
 from .pipeline import Pipeline, emit_pipeline, group_member, matmul_member
 from .plan import is_row_local, make_plan
-
-VIEW_OPS = (T.ReshapeOp, T.TransposeOp, T.BroadcastToOp, T.SliceOp)
-
-
-def _is_layout_convert(op: Op) -> bool:
-    return op.name == "tensor.layout_convert"
+from .views import VIEW_OPS, copy_home, is_layout_convert, lower_concat, lower_view, plan_concats
 
 
 def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
@@ -79,7 +73,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
         if v in producers and v not in ctx.homes:
             ctx.at(f"output {name}")
             ctx.homes[v] = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name)
-    _plan_concats(ctx, graph, producers, set(outputs.values()))
+    plan_concats(ctx, graph, producers, set(outputs.values()))
     _lower_items(ctx, part, graph, row_local, set(outputs.values()))
     final = {}
     claimed = {id(ctx.homes[i].base) for i in graph.inputs}
@@ -91,7 +85,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
             continue
         ctx.at(f"output {name}")
         out = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name)
-        _copy(ctx, h, out)
+        copy_home(ctx, h, out)
         final[name] = out.base
         claimed.add(id(out.base))
     b.set_outputs(final)
@@ -108,27 +102,6 @@ def _produced_in_kernel(graph: Graph, part) -> set[Value]:
         elif isinstance(op, T.FullOp):
             out.add(op.result)
     return out
-
-
-def _plan_concats(ctx: LowerContext, graph: Graph, producers: set[Value], outputs: set[Value]) -> None:
-    """Give concat results a home first, so single-use parts are stored into their slice."""
-    concats = [op for op in graph.body if isinstance(op, T.ConcatOp)]
-    for op in reversed(concats):
-        ctx.at_op(op)
-        h = ctx.home_for_store(op.result)
-        ax = op.attrs["axis"]
-        start = 0
-        for u in op.operands:
-            n = u.type.shape[ax]
-            if u in producers and u not in ctx.homes and u.num_uses == 1 and u not in outputs \
-                    and u.type.dtype is op.result.type.dtype:
-                ctx.homes[u] = h.sub(ax, start, n)
-            start += n
-
-
-def _copy(ctx: LowerContext, src: HbmHome, dst: HbmHome) -> None:
-    """HBM -> HBM DMA of a whole value (row-major element pairing)."""
-    ctx.b.dma_copy(dst=Access.whole(ctx.view(dst)), src=Access.whole(ctx.view(src)))
 
 
 def _lower_items(ctx: LowerContext, part, graph: Graph, row_local, outputs: set) -> None:
@@ -172,7 +145,7 @@ def _lower_items(ctx: LowerContext, part, graph: Graph, row_local, outputs: set)
                 flush()
                 pipe.try_join(member, budget)
             continue
-        if _is_layout_convert(item) and pipe.root(item.operand(0)) in pipe.produced:
+        if is_layout_convert(item) and pipe.root(item.operand(0)) in pipe.produced:
             pipe.alias[item.result] = pipe.root(item.operand(0))
             continue
         if not pipe.reads_pipeline(item) and _emits_nothing_dependent(item):
@@ -186,7 +159,7 @@ def _lower_items(ctx: LowerContext, part, graph: Graph, row_local, outputs: set)
 def _emits_nothing_dependent(op: Op) -> bool:
     """Items that may be lowered in the middle of a pipeline being collected: views, aliases and
     constants (they only read HBM values that exist already)."""
-    if isinstance(op, (T.ConstantOp,) + VIEW_OPS) or _is_layout_convert(op):
+    if isinstance(op, (T.ConstantOp,) + VIEW_OPS) or is_layout_convert(op):
         return True
     if isinstance(op, T.FullOp):
         return all(_consumed_as_immediate(u.op) for u in op.result.uses)
@@ -255,57 +228,13 @@ def _lower_op(ctx: LowerContext, op: Op, graph: Graph) -> None:
         return
     if isinstance(op, T.MatmulOp):
         return lower_matmul(ctx, op)
-    if isinstance(op, VIEW_OPS) or _is_layout_convert(op):
-        return _lower_view(ctx, op)
+    if isinstance(op, VIEW_OPS) or is_layout_convert(op):
+        return lower_view(ctx, op)
     if isinstance(op, T.ConcatOp):
-        h = ctx.home_for_store(v)
-        ax, start = op.attrs["axis"], 0
-        for u in op.operands:
-            n = u.type.shape[ax]
-            part_home = h.sub(ax, start, n)
-            if ctx.homes.get(u) != part_home:
-                _copy(ctx, ctx.home(u), part_home)
-            start += n
-        return
+        return lower_concat(ctx, op)
     if isinstance(op, T.ReduceOp) and not op.attrs["keepdims"]:
         raise BuildError(f"lowering: {op.name} with keepdims=False is rewritten by decompose first")
     raise BuildError(f"lowering: no NKI lowering for {op.name} outside a fusion group")
-
-
-def _reversing_copy(ctx: LowerContext, op: T.SliceOp, src: HbmHome) -> HbmHome:
-    """A slice with negative steps: HBM views only have positive strides, so copy it into a
-    fresh buffer with one DMA per index of the reversed dims, whose source offset runs
-    backwards (``start + j * step`` with step < 0)."""
-    from ...nki.types import Affine, DimSlice
-
-    v = op.result
-    starts, steps = op.attrs["starts"], op.attrs["strides"]
-    rev = [d for d, st in enumerate(steps) if st < 0 and v.type.shape[d] > 0]
-    pos_starts = [0 if d in rev else a for d, a in enumerate(starts)]
-    pos_steps = [1 if d in rev else st for d, st in enumerate(steps)]
-    pos_shape = [src.shape[d] if d in rev else n for d, n in enumerate(v.type.shape)]
-    view_src = ctx.view(src.slice(pos_starts, pos_steps, pos_shape))
-    out = ctx.alloc_hbm(v.type.shape, v.type.dtype)
-    view_dst = ctx.view(out)
-
-    def nest(k: int, idx: dict) -> None:
-        if k == len(rev):
-            sd, dd = [], []
-            for d, n in enumerate(v.type.shape):
-                if d in idx:
-                    sd.append(DimSlice(Affine.of(starts[d]) + idx[d] * steps[d], 1, 1))
-                    dd.append(DimSlice(Affine.of(idx[d]), 1, 1))
-                else:
-                    sd.append(DimSlice(Affine.of(0), n, 1))
-                    dd.append(DimSlice(Affine.of(0), n, 1))
-            ctx.b.dma_copy(dst=Access(view_dst, tuple(dd)), src=Access(view_src, tuple(sd)))
-            return
-        d = rev[k]
-        with ctx.b.fori_loop(0, v.type.shape[d]) as j:
-            nest(k + 1, {**idx, d: j})
-
-    nest(0, {})
-    return out
 
 
 def _consumed_as_immediate(user: Op) -> bool:
@@ -315,23 +244,3 @@ def _consumed_as_immediate(user: Op) -> bool:
     return is_fusible(user) and not isinstance(user, ReturnOp)
 
 
-def _lower_view(ctx: LowerContext, op: Op) -> None:
-    src = ctx.home(op.operand(0))
-    v = op.result
-    if _is_layout_convert(op):
-        ctx.homes[v] = src
-        return
-    if isinstance(op, T.TransposeOp):
-        h = src.transpose(op.attrs["perm"])
-    elif isinstance(op, T.BroadcastToOp):
-        h = src.broadcast_to(tuple(op.attrs["shape"]))
-    elif isinstance(op, T.SliceOp):
-        h = src.slice(op.attrs["starts"], op.attrs["strides"], v.type.shape)
-        if h is None:
-            h = _reversing_copy(ctx, op, src)
-    else:
-        h = src.reshape(tuple(op.attrs["shape"]))
-        if h is None:  # not expressible as a view: copy into row-major order
-            h = ctx.alloc_hbm(v.type.shape, v.type.dtype)
-            _copy(ctx, src, h)
-    ctx.homes[v] = h

@@ -42,7 +42,7 @@ class GroupEmitter:
                  row_local=lambda op: True, pipe: dict | None = None, provided=(), publish=()):
         """``pipe`` is the tile table shared with the other participants of a row pipeline:
         ``provided`` values are read from it instead of HBM, ``publish`` values are put in it."""
-        from .tile_ops import FoldPlan
+        from .fold import FoldPlan
 
         self.ctx, self.b, self.g, self.plan = ctx, ctx.b, group, plan
         self.members = set(group.ops)
@@ -299,8 +299,9 @@ class GroupEmitter:
         return all(ve[d] == 1 for d in self.plan.f_dims)
 
     # ---- DMA ----------------------------------------------------------------------------------
-    def _window(self, view: Value, v: Value, inst: Instance, for_store: bool) -> Access:
-        plan, ve = self.plan, self.ext(v)
+    def _window(self, view: Value, inst: Instance) -> Access:
+        """The DMA window of this instance over a view in plan order (extent-1 dims at 0)."""
+        plan = self.plan
         dims = []
         shape = view.type.shape
         for k, d in enumerate(plan.order):
@@ -320,7 +321,7 @@ class GroupEmitter:
         if self._partition_broadcast(u, inst):
             return
         self.new_tile(u, inst)
-        src = self._window(self.load_views[u], u, inst, False)
+        src = self._window(self.load_views[u], inst)
         self.b.dma_copy(dst=self.access(u, inst), src=src)
 
     def _partition_broadcast(self, u: Value, inst: Instance) -> bool:
@@ -337,7 +338,7 @@ class GroupEmitter:
         fd = free_dims[0]
         n = inst.extents[fd]
         row = self.b.alloc((1, n), dt, "sbuf", name="row")
-        win = self._window(self.load_views[u], u, inst, False)
+        win = self._window(self.load_views[u], inst)
         win = Access(win.tensor, tuple(DimSlice(x.offset, 1, 1) if k < len(plan.i_dims) + len(plan.p_dims)
                                        else x for k, x in enumerate(win.dims)))
         self.b.dma_copy(dst=row, src=win)
@@ -351,13 +352,13 @@ class GroupEmitter:
         for j in range(0, n, fmax):
             w = min(fmax, n - j)
             ps = self.b.alloc((rows, fmax), "f32", "psum", name="bcast")
-            self.b.nc_matmul(dst=Access(ps, (DimSlice(Affine.of(0), rows, 1), DimSlice(Affine.of(0), w, 1))),
+            psum_acc = Access(ps, (DimSlice(Affine.of(0), rows, 1), DimSlice(Affine.of(0), w, 1)))
+            self.b.nc_matmul(dst=psum_acc,
                              stationary=ones,
                              moving=Access(row, (DimSlice(Affine.of(0), 1, 1), DimSlice(Affine.of(j), w, 1))))
             dims = list(full.dims)
             dims[pos] = DimSlice(Affine.of(j), w, 1)
-            self.b.tensor_copy(dst=Access(full.tensor, tuple(dims)),
-                               src=Access(ps, (DimSlice(Affine.of(0), rows, 1), DimSlice(Affine.of(0), w, 1))),
+            self.b.tensor_copy(dst=Access(full.tensor, tuple(dims)), src=psum_acc,
                                engine=self.pick_engine(("vector", "scalar"), w))
         return True
 
@@ -378,5 +379,5 @@ class GroupEmitter:
                     f"of its fusion group (domain {plan.domain})")
         src = self.access(v, inst)
         src = Access(src.tensor, (DimSlice(Affine.of(0), rows, 1),) + src.dims[1:])
-        dst = self._window(self.store_views[v], v, inst, True)
+        dst = self._window(self.store_views[v], inst)
         self.b.dma_copy(dst=dst, src=src)

@@ -1,0 +1,248 @@
+"""Elementwise ops of a fusion group on tiles: activations (with folded scale / bias / row sum),
+binary ALU ops (tensor_tensor / tensor_scalar, engine-balanced, NumPy wrap-around for narrow
+integers), unary forms without an activation function, casts and where."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.errors import BuildError
+from ...ir.op import Op
+from ...ir.value import Value
+from ...nki.types import Access, DimSlice
+from ...tensor import ops as T
+from .fold import ActSpec
+from .group_emit import GroupEmitter
+from .tile_common import ALU, FLOAT_EXACT_LIMIT, Imm, arg, default_engine, fp32_column, scratch
+
+
+def activation(em: GroupEmitter, op: Op, inst) -> None:
+    spec: ActSpec = em.fold.act[op]
+    v = op.result
+    ve = em.ext(v)
+    em.new_tile(v, inst)
+    data = em.access(spec.data, inst, ve)
+    scale = spec.scale if not isinstance(spec.scale, Value) else fp32_column(em, spec.scale, inst)
+    bias = None
+    if isinstance(spec.bias, Value):
+        bias = em.access(spec.bias, inst)
+        if spec.bias_negate:
+            t = em.scratch_tile(spec.bias, inst, "f32")
+            neg = em.tile_access(t, inst, em.ext(spec.bias))
+            em.b.tensor_scalar(dst=neg, data=bias, op0="multiply", operand0=-1.0)
+            bias = neg
+        else:
+            bias = fp32_column(em, spec.bias, inst)
+    elif spec.bias is not None:
+        bias = em.const_column(-spec.bias if spec.bias_negate else spec.bias, inst)
+    red = None
+    if spec.reduce is not None:
+        em.new_tile(spec.reduce, inst)
+        red = em.access(spec.reduce, inst)
+    em.note("scalar", data.free_size)
+    em.b.activation(dst=em.access(v, inst), op=spec.func, data=data, bias=bias, scale=scale,
+                    reduce_res=red)
+
+
+WRAPPING = ("add", "subtract", "multiply", "power")
+_GPSIMD_OK = ("add", "subtract", "multiply", "maximum", "minimum")  # float ops both engines run
+
+
+def _wrap_into(em: GroupEmitter, v: Value, inst, emit) -> None:
+    """Integer results narrower than 32 bits wrap around in NumPy but saturate on an engine
+    write: compute into an int32 scratch with ``emit(dst)``, then wrap it into v's tile."""
+    dt = v.type.dtype
+    wide = scratch(em, v, inst, "i32")
+    emit(wide)
+    dst = em.access(v, inst)
+    mask = (1 << dt.bits) - 1
+    if not dt.is_signed:
+        em.b.tensor_scalar(dst=dst, data=wide, op0="bitwise_and", operand0=mask)
+        return
+    half = 1 << (dt.bits - 1)
+    shifted = scratch(em, v, inst, "i32")
+    em.b.tensor_scalar(dst=shifted, data=wide, op0="add", operand0=float(half), engine="gpsimd")
+    masked = scratch(em, v, inst, "i32")
+    em.b.tensor_scalar(dst=masked, data=shifted, op0="bitwise_and", operand0=mask)
+    em.b.tensor_scalar(dst=dst, data=masked, op0="subtract", operand0=float(half), engine="gpsimd")
+
+
+def _widen_bool(em: GroupEmitter, u: Value, x, inst, out_ext, dtype):
+    if isinstance(x, Imm) or not u.type.dtype.is_bool:
+        return x
+    t = em.tile_access(em.scratch_tile(u, inst, dtype), inst, em.ext(u))
+    em.b.tensor_copy(dst=t, src=em.access(u, inst))
+    return Access(t.tensor, t.dims[:1] + tuple(
+        DimSlice(d.offset, n, 0 if (d.size == 1 and n > 1) else d.stride)
+        for d, n in zip(t.dims[1:], (x.dims[k + 1].size for k in range(len(t.dims) - 1)))))
+
+
+def _narrow_int(v: Value) -> bool:
+    return v.type.dtype.is_int and v.type.dtype.itemsize < 4
+
+
+def binary(em: GroupEmitter, op: Op, inst) -> None:
+    v = op.result
+    ve = em.ext(v)
+    alu = ALU.get(type(op))
+    if alu is None:
+        raise BuildError(f"lowering: no NKI rule for {op.name} (the decompose pass rewrites it)")
+    if alu.startswith("bitwise") and all(u.type.dtype.is_bool for u in op.operands):
+        alu = alu.replace("bitwise", "logical")  # on bools the bitwise ops are the logical ones
+    a, b = (arg(em, u, inst, ve) for u in op.operands)
+    if alu.startswith("bitwise") and not v.type.dtype.is_bool:
+        # the bitvector ALU takes integers only: widen bool operands to the result dtype
+        a, b = (_widen_bool(em, u, x, inst, ve, v.type.dtype) for u, x in zip(op.operands, (a, b)))
+    em.new_tile(v, inst)
+    if _narrow_int(v) and alu in WRAPPING:
+        return _wrap_into(em, v, inst, lambda d: _binary_into(em, op, inst, alu, a, b, d))
+    _binary_into(em, op, inst, alu, a, b, em.access(v, inst))
+
+
+def _binary_into(em: GroupEmitter, op: Op, inst, alu: str, a, b, dst) -> None:
+    v = op.result
+    eng = default_engine(op, alu)
+    if isinstance(a, Imm) and isinstance(b, Imm):
+        val = op.ufunc(np.array(a.value), np.array(b.value))
+        em.b.memset(dst=dst, value=v.type.dtype.python_value(val))
+        return
+    out_pp = em.per_partition(v)
+    if isinstance(b, Imm) or (not isinstance(a, Imm) and not out_pp
+                              and em.per_partition(op.operand(1)) and not em.per_partition(op.operand(0))):
+        data, operand, rev = a, b, False
+    elif isinstance(a, Imm) or (not out_pp and em.per_partition(op.operand(0))
+                                and not em.per_partition(op.operand(1))):
+        data, operand, rev = b, a, True
+    else:
+        movable = eng == "vector" and alu in _GPSIMD_OK and all(
+            x.tensor.type.space.value == "sbuf" for x in (dst, a, b)) and v.type.dtype.is_float
+        if movable:
+            eng = em.pick_engine(("vector", "gpsimd"), 2 * dst.free_size)
+        else:
+            em.note(eng, 2 * dst.free_size)
+        em.b.tensor_tensor(dst=dst, data1=a, data2=b, op=alu, engine=eng)
+        return
+    scalar_side = op.operand(0) if rev else op.operand(1)
+    if rev and alu in ("add", "multiply", "maximum", "minimum", "equal", "not_equal"):
+        rev = False  # commutative: the scalar side does not matter
+    if isinstance(operand, Imm):
+        imm = operand.value
+        operand = imm if alu.startswith("bitwise") else float(imm)
+        if alu == "subtract" and not rev:
+            alu, operand = "add", -operand
+    else:
+        operand = em.access(scalar_side, inst)
+    if eng == "vector" and alu in ("multiply", "add") and not rev and v.type.dtype.is_float:
+        eng = em.pick_engine(("vector", "scalar"), dst.free_size)
+    em.b.tensor_scalar(dst=dst, data=data, op0=alu, operand0=operand, reverse0=rev, engine=eng)
+
+
+def _floor_like(em: GroupEmitter, x: Access, v: Value, inst, dst: Access, ceil: bool) -> None:
+    """floor / ceil of floats from engine casts: r = rne(x); r -/+ (r >/< x); keep x when
+    |x| >= 2**23 (already integral), inf or NaN."""
+    ri = scratch(em, v, inst, "i32")
+    em.b.tensor_copy(dst=ri, src=x)
+    r = scratch(em, v, inst)
+    em.b.tensor_copy(dst=r, src=ri)
+    fix = scratch(em, v, inst)
+    em.b.tensor_tensor(dst=fix, data1=r, data2=x, op="less" if ceil else "greater")
+    adj = scratch(em, v, inst)
+    em.b.tensor_tensor(dst=adj, data1=r, data2=fix, op="add" if ceil else "subtract")
+    small = scratch(em, v, inst, "u8")
+    em.b.tensor_scalar(dst=small, data=x, op0="abs_max", operand0=0.0, op1="less",
+                       operand1=FLOAT_EXACT_LIMIT)
+    em.b.select(dst=dst, predicate=small, on_true=adj, on_false=x)
+
+
+def unary(em: GroupEmitter, op: Op, inst) -> None:
+    v = op.result
+    x = em.access(op.operand(0), inst, em.ext(v))
+    em.new_tile(v, inst)
+    dst = em.access(v, inst)
+    in_t = op.operand(0).type.dtype
+    b = em.b
+    if isinstance(op, (T.FloorOp, T.CeilOp)):
+        if in_t.is_float:
+            return _floor_like(em, x, v, inst, dst, isinstance(op, T.CeilOp))
+        return b.tensor_copy(dst=dst, src=x)
+    if isinstance(op, T.LogicalNotOp) or (isinstance(op, T.BitwiseNotOp) and in_t.is_bool):
+        return b.tensor_scalar(dst=dst, data=x, op0="equal", operand0=0.0)
+    if isinstance(op, T.BitwiseNotOp):
+        ones = (1 << in_t.bits) - 1 if not in_t.is_signed else -1
+        return b.tensor_scalar(dst=dst, data=x, op0="bitwise_xor", operand0=ones)
+    # integer forms of neg / abs / relu / square / sign (exact on GpSimd)
+    if isinstance(op, (T.NegOp, T.AbsOp, T.SquareOp)) and _narrow_int(v):
+        rule = {T.NegOp: lambda d: b.tensor_scalar(dst=d, data=x, op0="multiply", operand0=-1.0,
+                                                   engine="gpsimd"),
+                T.AbsOp: lambda d: b.tensor_scalar(dst=d, data=x, op0="abs_max", operand0=0.0,
+                                                   engine="gpsimd"),
+                T.SquareOp: lambda d: b.tensor_tensor(dst=d, data1=x, data2=x, op="multiply",
+                                                      engine="gpsimd")}[type(op)]
+        return _wrap_into(em, v, inst, rule)
+    if isinstance(op, T.NegOp):
+        return b.tensor_scalar(dst=dst, data=x, op0="multiply", operand0=-1.0, engine="gpsimd")
+    if isinstance(op, T.AbsOp):
+        return b.tensor_scalar(dst=dst, data=x, op0="abs_max", operand0=0.0, engine="gpsimd")
+    if isinstance(op, T.ReluOp):
+        return b.tensor_scalar(dst=dst, data=x, op0="maximum", operand0=0.0, engine="gpsimd")
+    if isinstance(op, T.SquareOp):
+        return b.tensor_tensor(dst=dst, data1=x, data2=x, op="multiply", engine="gpsimd")
+    if isinstance(op, T.SignOp):
+        pos = scratch(em, v, inst, v.type.dtype)
+        b.tensor_scalar(dst=pos, data=x, op0="greater", operand0=0.0, engine="gpsimd")
+        neg = scratch(em, v, inst, v.type.dtype)
+        b.tensor_scalar(dst=neg, data=x, op0="less", operand0=0.0, engine="gpsimd")
+        return b.tensor_tensor(dst=dst, data1=pos, data2=neg, op="subtract", engine="gpsimd")
+    raise BuildError(f"lowering: no NKI rule for {op.name} on {in_t.numpy_name} "
+                     "(the decompose pass rewrites cos)")
+
+
+def cast(em: GroupEmitter, op: Op, inst) -> None:
+    v = op.result
+    if op in em.fold.aliased:
+        em.tiles[v] = em.tiles[op.operand(0)]
+        return
+    src_t, dst_t = op.operand(0).type.dtype, v.type.dtype
+    x = em.access(op.operand(0), inst, em.ext(v))
+    em.new_tile(v, inst)
+    dst = em.access(v, inst)
+    b = em.b
+    if dst_t.is_bool:
+        return b.tensor_scalar(dst=dst, data=x, op0="not_equal", operand0=0.0)
+    if src_t.is_float and dst_t.is_int:
+        # NumPy truncates toward zero; engines round to nearest: trunc = sign(x) * floor(|x|)
+        a = scratch(em, v, inst)
+        b.activation(dst=a, op="abs", data=x)
+        fl = scratch(em, v, inst)
+        _floor_like(em, a, v, inst, fl, ceil=False)
+        s = scratch(em, v, inst)
+        b.activation(dst=s, op="sign", data=x)
+        t = scratch(em, v, inst)
+        b.tensor_tensor(dst=t, data1=fl, data2=s, op="multiply")
+        return b.tensor_copy(dst=dst, src=t)
+    eng = "vector"
+    if src_t.is_float and dst_t.is_float:
+        eng = em.pick_engine(("vector", "scalar"), dst.free_size)
+    b.tensor_copy(dst=dst, src=x, engine=eng)
+
+
+def where(em: GroupEmitter, op: Op, inst) -> None:
+    v = op.result
+    ve = em.ext(v)
+    c, a, f = (arg(em, u, inst, ve) for u in op.operands)
+    em.new_tile(v, inst)
+    dst = em.access(v, inst)
+    if isinstance(a, Imm):
+        t = scratch(em, v, inst, v.type.dtype)
+        em.b.memset(dst=t, value=v.type.dtype.python_value(a.value))
+        a = t
+    if isinstance(c, Imm):
+        if c.value:
+            return em.b.tensor_copy(dst=dst, src=a)
+        if isinstance(f, Imm):
+            return em.b.memset(dst=dst, value=v.type.dtype.python_value(f.value))
+        return em.b.tensor_copy(dst=dst, src=f)
+    on_false = f.value if isinstance(f, Imm) else f
+    em.b.select(dst=dst, predicate=c, on_true=a, on_false=on_false)
+
+

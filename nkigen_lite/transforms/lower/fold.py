@@ -1,0 +1,162 @@
+"""The fold plan of a fusion group: which op chains become single NISA instructions.
+
+- ``f(y*s + c)`` (s, c immediates or per-partition columns) -> one ``activation(f, scale, bias)``;
+- ``sum_F(f(...))`` -> the activation's fused ``reduce_res``;
+- a reduction whose only use is ``y - r`` folded into a bias -> ``tensor_reduce(negate=True)``;
+- exact widening casts read their operand's tile; a narrowing of an fp32 intermediate used only
+  by the cast is folded into the producer's write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...ir.op import Op
+from ...ir.value import Value
+from ...tensor import ops as T
+from .group_emit import GroupEmitter, immediate_of
+from .groups import domain_axes
+from .tile_common import ACT_FUNC, REDUCE_ALU
+
+
+@dataclass
+class ActSpec:
+    """An op emitted as ``activation(func, data*scale + bias)`` (+ optional fused row sum)."""
+
+    func: str
+    data: Value
+    scale: float | Value = 1.0
+    bias: float | Value | None = None
+    bias_negate: bool = False
+    reduce: Value | None = None
+
+
+@dataclass
+class FoldPlan:
+    folded: set = field(default_factory=set)
+    act: dict = field(default_factory=dict)
+    negated: set = field(default_factory=set)
+    aliased: set = field(default_factory=set)   # casts emitted as no instruction (same tile)
+    narrowed: dict = field(default_factory=dict)  # producer op -> dtype its tile is written in
+
+    def operands_of(self, op: Op) -> list[Value]:
+        """The values an op's emitted instruction(s) read."""
+        spec = self.act.get(op)
+        if spec is None:
+            return list(op.operands)
+        out = [spec.data]
+        for x in (spec.scale, spec.bias):
+            if isinstance(x, Value):
+                out.append(x)
+        return out
+
+    def const_columns(self) -> list[tuple]:
+        keys = []
+        for spec in self.act.values():
+            if spec.bias is not None and not isinstance(spec.bias, Value):
+                k = (-spec.bias if spec.bias_negate else spec.bias, "f32")
+                if k not in keys:
+                    keys.append(k)
+        return keys
+
+    @staticmethod
+    def build(em: GroupEmitter) -> FoldPlan:
+        fp = FoldPlan()
+        escaping = em.keep
+
+        def single_private_use(v: Value) -> Op | None:
+            d = v.defining_op
+            if d not in em.members or v in escaping or v.num_uses != 1 or d in fp.folded:
+                return None
+            return d if v.type.dtype.is_float else None
+
+        def scalar_side(op: Op) -> tuple[Value, float | Value] | None:
+            """(full operand, immediate or per-partition operand) of a binary op."""
+            a, b = op.operands
+            for full, other in ((a, b), (b, a)):
+                k = immediate_of(other)
+                if k is not None and em.ext(full) == em.ext(op.result):
+                    return full, float(k)
+                if (other.defining_op is not None or other in em.ctx.homes) and \
+                        em.per_partition(other) and not em.per_partition(op.result) \
+                        and em.ext(full) == em.ext(op.result):
+                    return full, other
+            return None
+
+        for op in em.g.ops:
+            func = ACT_FUNC.get(type(op))
+            if func is None or not op.result.type.dtype.is_float:
+                continue
+            spec = ActSpec(func, op.operand(0), -1.0 if isinstance(op, T.NegOp) else 1.0)
+            if func != "copy":
+                p = single_private_use(spec.data)
+                if isinstance(p, (T.AddOp, T.SubOp)):
+                    ss = scalar_side(p)
+                    if ss is not None and not (isinstance(p, T.SubOp) and ss[0] is p.operand(1)):
+                        spec.data, spec.bias = ss
+                        spec.bias_negate = isinstance(p, T.SubOp)
+                        fp.folded.add(p)
+                        p = single_private_use(spec.data)
+                if isinstance(p, T.MulOp):
+                    ss = scalar_side(p)
+                    if ss is not None:
+                        spec.data, spec.scale = ss
+                        fp.folded.add(p)
+            fp.act[op] = spec
+        # a reduction whose only use is subtracted inside an activation bias: negate it in place
+        for spec in fp.act.values():
+            if spec.bias_negate and isinstance(spec.bias, Value):
+                r = spec.bias.defining_op
+                if isinstance(r, T.ReduceOp) and r in em.members and spec.bias.num_uses == 1 \
+                        and spec.bias not in escaping and r.attrs["kind"] in REDUCE_ALU:
+                    fp.negated.add(r)
+                    spec.bias_negate = False
+        # a row sum of an activation result: fuse it into that activation
+        for op in em.g.ops:
+            if not isinstance(op, T.ReduceOp) or op.attrs["kind"] != "sum" or op in fp.negated:
+                continue
+            src = op.operand(0).defining_op
+            spec = fp.act.get(src)
+            if spec is None or spec.reduce is not None or src in fp.folded:
+                continue
+            if not em.per_partition(op.result) or not op.result.type.dtype.is_float:
+                continue
+            if sorted(domain_axes(op, len(em.plan.domain))) != sorted(d for d in em.plan.f_dims
+                                                  if em.ext(op.operand(0))[d] > 1):
+                continue
+            spec.reduce = op.result
+            fp.folded.add(op)
+        _plan_cast_elision(em, fp)
+        return fp
+
+
+def _exact_widening(src, dst) -> bool:
+    """Every value of ``src`` is exactly a value of ``dst`` (engines compute in fp32, so a
+    widening cast changes nothing an engine reads)."""
+    if dst.name == "f32":
+        return src.is_float or src.is_bool or (src.is_int and src.itemsize <= 2)
+    return src.is_float and src.itemsize == 1 and dst.name in ("bf16", "f16")
+
+
+def _plan_cast_elision(em: GroupEmitter, fp: FoldPlan) -> None:
+    """Casts that need no instruction: exact widenings read the operand's tile as is; a
+    narrowing of an fp32 intermediate used only by the cast is folded into the producer's
+    write (one rounding either way)."""
+    for op in em.g.ops:
+        if not isinstance(op, T.CastOp) or op in fp.folded:
+            continue
+        src = op.operand(0)
+        st, dt = src.type.dtype, op.result.type.dtype
+        if em.ext(src) != em.ext(op.result):
+            continue
+        if _exact_widening(st, dt):
+            fp.aliased.add(op)
+            continue
+        p = src.defining_op
+        if (dt.is_float and st.name == "f32" and p in em.members and p not in fp.folded
+                and p not in fp.aliased and not isinstance(p, T.CastOp)
+                and src.num_uses == 1 and src not in em.keep):
+            fp.narrowed[p] = dt
+            fp.aliased.add(op)
+
+

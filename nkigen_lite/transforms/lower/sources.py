@@ -1,0 +1,36 @@
+"""Tiles generated on chip: ``iota`` with an affine pattern, and constants by ``memset``."""
+
+from __future__ import annotations
+
+from ...ir.errors import BuildError
+from ...ir.op import Op
+from .group_emit import GroupEmitter, immediate_of
+
+
+def iota(em: GroupEmitter, op: Op, inst) -> None:
+    v = op.result
+    plan = em.plan
+    ax = op.attrs["axis"] + len(plan.domain) - v.type.rank
+    em.new_tile(v, inst)
+    dst = em.access(v, inst)
+    free = [d.size for d in dst.dims[1:]]
+    steps = [0] * len(free)
+    cm = 0
+    offset = inst.offsets[ax]
+    if ax in plan.f_dims:
+        steps[plan.f_dims.index(ax)] = 1
+    elif ax in plan.p_dims:
+        others = [d for d in plan.p_dims if d != ax and inst.extents[d] > 1]
+        if others:
+            raise BuildError(f"lowering: tensor.iota along axis {op.attrs['axis']} shares the "
+                             "partitions with other dims; only affine partition patterns exist")
+        cm = 1
+    em.b.iota(dst=dst, pattern=[[s, n] for s, n in zip(steps, free)], offset=offset,
+              channel_multiplier=cm)
+
+
+def full(em: GroupEmitter, op: Op, inst) -> None:
+    em.new_tile(op.result, inst)
+    em.b.memset(dst=em.access(op.result, inst), value=immediate_of(op.result))
+
+
