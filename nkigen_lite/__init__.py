@@ -10,6 +10,9 @@ Public API (stable names; see docs/architecture.md §8)::
     k = nk.compile(graph); k.run(inputs); nk.simulate(k.nki_source(), inputs)
 """
 
+from . import nki  # the NKI dialect: nk.nki.run / nk.nki.verify / nk.nki.Builder
+from .compiler import Kernel, compile  # noqa: A004
+from .emit import simulate  # emitted NKI module -> NumPy NKI simulator
 from .ir.dtypes import (
                         ALL_DTYPES,
                         DType,
@@ -36,14 +39,11 @@ from .ir.parser import parse
 from .ir.passes import Pass, PassContext, Pipeline, get_pass
 from .ir.printer import print_graph
 from .ir.value import Value
+from .perf.stats import KernelStats
 from .tensor.builder import Builder
 from .tensor.interpret import run
 from .tensor.trace import trace
 from .tensor.types import TensorType
-from . import nki  # noqa: E402  (NKI dialect: nk.nki.run / nk.nki.verify)
-from .compiler import Kernel, compile  # noqa: E402,A004
-from .perf.stats import KernelStats  # noqa: E402
-from .emit import simulate  # noqa: E402  (emitted NKI module -> NumPy NKI simulator)
 
 __version__ = "0.1.0"
 
