@@ -152,10 +152,14 @@ def test_integer_and_bool_ops(dtype):
         ops = ["add", "sub", "mul", "maximum", "minimum", "bitwise_and", "bitwise_xor", "less",
                "equal", "floor_divide", "mod"]
     for name in ops:
-        g = _graph(lambda b, x, y: b.binary(name, x, y), x=x, y=y)
+        g = _graph(lambda b, x, y, name=name: b.binary(name, x, y), x=x, y=y)
         compile_and_compare(g, {"x": x, "y": y}, what=name)
-    for name in (["neg", "abs", "relu", "square", "sign"] if dtype.is_signed else ["logical_not"] if dtype.is_bool else ["square"]):
-        g = _graph(lambda b, x: b.unary(name, x), x=x)
+    if dtype.is_signed:
+        unary = ["neg", "abs", "relu", "square", "sign"]
+    else:
+        unary = ["logical_not"] if dtype.is_bool else ["square"]
+    for name in unary:
+        g = _graph(lambda b, x, name=name: b.unary(name, x), x=x)
         compile_and_compare(g, {"x": x}, what=name)
     g = _graph(lambda b, x: b.sum(x, axis=-1), x=x)
     compile_and_compare(g, {"x": x}, what="sum")

@@ -49,7 +49,8 @@ def test_nocopy_reshape_strides_reproduce_numpy(shape, data):
     strides = nocopy_reshape_strides(v.shape, tuple(s // a.itemsize for s in v.strides), tuple(new))
     if strides is not None:
         off = (v.__array_interface__["data"][0] - a.__array_interface__["data"][0]) // a.itemsize
-        got = np.lib.stride_tricks.as_strided(a.ravel()[off:], new, tuple(s * a.itemsize for s in strides))
+        byte_strides = tuple(s * a.itemsize for s in strides)
+        got = np.lib.stride_tricks.as_strided(a.ravel()[off:], new, byte_strides)
         assert np.array_equal(got, v.reshape(new))
 
 
