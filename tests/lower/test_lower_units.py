@@ -46,7 +46,8 @@ def test_nocopy_reshape_strides_reproduce_numpy(shape, data):
     a = np.arange(int(np.prod(shape))).reshape(shape)
     v = a.transpose(data.draw(st.permutations(range(len(shape)))))
     new = data.draw(st.permutations(list(v.shape)))
-    strides = nocopy_reshape_strides(v.shape, tuple(s // a.itemsize for s in v.strides), tuple(new))
+    elem_strides = tuple(s // a.itemsize for s in v.strides)
+    strides = nocopy_reshape_strides(v.shape, elem_strides, tuple(new))
     if strides is not None:
         off = (v.__array_interface__["data"][0] - a.__array_interface__["data"][0]) // a.itemsize
         byte_strides = tuple(s * a.itemsize for s in strides)
