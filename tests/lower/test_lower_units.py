@@ -60,7 +60,8 @@ def test_every_tile_is_deallocated_once_in_its_block(name):
     k = nk.compile(get_workload(name).graph())
 
     def check(block):
-        tiles = {op.result for op in block if isinstance(op, AllocOp) and isinstance(op.result.type, TileType)}
+        tiles = {op.result for op in block
+                 if isinstance(op, AllocOp) and isinstance(op.result.type, TileType)}
         freed = [op.operand(0) for op in block if isinstance(op, DeallocOp)]
         assert set(freed) == tiles and len(freed) == len(tiles)
         for op in block:
