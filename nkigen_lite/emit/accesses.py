@@ -12,19 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ..ir.types import row_major_strides
 from ..nki.ops import HbmViewOp
 from ..nki.types import Access, Affine, HbmType
 
 NameOf = Callable[[object], str]
-
-
-def compact_strides(shape) -> tuple[int, ...]:
-    """Row-major element strides of a contiguous tensor of ``shape``."""
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return tuple(reversed(out))
 
 
 def kernel_shape(t) -> tuple[int, ...]:
@@ -41,7 +33,7 @@ def is_reshape_view(op: HbmViewOp) -> bool:
 
 
 def _same_strides(shape, strides) -> bool:
-    return all(s == c for n, s, c in zip(shape, strides, compact_strides(shape)) if n != 1)
+    return all(s == c for n, s, c in zip(shape, strides, row_major_strides(shape)) if n != 1)
 
 
 def format_affine(a: Affine, name_of: NameOf) -> str:
@@ -86,7 +78,7 @@ def access_pattern(acc: Access, views: dict) -> tuple[object, list[tuple[int, in
     if view is not None:
         root, strides, offset = view.operand(0), tuple(view.attrs["strides"]), Affine(view.attrs["offset"])
     else:
-        root, strides, offset = acc.tensor, compact_strides(acc.tensor.type.shape), Affine(0)
+        root, strides, offset = acc.tensor, row_major_strides(acc.tensor.type.shape), Affine(0)
     pattern = []
     for d, s in zip(acc.dims, strides):
         offset = offset + d.offset * s

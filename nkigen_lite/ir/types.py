@@ -44,6 +44,15 @@ def format_shape(shape: tuple[int, ...]) -> str:
     return "".join(f"{d}x" for d in shape)
 
 
+def row_major_strides(shape) -> tuple[int, ...]:
+    """Element strides of a contiguous row-major tensor of ``shape``."""
+    out, acc = [], 1
+    for d in reversed(tuple(shape)):
+        out.append(acc)
+        acc *= d
+    return tuple(reversed(out))
+
+
 def parse_shape_and_rest(text: str) -> tuple[tuple[int, ...], str]:
     """Split ``'128x512xf32'`` into ``((128, 512), 'f32')``; raises ValueError on bad dims."""
     parts = text.strip().split("x")

@@ -8,16 +8,9 @@ the contiguous chunk a DMA descriptor moves.
 
 from __future__ import annotations
 
+from ..ir.types import row_major_strides
 from ..nki.ops import HbmViewOp
 from ..nki.types import Access, HbmType
-
-
-def _row_major(shape) -> tuple[int, ...]:
-    strides, n = [], 1
-    for d in reversed(shape):
-        strides.append(n)
-        n *= d
-    return tuple(reversed(strides))
 
 
 def storage_strides(access: Access) -> tuple[int, ...]:
@@ -28,8 +21,8 @@ def storage_strides(access: Access) -> tuple[int, ...]:
         op = v.defining_op
         if isinstance(op, HbmViewOp):
             return tuple(op.attrs["strides"])
-        return _row_major(v.type.shape)
-    return (0, *_row_major(v.type.shape[1:]))
+        return row_major_strides(v.type.shape)
+    return (0, *row_major_strides(v.type.shape[1:]))
 
 
 def element_strides(access: Access) -> tuple[int, ...]:

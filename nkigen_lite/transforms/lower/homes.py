@@ -6,15 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...ir.types import row_major_strides
 from ...ir.value import Value
-
-
-def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= d
-    return tuple(reversed(out))
 
 
 @dataclass(frozen=True, eq=False)
