@@ -57,7 +57,11 @@ class Interpreter:
         if rule is None:
             raise InterpretError(f"{type(self).__name__} has no rule for {op.name}")
         args = [self.read(v, op) for v in op.operands]
-        out = rule(self, op, args)
+        try:
+            out = rule(self, op, args)
+        except MemoryError:
+            sizes = ", ".join(str(r.type) for r in op.results) or "its operands"
+            raise InterpretError(f"{op.name}: not enough host memory to compute {sizes}") from None
         if op.results:
             if out is None or len(out) != len(op.results):
                 raise InterpretError(f"rule for {op.name} returned the wrong number of results")
