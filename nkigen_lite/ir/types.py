@@ -39,6 +39,30 @@ class Type:
         return str(self)
 
 
+class ShapedType(Type):
+    """Base of immutable types with a static ``shape`` and a ``dtype`` (set by subclasses)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __setattr__(self, k, v):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+
 def format_shape(shape: tuple[int, ...]) -> str:
     """Render a shape as the ``AxBxC`` prefix used inside type bodies (empty for rank 0)."""
     return "".join(f"{d}x" for d in shape)

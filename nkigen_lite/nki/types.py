@@ -11,7 +11,7 @@ import numpy as np
 
 from ..ir.dtypes import DType, get_dtype
 from ..ir.errors import BuildError
-from ..ir.types import Type, format_shape, parse_shape_and_rest
+from ..ir.types import ShapedType, Type, format_shape, parse_shape_and_rest
 from ..ir.value import Value
 
 
@@ -43,25 +43,7 @@ def _shape(shape, what: str) -> tuple[int, ...]:
     return dims
 
 
-class _ShapedType(Type):
-    __slots__ = ("shape", "dtype")
-
-    def __setattr__(self, k, v):
-        raise AttributeError(f"{type(self).__name__} is immutable")
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
-
-
-class TileType(_ShapedType):
+class TileType(ShapedType):
     """An on-chip tile in SBUF or PSUM: ``tile<128x512xf32, sbuf>``; dim 0 is the partition dim."""
 
     keyword = "tile"
@@ -110,7 +92,7 @@ class TileType(_ShapedType):
         return cls(shape, get_dtype(dt.strip()), space.strip())
 
 
-class HbmType(_ShapedType):
+class HbmType(ShapedType):
     """A tensor in device HBM (row-major, contiguous unless it is a view): ``hbm<300x512xf32>``."""
 
     keyword = "hbm"

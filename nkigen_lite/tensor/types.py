@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from ..ir.dtypes import DType, get_dtype
 from ..ir.errors import BuildError
-from ..ir.types import Type, format_shape, parse_shape_and_rest
+from ..ir.types import ShapedType, format_shape, parse_shape_and_rest
 
 
-class TensorType(Type):
+class TensorType(ShapedType):
     """Static-shape tensor type; rank 0 prints as ``tensor<f32>``."""
 
     keyword = "tensor"
-    __slots__ = ("shape", "dtype")
+    __slots__ = ()
 
     def __init__(self, shape, dtype):
         shape = tuple(int(d) for d in shape)
@@ -20,29 +20,11 @@ class TensorType(Type):
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", get_dtype(dtype))
 
-    def __setattr__(self, k, v):
-        raise AttributeError("TensorType is immutable")
-
     def __eq__(self, other):
         return isinstance(other, TensorType) and self.shape == other.shape and self.dtype is other.dtype
 
     def __hash__(self):
         return hash(("tensor", self.shape, self.dtype.name))
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
 
     def with_shape(self, shape) -> TensorType:
         return TensorType(shape, self.dtype)
