@@ -181,7 +181,7 @@ def _plan_group(ctx: LowerContext, g: FusionGroup, row_local):
 
 
 def _emit_group(ctx: LowerContext, g: FusionGroup, plan, part, graph: Graph, row_local) -> None:
-    GroupEmitter(ctx, g, part.escaping(g, graph), plan, row_local).run()
+    GroupEmitter(ctx, g, part.escaping(g), plan, row_local).run()
 
 
 def _broadcast_dims(g: FusionGroup) -> set[int]:

@@ -9,6 +9,8 @@ fori_loop over full chunks plus a peeled remainder instance with a smaller stati
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...ir.dtypes import cast_array
@@ -227,10 +229,7 @@ class GroupEmitter:
     def _count_fixed_vector_work(self) -> None:
         """Start the VectorE balance with the work only VectorE can do (reductions, selects),
         so movable instructions are placed with that in view."""
-        free = 1
-        for d in self.plan.f_dims:
-            free *= self.plan.domain[d] if self.plan.f_chunk is None or d != self.plan.f_dims[0] \
-                else self.plan.f_chunk
+        free = math.prod(self.plan.free_shape)
         work = 0
         for op in self.g.ops:
             if op in self.fold.folded or op in self.fold.act or op in self.fold.aliased:

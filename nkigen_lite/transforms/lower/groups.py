@@ -30,11 +30,6 @@ def op_domain(op: Op) -> tuple[int, ...]:
     return op.result.type.shape
 
 
-def broadcast_compatible(small: tuple[int, ...], big: tuple[int, ...]) -> bool:
-    """True when ``small`` broadcasts to ``big`` with equal rank (each dim equal or 1)."""
-    return len(small) == len(big) and all(s in (1, b) for s, b in zip(small, big))
-
-
 def merge_domains(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
     """The common domain of two domains that broadcast together (right-aligned), else None."""
     r = max(len(a), len(b))
@@ -76,7 +71,7 @@ class Partition:
     items: list[FusionGroup | Op]
     group_of: dict[Op, FusionGroup]
 
-    def escaping(self, group: FusionGroup, graph: Graph) -> list[Value]:
+    def escaping(self, group: FusionGroup) -> list[Value]:
         """Values of ``group`` used outside it (or returned): they need an HBM home."""
         members = set(group.ops)
         outs = []

@@ -25,11 +25,6 @@ from .instance import LoopSpec
 MATMUL_BANKS = 4  # PSUM banks used for one N block (the rest stay free for transposes)
 
 
-def _chunks(n: int, size: int):
-    """(n_full, chunk, remainder) of splitting n into chunks of ``size``."""
-    return n // size, size, n % size
-
-
 def _ds(off, size: int) -> DimSlice:
     return DimSlice(Affine.of(off), size, 1)
 
