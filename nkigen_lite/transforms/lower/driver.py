@@ -24,9 +24,10 @@ from .empty import fold_empty
 from .group_emit import GroupEmitter
 from .groups import FusionGroup, form_groups
 from .homes import HbmHome
+from .liveness import peak_live_bytes
 from .matmul import lower_matmul
 from .pipeline import Pipeline, emit_pipeline, group_member, matmul_member
-from .plan import is_row_local, make_plan
+from .plan import fold_rows, is_row_local, make_plan
 from .views import VIEW_OPS, copy_home, is_layout_convert, lower_concat, lower_view, plan_concats
 
 
@@ -128,8 +129,14 @@ def _lower_items(ctx: LowerContext, part, graph: Graph, row_local, outputs: set)
     for item in part.items:
         member = None
         if isinstance(item, FusionGroup):
-            plan = _plan_group(ctx, item, row_local)
-            member = group_member(item, plan, row_local, _full_width_bytes(item))
+            row_bytes = peak_live_bytes(item, part.escaping(item))
+            plan = _plan_group(ctx, item, row_local, row_bytes)
+            member = group_member(item, plan, row_local, row_bytes)
+            if not _touches_matmul(item):
+                folded = fold_rows(plan, item, row_bytes, partitions=ctx.partitions,
+                                   sbuf_budget=budget)
+                if folded is not plan:
+                    plan, member = folded, None
             if member is None:
                 flush()
                 _emit_group(ctx, item, plan, part, graph, row_local)
@@ -156,6 +163,22 @@ def _lower_items(ctx: LowerContext, part, graph: Graph, row_local, outputs: set)
     flush()
 
 
+def _touches_matmul(g: FusionGroup) -> bool:
+    """True when the group reads a matmul result or feeds a matmul (directly or through a
+    layout conversion): it may then share a row pipeline with it."""
+    def feeds(v: Value, depth: int = 0) -> bool:
+        return any(isinstance(u.op, T.MatmulOp) or (depth < 4 and is_layout_convert(u.op)
+                                                      and feeds(u.op.result, depth + 1))
+                   for u in v.uses)
+
+    def fed(v: Value, depth: int = 0) -> bool:
+        d = v.defining_op
+        return isinstance(d, T.MatmulOp) or (depth < 4 and d is not None and is_layout_convert(d)
+                                              and fed(d.operand(0), depth + 1))
+
+    return any(fed(u) for op in g.ops for u in op.operands) or any(feeds(op.result) for op in g.ops)
+
+
 def _emits_nothing_dependent(op: Op) -> bool:
     """Items that may be lowered in the middle of a pipeline being collected: views, aliases and
     constants (they only read HBM values that exist already)."""
@@ -166,7 +189,7 @@ def _emits_nothing_dependent(op: Op) -> bool:
     return False
 
 
-def _plan_group(ctx: LowerContext, g: FusionGroup, row_local):
+def _plan_group(ctx: LowerContext, g: FusionGroup, row_local, row_bytes: int):
     roles = None
     for op in g.ops:
         v = op.result if not isinstance(op, T.ReduceOp) else op.operand(0)
@@ -176,7 +199,7 @@ def _plan_group(ctx: LowerContext, g: FusionGroup, row_local):
                 break
     return make_plan(g, roles, partitions=ctx.partitions,
                      sbuf_budget=(ctx.target.sbuf_bytes_per_partition * 3) // 4,
-                     itemsize_sum=_full_width_bytes(g), broadcast_dims=_broadcast_dims(g),
+                     itemsize_sum=row_bytes, broadcast_dims=_broadcast_dims(g),
                      row_local=row_local)
 
 
@@ -195,23 +218,6 @@ def _broadcast_dims(g: FusionGroup) -> set[int]:
             ext = (1,) * (len(g.domain) - u.type.rank) + tuple(u.type.shape)
             dims |= {d for d, (e, n) in enumerate(zip(ext, g.domain)) if e == 1 and n > 1}
     return dims
-
-
-def _full_width_bytes(g: FusionGroup) -> int:
-    """Bytes per free element of the tiles that span the group's full last dim (an upper bound
-    on one iteration's SBUF use per free element; per-partition columns are negligible)."""
-    members = set(g.ops)
-    last = g.domain[-1] if g.domain else 1
-    seen: set = set()
-    total = 0
-    for op in g.ops:
-        for v in list(op.operands) + [op.result]:
-            if v in seen or (v.defining_op not in members and isinstance(v.defining_op, T.FullOp)):
-                continue
-            seen.add(v)
-            if v.type.shape and v.type.shape[-1] == last:
-                total += max(4, v.type.dtype.itemsize)
-    return max(total, 4)
 
 
 def _lower_op(ctx: LowerContext, op: Op, graph: Graph) -> None:

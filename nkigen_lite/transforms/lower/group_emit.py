@@ -90,7 +90,7 @@ class GroupEmitter:
     def ext(self, v: Value) -> tuple[int, ...]:
         """``v``'s extents aligned to the domain (leading 1s for lower ranks)."""
         s = v.type.shape
-        return (1,) * (len(self.plan.domain) - len(s)) + tuple(s)
+        return self.plan.expand((1,) * (self.plan.source_rank - len(s)) + tuple(s))
 
     def _level_of_ext(self, ext) -> int:
         lv = 0
@@ -161,9 +161,9 @@ class GroupEmitter:
         """View of ``h`` with the domain's rank, dims in plan order; broadcast dims take the
         domain extent with stride 0 (loads) except F dims, which keep extent 1."""
         dom, plan = self.plan.domain, self.plan
-        lead = len(dom) - len(h.shape)
-        shape = [1] * lead + list(h.shape)
-        strides = [0] * lead + list(h.strides)
+        lead = plan.source_rank - len(h.shape)
+        shape, strides = plan.expand_strides((1,) * lead + tuple(h.shape), (0,) * lead + tuple(h.strides))
+        shape, strides = list(shape), list(strides)
         fset = set(plan.f_dims)
         for d in range(len(dom)):
             if shape[d] == 1 and dom[d] > 1 and not for_store and d not in fset:

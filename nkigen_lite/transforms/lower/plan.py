@@ -29,6 +29,29 @@ class GroupPlan:
     p_chunk: int
     f_chunk: int | None
     acc_dims: tuple[int, ...] = ()  # dims reduced by accumulating reductions: loops innermost
+    split: tuple[int, int] | None = None  # (d, q): source dim d is domain dims (d, d+1) = (n/q, q)
+
+    @property
+    def source_rank(self) -> int:
+        """Rank of the group's own domain (before a row split)."""
+        return len(self.domain) - (self.split is not None)
+
+    def expand(self, ext: tuple[int, ...]) -> tuple[int, ...]:
+        """Extents aligned to the group's domain -> extents in this plan's domain."""
+        if self.split is None:
+            return tuple(ext)
+        d, q = self.split
+        pair = (ext[d] // q, q) if ext[d] > 1 else (1, 1)
+        return tuple(ext[:d]) + pair + tuple(ext[d + 1:])
+
+    def expand_strides(self, shape: tuple[int, ...], strides: tuple[int, ...]):
+        """(shape, strides) of an HBM view aligned to the group's domain -> the plan's domain."""
+        if self.split is None:
+            return tuple(shape), tuple(strides)
+        d, q = self.split
+        s = strides[d]
+        pair_s = (s * q, s) if shape[d] > 1 else (0, 0)
+        return self.expand(shape), tuple(strides[:d]) + pair_s + tuple(strides[d + 1:])
 
     @property
     def order(self) -> tuple[int, ...]:
@@ -199,3 +222,42 @@ def make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: 
         f_chunk = min(f_chunk, dom[f_dims[0]])
     return GroupPlan(tuple(dom), tuple(roles_out), i_dims, tuple(p_list), f_dims, chunk, f_chunk,
                      tuple(sorted(acc)))
+
+
+def fold_rows(plan: GroupPlan, group: FusionGroup, row_bytes: int, *, partitions: int,
+              sbuf_budget: int) -> GroupPlan:
+    """Fold several rows of a chunked partition dim into each partition's free dims when the
+    rows are narrow: dim d of n rows becomes (n/q partitions, q rows per partition) so one
+    instruction covers q times more elements. Only for groups of elementwise ops (no
+    reductions or iotas, whose axes are dims of the unsplit domain); returns ``plan`` unchanged
+    when nothing is gained."""
+    dom = plan.domain
+    if (plan.split is not None or plan.f_chunk is not None or len(plan.p_dims) != 1
+            or any(isinstance(op, (T.ReduceOp, T.IotaOp)) for op in group.ops)):
+        return plan
+    d = plan.p_dims[0]
+    n = dom[d]
+    if n <= partitions:
+        return plan
+    width = 1
+    for f in plan.f_dims:
+        width *= dom[f]
+    best, best_tiles = 1, -(-n // partitions)
+    for q in range(2, n + 1):
+        if q * width * row_bytes > sbuf_budget:
+            break
+        if n % q:
+            continue
+        tiles = -(-(n // q) // partitions)
+        if tiles < best_tiles:
+            best, best_tiles = q, tiles
+    if best == 1:
+        return plan
+
+    def shift(dims):
+        return tuple(e + 1 if e > d else e for e in dims)
+
+    domain = dom[:d] + (n // best, best) + dom[d + 1:]
+    roles = list(plan.roles[:d]) + ["P", "F"] + list(plan.roles[d + 1:])
+    return GroupPlan(domain, tuple(roles), shift(plan.i_dims), (d,), (d + 1,) + shift(plan.f_dims),
+                     min(n // best, partitions), None, (), (d, best))
