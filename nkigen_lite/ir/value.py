@@ -21,6 +21,19 @@ def sanitize_hint(name: str | None) -> str | None:
     return s if _IDENT.match(s) else None
 
 
+def _op_class() -> type:
+    """The Op class (imported on first use: op.py imports this module)."""
+    global _OP_CLASS
+    if _OP_CLASS is None:
+        from .op import Op
+
+        _OP_CLASS = Op
+    return _OP_CLASS
+
+
+_OP_CLASS: type | None = None
+
+
 class Use(NamedTuple):
     """One use of a value: operand number ``index`` of ``op``."""
 
@@ -81,9 +94,8 @@ class Value:
 
     @property
     def defining_op(self) -> Op | None:
-        from .op import Op
-
-        return self.owner if isinstance(self.owner, Op) else None
+        owner = self.owner
+        return owner if isinstance(owner, _op_class()) else None
 
     # ---- convenience for typed values ------------------------------------------------------
     @property

@@ -4,10 +4,16 @@ Compute ops (elementwise, where, cast, keepdims reductions, iota) join the group
 when their iteration domains are broadcast-compatible and the merge creates no cycle through
 an op outside the group. Every other op (matmul, view ops, constants) is lowered by its own
 family; values crossing a group boundary live in HBM.
+
+Formation is incremental (one pass in program order): a group keeps what its legality checks
+need — its first op's position, its reduction axes, its barrier members and its external
+producers sorted by position — so an op joining a group costs work proportional to the ops it
+touches, not to the size of the group (see ``GroupStats``).
 """
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from ...ir.graph import Graph, ReturnOp, stable_topological_order
@@ -52,6 +58,11 @@ def domain_axes(op, rank: int) -> tuple[int, ...]:
     return tuple(a + shift for a in op.attrs["axes"])
 
 
+def _aligned_axes(op) -> tuple[int, ...]:
+    """A reduction's axes counted from the right (negative): comparable across operand ranks."""
+    return domain_axes(op, 0)
+
+
 @dataclass(eq=False)
 class FusionGroup:
     """Ops lowered together as one loop nest over ``domain``."""
@@ -65,11 +76,23 @@ class FusionGroup:
 
 
 @dataclass
+class GroupStats:
+    """Work done by ``form_groups``, to witness that it is linear in the graph: ``joins``
+    legality checks, ``visits`` ops looked at by cycle searches, ``scanned`` external
+    producers looked at when two groups merge."""
+
+    joins: int = 0
+    visits: int = 0
+    scanned: int = 0
+
+
+@dataclass
 class Partition:
     """The graph's ops in lowering order: each item is a FusionGroup or a single non-fused op."""
 
     items: list[FusionGroup | Op]
     group_of: dict[Op, FusionGroup]
+    stats: GroupStats = field(default_factory=GroupStats)
 
     def escaping(self, group: FusionGroup) -> list[Value]:
         """Values of ``group`` used outside it (or returned): they need an HBM home."""
@@ -82,55 +105,229 @@ class Partition:
         return outs
 
 
-def _ancestors(op: Op, stop: set[Op]) -> set[Op]:
-    seen: set[Op] = set()
-    stack = [v.defining_op for v in op.operands]
-    while stack:
-        d = stack.pop()
-        if d is None or d in seen or d in stop:
-            continue
-        seen.add(d)
-        stack.extend(v.defining_op for v in d.operands)
-    return seen
+class _Forming:
+    """A group while the partition is formed: a union-find node plus the facts the legality
+    checks need."""
+
+    __slots__ = ("group", "parent", "first", "axes", "ext", "ext_keys", "seq")
+
+    def __init__(self, group: FusionGroup, first: int, seq: int):
+        self.group = group
+        self.parent: _Forming | None = None
+        self.first = first  # position of the earliest member
+        self.axes: set[tuple[int, ...]] = set()  # right-aligned reduction axes of members
+        self.ext: list[Op] = []  # producers of member operands outside the group, by position
+        self.ext_keys: list[int] = []  # their positions (sorted; parallel to ext)
+        self.seq = seq  # creation order (deterministic tie-breaks)
 
 
-def _creates_cycle(members: set[Op], order: dict[Op, int]) -> bool:
-    """True if some op outside ``members`` is both fed by and feeding the member set."""
-    anc: set[Op] = set()
-    for m in members:
-        anc |= _ancestors(m, members)
-    if not anc:
+class _Former:
+    """Incremental fusion-group formation over straight-line ``ops`` (see ``form_groups``)."""
+
+    def __init__(self, ops: list[Op], is_barrier):
+        self.ops = ops
+        self.order = {op: i for i, op in enumerate(ops)}
+        self.is_barrier = is_barrier
+        self.node: dict[Op, _Forming] = {}
+        self.nodes: list[_Forming] = []
+        self.stats = GroupStats()
+
+    # ---- union-find --------------------------------------------------------------------------
+    def find(self, n: _Forming) -> _Forming:
+        root = n
+        while root.parent is not None:
+            root = root.parent
+        while n.parent is not None and n.parent is not root:
+            n.parent, n = root, n.parent
+        return root
+
+    def group_node(self, op: Op | None) -> _Forming | None:
+        n = self.node.get(op) if op is not None else None
+        return self.find(n) if n is not None else None
+
+    # ---- legality ----------------------------------------------------------------------------
+    def _cycle_from(self, roots, members, lo: int) -> bool:
+        """True if some root (an op outside ``members``) depends on a member: a backward search
+        over ops at positions >= ``lo`` (no member sits earlier)."""
+        seen: set[Op] = set()
+        stack = [r for r in roots if self.order[r] >= lo]
+        order = self.order
+        while stack:
+            d = stack.pop()
+            if d in seen:
+                continue
+            seen.add(d)
+            self.stats.visits += 1
+            for v in d.operands:
+                p = v.owner
+                if not isinstance(p, Op) or p not in order or order[p] < lo:
+                    continue
+                if self.group_node(p) in members:
+                    return True
+                stack.append(p)
         return False
-    tainted: set[Op] = set()
-    last = max(order[m] for m in members)
-    for op in sorted(anc | members, key=order.__getitem__):
-        if order[op] > last:
-            break
-        if op in members:
-            continue
-        if any((v.defining_op in members or v.defining_op in tainted) for v in op.operands):
-            tainted.add(op)
-            if op in anc:
-                return True
-    return False
 
+    def _scan_ext(self, a: _Forming, b: _Forming, members, roots: list) -> bool:
+        """Collect ``b``'s external producers that may sit on a path from ``a`` (positions >= the
+        first of ``a``) into ``roots``; False if one of them is a barrier member of ``a``."""
+        i = bisect.bisect_left(b.ext_keys, a.first)
+        for d in b.ext[i:]:
+            self.stats.scanned += 1
+            n = self.group_node(d)
+            if n is a:
+                if self.is_barrier(d):
+                    return False
+            elif n not in members:
+                roots.append(d)
+        return True
 
-def _reduction_conflict(members: set[Op]) -> bool:
-    """True if the members reduce over different sets of (right-aligned) dims: one tile layout
-    cannot make both reductions run over its trailing free axes."""
-    rank = max((len(op_domain(op)) for op in members), default=0)
-    sets = {domain_axes(op, rank) for op in members if isinstance(op, T.ReduceOp)}
-    return len(sets) > 1
+    def can_fuse(self, a: _Forming, b: _Forming | None, op: Op | None) -> bool:
+        """Whether ``a`` (+ ``b``) (+ ``op``, the latest op so far) form a legal group: no path
+        between members through an outside op, no member reading a barrier member, one set of
+        reduction axes."""
+        self.stats.joins += 1
+        axes = set(a.axes)
+        if b is not None:
+            axes |= b.axes
+        if op is not None and isinstance(op, T.ReduceOp):
+            axes.add(_aligned_axes(op))
+        if len(axes) > 1:
+            return False
+        members = {a} if b is None else {a, b}
+        roots: list[Op] = []
+        if op is not None:
+            for v in op.operands:
+                d = v.defining_op
+                if d is None or d not in self.order:
+                    continue
+                if self.group_node(d) in members:
+                    if self.is_barrier(d):
+                        return False
+                else:
+                    roots.append(d)
+        if b is not None:
+            if not self._scan_ext(a, b, members, roots) or not self._scan_ext(b, a, members, roots):
+                return False
+        lo = a.first if b is None else min(a.first, b.first)
+        return not self._cycle_from(roots, members, lo)
 
+    # ---- mutation ----------------------------------------------------------------------------
+    def _add_ext(self, n: _Forming, d: Op) -> None:
+        k = self.order[d]
+        i = bisect.bisect_right(n.ext_keys, k)
+        n.ext_keys.insert(i, k)
+        n.ext.insert(i, d)
 
-def _reads_barrier(members: set[Op], is_barrier) -> bool:
-    """True if some member reads the result of a member that must end its group."""
-    for op in members:
+    def merge(self, a: _Forming, b: _Forming) -> None:
+        """Fold ``b`` into ``a`` (``a`` keeps its identity; the smaller list is re-inserted)."""
+        a.group.ops.extend(b.group.ops)
+        a.group.domain = merge_domains(a.group.domain, b.group.domain)
+        a.axes |= b.axes
+        a.first = min(a.first, b.first)
+        if len(b.ext) > len(a.ext):
+            a.ext, b.ext = b.ext, a.ext
+            a.ext_keys, b.ext_keys = b.ext_keys, a.ext_keys
+        for d in b.ext:
+            self._add_ext(a, d)
+        b.parent = a
+        b.ext, b.ext_keys = [], []
+
+    def add(self, n: _Forming, op: Op) -> None:
+        n.group.ops.append(op)
+        self.node[op] = n
+        if isinstance(op, T.ReduceOp):
+            n.axes.add(_aligned_axes(op))
         for v in op.operands:
             d = v.defining_op
-            if d in members and is_barrier(d):
-                return True
-    return False
+            if d is not None and d in self.order and self.group_node(d) is not n:
+                self._add_ext(n, d)
+
+    def new(self, op: Op) -> _Forming:
+        n = _Forming(FusionGroup(len(self.nodes), op_domain(op)), self.order[op], len(self.nodes))
+        self.nodes.append(n)
+        return n
+
+    # ---- the two phases ----------------------------------------------------------------------
+    def grow(self) -> None:
+        """Each fusible op joins the first producer group it can, merging the others it can."""
+        for op in self.ops:
+            if not is_fusible(op):
+                continue
+            dom = op_domain(op)
+            candidates: list[_Forming] = []
+            for v in op.operands:
+                g = self.group_node(v.defining_op)
+                if g is not None and g not in candidates:
+                    candidates.append(g)
+            target = None
+            for g in candidates:
+                merged = merge_domains(g.group.domain, dom)
+                if merged is None:
+                    continue
+                if target is None:
+                    if self.can_fuse(g, None, op):
+                        target, dom = g, merged
+                else:
+                    both = merge_domains(target.group.domain, g.group.domain)
+                    if both is None:
+                        continue
+                    if self.can_fuse(target, g, op):
+                        self.merge(target, g)
+                        target.group.domain = merge_domains(target.group.domain, dom)
+            if target is None:
+                target = self.new(op)
+            else:
+                target.group.domain = merge_domains(target.group.domain, dom)
+            self.add(target, op)
+
+    def merge_siblings(self) -> None:
+        """Horizontal fusion: merge groups over the same domain that read a common input, so the
+        input is loaded once (e.g. the two halves of RoPE). Groups sharing (domain, input) are
+        found through an index, never by comparing all pairs."""
+        readers: dict[tuple, list[_Forming]] = {}
+        live = [n for n in self.nodes if n.parent is None]
+        inputs: dict[_Forming, list[Value]] = {}
+        for n in live:
+            inputs[n] = self._external_inputs(n)
+            for v in inputs[n]:
+                readers.setdefault((n.group.domain, v), []).append(n)
+        for a in live:
+            if a.parent is not None:
+                continue
+            i = 0
+            while i < len(inputs[a]):
+                v = inputs[a][i]
+                i += 1
+                for b in readers.get((a.group.domain, v), ()):
+                    if b.parent is not None or b is a or b.seq < a.seq:
+                        continue
+                    if b.group.domain != a.group.domain or not self.can_fuse(a, b, None):
+                        continue
+                    self.merge(a, b)
+                    have = set(inputs[a])
+                    for w in inputs.pop(b):
+                        if w not in have:
+                            have.add(w)
+                            inputs[a].append(w)
+                            readers.setdefault((a.group.domain, w), []).append(a)
+
+    def _external_inputs(self, n: _Forming) -> list[Value]:
+        seen: dict[Value, None] = {}
+        for op in n.group.ops:
+            for v in op.operands:
+                if self.group_node(v.defining_op) is not n:
+                    seen[v] = None
+        return list(seen)
+
+    def groups(self) -> dict[Op, FusionGroup]:
+        """Final membership; every group's ops in program order."""
+        group_of: dict[Op, FusionGroup] = {}
+        for n in self.nodes:
+            if n.parent is None:
+                n.group.ops.sort(key=self.order.__getitem__)
+        for op, n in self.node.items():
+            group_of[op] = self.find(n).group
+        return group_of
 
 
 def form_groups(graph: Graph, is_barrier=lambda op: False) -> Partition:
@@ -140,82 +337,14 @@ def form_groups(graph: Graph, is_barrier=lambda op: False) -> Partition:
     reduction accumulated across loops or partitions): no op reading it may join its group.
     """
     ops = [op for op in graph.body if not isinstance(op, ReturnOp)]
-    order = {op: i for i, op in enumerate(ops)}
-    group_of: dict[Op, FusionGroup] = {}
-    groups: list[FusionGroup] = []
-    for op in ops:
-        if not is_fusible(op):
-            continue
-        dom = op_domain(op)
-        candidates: list[FusionGroup] = []
-        for v in op.operands:
-            g = group_of.get(v.defining_op)
-            if g is not None and g not in candidates:
-                candidates.append(g)
-        target = None
-        for g in candidates:
-            merged = merge_domains(g.domain, dom)
-            if merged is None:
-                continue
-            if target is None:
-                trial = set(g.ops) | {op}
-                if (not _creates_cycle(trial, order) and not _reads_barrier(trial, is_barrier)
-                        and not _reduction_conflict(trial)):
-                    target, dom = g, merged
-            else:
-                both = merge_domains(target.domain, g.domain)
-                if both is None:
-                    continue
-                trial = set(target.ops) | set(g.ops) | {op}
-                if (not _creates_cycle(trial, order) and not _reads_barrier(trial, is_barrier)
-                        and not _reduction_conflict(trial)):
-                    for o in g.ops:
-                        group_of[o] = target
-                    target.ops = sorted(target.ops + g.ops, key=order.__getitem__)
-                    target.domain = merge_domains(both, dom)
-                    groups.remove(g)
-        if target is None:
-            target = FusionGroup(len(groups), dom)
-            groups.append(target)
-        else:
-            target.domain = merge_domains(target.domain, dom)
-        target.ops.append(op)
-        group_of[op] = target
-    _merge_siblings(groups, group_of, order, is_barrier)
-    items = _condensed_toposort(ops, group_of, order)
+    former = _Former(ops, is_barrier)
+    former.grow()
+    former.merge_siblings()
+    group_of = former.groups()
+    items = _condensed_toposort(ops, group_of, former.order)
     for i, g in enumerate(x for x in items if isinstance(x, FusionGroup)):
         g.id = i
-    return Partition(items, group_of)
-
-
-def _external_inputs(g: FusionGroup) -> set[Value]:
-    members = set(g.ops)
-    return {v for op in g.ops for v in op.operands if v.defining_op not in members}
-
-
-def _merge_siblings(groups: list[FusionGroup], group_of: dict, order: dict, is_barrier) -> None:
-    """Horizontal fusion: merge groups over the same domain that read a common input, so the
-    input is loaded once (e.g. the two halves of RoPE)."""
-    changed = True
-    while changed:
-        changed = False
-        for i, a in enumerate(groups):
-            ins_a = _external_inputs(a)
-            for b in groups[i + 1:]:
-                if a.domain != b.domain or not (ins_a & _external_inputs(b)):
-                    continue
-                both = set(a.ops) | set(b.ops)
-                if (_creates_cycle(both, order) or _reads_barrier(both, is_barrier)
-                        or _reduction_conflict(both)):
-                    continue
-                a.ops = sorted(a.ops + b.ops, key=order.__getitem__)
-                for o in b.ops:
-                    group_of[o] = a
-                groups.remove(b)
-                changed = True
-                break
-            if changed:
-                break
+    return Partition(items, group_of, former.stats)
 
 
 def _condensed_toposort(ops, group_of, order) -> list[FusionGroup | Op]:
