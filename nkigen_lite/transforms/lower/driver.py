@@ -27,7 +27,7 @@ from .homes import HbmHome
 from .liveness import peak_live_bytes
 from .matmul import lower_matmul
 from .pipeline import Pipeline, emit_pipeline, group_member, matmul_member
-from .plan import fold_rows, is_row_local, make_plan
+from .plan import RowTooWide, fold_rows, is_row_local, make_plan
 from .views import VIEW_OPS, copy_home, is_layout_convert, lower_concat, lower_view, plan_concats
 
 
@@ -40,16 +40,13 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
     empty = fold_empty(graph)
     free_limit = (target.sbuf_bytes_per_partition * 3 // 4) // 16
 
-    def row_local(op) -> bool:
-        return is_row_local(op, free_limit)
-
-    part = form_groups(graph, is_barrier=lambda op: isinstance(op, T.ReduceOp) and not row_local(op))
     b = NkiBuilder(graph.name)
 
     def roles_of(v: Value):
         return layout.roles.get(v) if layout is not None else None
 
     ctx = LowerContext(target, b, roles_of, Printer(graph))
+    part, plans, row_local = _partition_and_plan(ctx, graph, free_limit)
     for name, v in zip(graph.input_names, graph.inputs):
         if any(d == 0 for d in v.type.shape):
             raise BuildError(f"input {name!r} has an empty dimension {v.type.shape}; NKI tensors "
@@ -75,7 +72,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
             ctx.at(f"output {name}")
             ctx.homes[v] = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name)
     plan_concats(ctx, graph, producers, set(outputs.values()))
-    _lower_items(ctx, part, graph, row_local, set(outputs.values()))
+    _lower_items(ctx, part, plans, graph, row_local, set(outputs.values()))
     final = {}
     claimed = {id(ctx.homes[i].base) for i in graph.inputs}
     for name, v in outputs.items():
@@ -105,7 +102,34 @@ def _produced_in_kernel(graph: Graph, part) -> set[Value]:
     return out
 
 
-def _lower_items(ctx: LowerContext, part, graph: Graph, row_local, outputs: set) -> None:
+def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
+    """Fusion groups and their plans. A group whose row-local reductions need rows wider than
+    SBUF is formed again with those reductions accumulating over free-dim chunks (they then end
+    their group, and what reads them runs in a group of its own)."""
+    demoted: set = set()
+
+    def row_local(op) -> bool:
+        return op not in demoted and is_row_local(op, free_limit)
+
+    while True:
+        part = form_groups(graph, is_barrier=lambda op: isinstance(op, T.ReduceOp) and not row_local(op))
+        plans = {}
+        try:
+            for item in part.items:
+                if isinstance(item, FusionGroup):
+                    row_bytes = peak_live_bytes(item, part.escaping(item))
+                    plan = _plan_group(ctx, item, row_local, row_bytes, part.escaping(item))
+                    plans[item] = (plan, row_bytes)
+        except RowTooWide as e:
+            more = {op for op in e.group.ops if isinstance(op, T.ReduceOp) and row_local(op)}
+            if not more:
+                raise
+            demoted |= more
+            continue
+        return part, plans, row_local
+
+
+def _lower_items(ctx: LowerContext, part, plans, graph: Graph, row_local, outputs: set) -> None:
     """Emit the partition's items in order, fusing runs of row-compatible matmuls and fusion
     groups into row pipelines (pipeline.py)."""
     budget = (ctx.target.sbuf_bytes_per_partition * 3) // 4
@@ -129,8 +153,7 @@ def _lower_items(ctx: LowerContext, part, graph: Graph, row_local, outputs: set)
     for item in part.items:
         member = None
         if isinstance(item, FusionGroup):
-            row_bytes = peak_live_bytes(item, part.escaping(item))
-            plan = _plan_group(ctx, item, row_local, row_bytes)
+            plan, row_bytes = plans[item]
             member = group_member(item, plan, row_local, row_bytes)
             if not _touches_matmul(item):
                 folded = fold_rows(plan, item, row_bytes, partitions=ctx.partitions,
@@ -189,7 +212,7 @@ def _emits_nothing_dependent(op: Op) -> bool:
     return False
 
 
-def _plan_group(ctx: LowerContext, g: FusionGroup, row_local, row_bytes: int):
+def _plan_group(ctx: LowerContext, g: FusionGroup, row_local, row_bytes: int, escaping=()):
     roles = None
     for op in g.ops:
         v = op.result if not isinstance(op, T.ReduceOp) else op.operand(0)
@@ -200,7 +223,9 @@ def _plan_group(ctx: LowerContext, g: FusionGroup, row_local, row_bytes: int):
     return make_plan(g, roles, partitions=ctx.partitions,
                      sbuf_budget=(ctx.target.sbuf_bytes_per_partition * 3) // 4,
                      itemsize_sum=row_bytes, broadcast_dims=_broadcast_dims(g),
-                     row_local=row_local)
+                     row_local=row_local,
+                     store_exts=[(1,) * (len(g.domain) - v.type.rank) + tuple(v.type.shape)
+                                 for v in escaping])
 
 
 def _emit_group(ctx: LowerContext, g: FusionGroup, plan, part, graph: Graph, row_local) -> None:

@@ -11,6 +11,15 @@ from ...tensor import ops as T
 from .groups import FusionGroup, domain_axes
 
 
+class RowTooWide(BuildError):
+    """A fusion group's row-local reductions need a row wider than SBUF holds; the driver
+    regroups with those reductions accumulated over free-dim chunks instead."""
+
+    def __init__(self, message: str, group: FusionGroup):
+        super().__init__(message)
+        self.group = group
+
+
 @dataclass(frozen=True)
 class GroupPlan:
     """Loop nest and tile shape of one fusion group.
@@ -148,9 +157,43 @@ def _free_broadcast_dims(roles: list[str], dom, broadcast_dims: set[int], partit
             roles[d] = "F"
 
 
+def _free_stored_broadcast_dims(roles: list[str], dom, store_exts) -> None:
+    """A stored value broadcast over a P dim inside a P dim it spans has rows that are not
+    contiguous partitions of its tile: that dim moves to F (the value's tile keeps extent 1)."""
+    for ext in store_exts:
+        spans = False
+        for d in range(len(dom)):
+            if roles[d] != "P" or dom[d] == 1:
+                continue
+            if ext[d] > 1:
+                spans = True
+            elif spans:
+                roles[d] = "F"
+
+
 def make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: int,
               sbuf_budget: int, itemsize_sum: int, broadcast_dims: set[int] = frozenset(),
-              row_local=lambda op: True) -> GroupPlan:
+              row_local=lambda op: True, store_exts=()) -> GroupPlan:
+    """Build the plan from the layout's ``roles`` (None: the default roles). When the layout's
+    roles leave a row too wide for SBUF (e.g. every dim free for a value that some other op
+    reduces over all axes) while the default roles fit, the default roles win."""
+    kw = dict(partitions=partitions, sbuf_budget=sbuf_budget, itemsize_sum=itemsize_sum,
+              broadcast_dims=broadcast_dims, row_local=row_local, store_exts=store_exts)
+    if roles is None:
+        return _make_plan(group, None, **kw)
+    try:
+        plan = _make_plan(group, roles, **kw)
+    except RowTooWide:
+        return _make_plan(group, None, **kw)
+    if plan.f_chunk is None:
+        return plan
+    fallback = _make_plan(group, None, **kw)
+    return fallback if fallback.f_chunk is None else plan
+
+
+def _make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: int,
+               sbuf_budget: int, itemsize_sum: int, broadcast_dims: set[int] = frozenset(),
+               row_local=lambda op: True, store_exts=()) -> GroupPlan:
     """Build the plan. ``itemsize_sum`` = Σ itemsize over the tiles live in one iteration per
     free element (an upper bound used to size the free-dim chunk within ``sbuf_budget``);
     ``broadcast_dims`` are domain dims along which some input of the group is broadcast."""
@@ -167,6 +210,7 @@ def make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: 
             roles[d] = "F"
     _free_broadcast_dims(roles, dom, set(broadcast_dims), partitions,
                          max(1, sbuf_budget // max(1, itemsize_sum)))
+    _free_stored_broadcast_dims(roles, dom, store_exts)
     # an iota along a dim that shares the partitions with another dim is not an affine
     # function of the partition index: put that dim in the free dims instead
     for op in group.ops:
@@ -212,11 +256,9 @@ def make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: 
     f_chunk = None
     if free * itemsize_sum > sbuf_budget:
         if red:
-            raise BuildError(
+            raise RowTooWide(
                 f"fusion group over {dom}: a row of {free:,} free elements needs "
-                f"{free * itemsize_sum:,} B/partition > SBUF budget {sbuf_budget:,} B; "
-                "reductions over free-dim chunks are not supported"
-            )
+                f"{free * itemsize_sum:,} B/partition > SBUF budget {sbuf_budget:,} B", group)
         inner_free = free // dom[f_dims[0]]
         f_chunk = max(1, sbuf_budget // (itemsize_sum * inner_free))
         f_chunk = min(f_chunk, dom[f_dims[0]])
