@@ -7,6 +7,7 @@ printing and re-parsing it (which also detaches builder-only behaviour from the 
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -90,13 +91,53 @@ class Kernel:
         return estimate(self.nki, self.target)
 
 
-def compile(graph: Graph, target: Target = TRN2, knobs: dict | None = None) -> Kernel:  # noqa: A001
-    """Compile a tensor graph to an NKI kernel for ``target`` (trn2 by default).
+class _Progress:
+    """Per-stage progress on stderr, shown only once a compile has taken over a second."""
+
+    def __init__(self, name: str, verbose: bool, after: float = 1.0):
+        self.name, self.verbose, self.after = name, verbose, after
+        self.t0 = self.last = time.perf_counter()
+        self.pending: list[str] = []
+
+    def stage(self, stage: str) -> None:
+        if not self.verbose:
+            return
+        now = time.perf_counter()
+        self.pending.append(f"nkigen-lite: {self.name}: {stage:12s} {(now - self.last) * 1e3:9.1f} ms"
+                            f" (total {now - self.t0:.2f} s)")
+        self.last = now
+        if now - self.t0 >= self.after:
+            print("\n".join(self.pending), file=sys.stderr, flush=True)
+            self.pending.clear()
+
+
+def compile(graph, *examples, target: Target = TRN2, knobs: dict | None = None,  # noqa: A001
+            verbose: bool = False) -> Kernel:
+    """Compile a tensor graph (or a NumPy function) to an NKI kernel for ``target`` (trn2).
+
+    Forms::
+
+        nk.compile(graph)                    # a tensor Graph (nk.Builder, nk.trace(f).trace(...))
+        nk.compile(f, x_example, w_example)  # a NumPy function, traced with example arrays
 
     ``knobs`` seed the layout solver: ``{value name: {"partition_dim": d, "tile_size": t}}``.
+    ``verbose=True`` prints per-stage progress to stderr once a compile has taken over a second.
+    Returns a ``Kernel``: ``k(x, w)`` / ``k.run({...})`` run it, ``k.ir(stage)``, ``k.stats()``,
+    ``k.estimate()``, ``k.nki_source()``, ``k.report(path)``.
     """
     if not isinstance(graph, Graph):
-        raise BuildError(f"compile takes a tensor Graph, got {type(graph).__name__}")
+        if callable(graph):
+            from .tensor.trace import TracedFunction, trace
+
+            tf = graph if isinstance(graph, TracedFunction) else trace(graph)
+            graph = tf.trace(*examples)
+        else:
+            raise BuildError(f"compile takes a tensor Graph or a NumPy function, got "
+                             f"{type(graph).__name__}")
+    elif examples:
+        raise BuildError("compile(graph) takes no example arguments (they are for a function: "
+                         "nk.compile(f, *examples)); pass target= and knobs= by keyword")
+    progress = _Progress(graph.name, verbose)
     t0 = time.perf_counter()
     text = str(graph)
     work = parse(text)
@@ -108,8 +149,9 @@ def compile(graph: Graph, target: Target = TRN2, knobs: dict | None = None) -> K
     names = ["canonicalize", "decompose", "cleanup", "layout", "lower", "deallocs"]
     records: list = []
 
-    def record(_name, ir_text):
+    def record(name, ir_text):
         records.append(ir_text)
+        progress.stage(name)
 
     res = Pipeline(passes, verify_each=True, print_after="all", print_fn=record).run(work, ctx)
     for n, rec, txt in zip(names, res.records, records):
@@ -118,6 +160,7 @@ def compile(graph: Graph, target: Target = TRN2, knobs: dict | None = None) -> K
     t1 = time.perf_counter()
     nki_verify(res.graph, target)
     timings["verify"] = time.perf_counter() - t1
+    progress.stage("verify")
     return Kernel(
         name=graph.name, nki=res.graph, target=target,
         constants=ctx.analyses.get("constants", {}),

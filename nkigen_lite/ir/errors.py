@@ -12,7 +12,12 @@ class BuildError(NkError, ValueError):
 
 
 class VerifyError(NkError):
-    """The IR breaks an invariant; the message names the op (printed) and the rule."""
+    """The IR breaks an invariant; the message names the op (printed) and the rule. ``op`` is the
+    offending op when known (the CLI maps it back to its line in the input text)."""
+
+    def __init__(self, message: str, op=None):
+        self.op = op
+        super().__init__(message)
 
 
 class ParseError(NkError):

@@ -28,6 +28,7 @@ class Parser:
         self.defined: set[str] = set()
         self.op_line = 0
         self.depth = 0
+        self.positions: dict = {}  # op -> (line, col) of its name, for located diagnostics
 
     # ---- token helpers ------------------------------------------------------------------------
     def peek(self) -> Token:
@@ -324,6 +325,7 @@ class Parser:
         except BuildError as e:
             raise self.error(str(e), name_tok) from None
         op.loc = loc
+        self.positions[op] = (name_tok.line, name_tok.col)
         for vt, r in zip(result_toks, op.results):
             self.define(vt.text, r, vt)
         block.append(op)

@@ -105,7 +105,7 @@ class Pipeline:
                 try:
                     graph.verify()
                 except VerifyError as e:
-                    raise VerifyError(f"after pass {p.name!r}: {e}") from None
+                    raise VerifyError(f"after pass {p.name!r}: {e}", op=e.op) from None
             dt = time.perf_counter() - t0
             text = None
             if self.print_after == "all" or p.name in self.print_after:

@@ -20,6 +20,7 @@ class Rewriter:
         self.listener = listener
         self._block: Block | None = None
         self._before: Op | None = None
+        self.loc: str | None = None  # source location given to inserted ops that have none
 
     # ---- insertion point -------------------------------------------------------------------
     def set_insertion_point_before(self, op: Op) -> None:
@@ -38,6 +39,8 @@ class Rewriter:
             self._block.append(op)
         else:
             self._block.insert_before(self._before, op)
+        if self.loc is not None and op.loc is None:
+            op.loc = self.loc
         if self.listener is not None:
             self.listener.on_insert(op)
         return op
@@ -168,6 +171,7 @@ def apply_patterns(
             continue
         for pat in patterns_for(type(op)):
             rw.set_insertion_point_before(op)
+            rw.loc = op.loc  # ops a rewrite creates keep the source location of the op it rewrites
             if pat.match_and_rewrite(op, rw):
                 fired[pat.label] = fired.get(pat.label, 0) + 1
                 total += 1

@@ -27,7 +27,7 @@ class _Verifier:
             text = "\n".join(self.printer.format_op(op))
         except Exception:  # noqa: BLE001 - the op may be too broken to print
             text = op.name
-        return VerifyError(f"{rule}\n  at: {text}")
+        return VerifyError(f"{rule}\n  at: {text}", op=op)
 
     def run(self) -> None:
         g = self.graph

@@ -57,7 +57,7 @@ class VerifyContext:
         return self.printer.name(v)
 
     def fail(self, op: Op, msg: str) -> VerifyError:
-        return VerifyError(f"{op.name}: {msg}\n  at: {self.describe(op)}")
+        return VerifyError(f"{op.name}: {msg}\n  at: {self.describe(op)}", op=op)
 
     # ---- affine ranges -----------------------------------------------------------------------------
     def value_range(self, op: Op, spec: AffineSpec) -> tuple[int, int, dict, dict]:

@@ -51,6 +51,9 @@ class Builder:
 
     def __init__(self, name: str = "main"):
         self.graph = Graph(name)
+        # Called for every op appended; returns its source location (``nk.trace`` sets it to
+        # name the user's Python file:line), or None.
+        self.locator = None
 
     # ---- graph signature -----------------------------------------------------------------------
     def add_input(self, name: str, shape: Sequence[int], dtype=float32) -> Value:
@@ -83,6 +86,8 @@ class Builder:
         op = cls(list(operands), attrs, result_types)
         if result_types is not None:  # explicit types were not inferred, so check them now
             op.verify()
+        if self.locator is not None:
+            op.loc = self.locator()
         self.graph.body.append(op)
         res = op.result
         res.name_hint = hint or cls.name.split(".", 1)[1]

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import re
+import sys
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -80,6 +82,7 @@ class TracedFunction:
             raise BuildError(f"nk.trace({self.graph_name}): example arguments do not match "
                              f"{self.graph_name}{self.signature}: {e}") from None
         b = Builder(self.graph_name)
+        b.locator = _user_location
         names = _Names()
         for pname, val in bound.arguments.items():
             param = self.signature.parameters[pname]
@@ -100,6 +103,23 @@ class TracedFunction:
 
     def __repr__(self) -> str:
         return f"<nk.trace {self.graph_name}{self.signature}>"
+
+
+_SKIP_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (np,)) + tuple(
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d) + os.sep
+    for d in ("tensor", "ir"))
+
+
+def _user_location() -> str | None:
+    """``file.py:line`` of the innermost caller outside nkigen_lite's tracer and NumPy: the
+    user's line that made the op (recorded as the op's ``loc``)."""
+    f = sys._getframe(1)
+    while f is not None:
+        path = f.f_code.co_filename
+        if not path.startswith(_SKIP_DIRS) and not path.startswith("<frozen"):
+            return f"{os.path.basename(path)}:{f.f_lineno}"
+        f = f.f_back
+    return None
 
 
 class _Names:

@@ -38,7 +38,8 @@ class LowerContext:
         self.b.loc = text
 
     def at_op(self, op) -> None:
-        self.at(f"{op.name} {self.name(op.result)}" if op.results else op.name)
+        label = f"{op.name} {self.name(op.result)}" if op.results else op.name
+        self.at(f"{label} at {op.loc}" if op.loc else label)
 
     # ---- HBM -------------------------------------------------------------------------------
     def home(self, v: Value) -> HbmHome:
