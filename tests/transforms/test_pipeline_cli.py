@@ -64,7 +64,7 @@ def test_opt_selected_passes_print_after_all_and_timing(tmp_path, capsys):
                         "--timing")
     assert rc == 0
     assert "tensor.rsqrt" in out and "kind = mean" in out
-    assert "// ----- IR after canonicalize -----" in err
+    assert "// -----// IR Dump After canonicalize //----- //" in err
     assert "// timing: canonicalize" in err
 
 
