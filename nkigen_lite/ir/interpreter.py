@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from .errors import InterpretError
 from .graph import Block
 from .op import Op
+from .registry import table
 from .value import Value
 
 Rule = Callable[..., Any]
@@ -25,7 +26,7 @@ class Interpreter:
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        cls.rules = {}
+        cls.rules = table()
 
     @classmethod
     def impl(cls, *op_classes: type[Op]):

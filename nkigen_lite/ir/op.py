@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .attrs import Attr
 from .errors import BuildError
+from .registry import table
 from .traits import ExplicitResultTypes, Pure, SideEffect, Terminator
 from .value import Value
 
 if TYPE_CHECKING:
     from .graph import Block, Region
 
-OP_REGISTRY: dict[str, type[Op]] = {}
+OP_REGISTRY: dict[str, type[Op]] = table()
 
 
 class Op:

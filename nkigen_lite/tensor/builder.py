@@ -39,11 +39,13 @@ from .types import TensorType
 
 Operand = Any  # Value, Python scalar, NumPy scalar or NumPy array
 
-_BINARY_ALIASES = {
-    "subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div",
-    "power": "pow", "remainder": "mod",
-}
-_UNARY_ALIASES = {"negative": "neg", "absolute": "abs", "invert": "bitwise_not", "arctan": "arctan"}
+def _elementwise_class(table: dict, kind: str):
+    """The op class in ``table`` (UNARY_OPS or BINARY_OPS) one of whose ``builder_names`` is
+    ``kind``, or None."""
+    cls = table.get(kind)
+    if cls is not None:
+        return cls
+    return next((c for c in table.values() if kind in c.builder_names), None)
 
 
 class Builder:
@@ -142,22 +144,32 @@ class Builder:
     # ---- elementwise ---------------------------------------------------------------------------
     def unary(self, kind: str, x: Operand) -> Value:
         """Apply the elementwise unary op named ``kind`` (``"exp"``, ``"relu"``, ...)."""
-        kind = _UNARY_ALIASES.get(kind, kind)
-        cls = ops.UNARY_OPS.get(kind)
+        cls = _elementwise_class(ops.UNARY_OPS, kind)
         if cls is None:
             raise BuildError(f"unknown unary op {kind!r}; known: {', '.join(ops.UNARY_OPS)}")
         return self.emit(cls, [self.as_value(x)])
 
     def binary(self, kind: str, a: Operand, b: Operand) -> Value:
         """Apply the elementwise binary op named ``kind`` with broadcasting and promotion."""
-        kind = _BINARY_ALIASES.get(kind, kind)
-        cls = ops.BINARY_OPS.get(kind)
+        cls = _elementwise_class(ops.BINARY_OPS, kind)
         if cls is None:
             raise BuildError(f"unknown binary op {kind!r}; known: {', '.join(ops.BINARY_OPS)}")
         if cls.category == "compare":
             a, b = self._exact_int_scalar(a, b), self._exact_int_scalar(b, a)
         va, vb = self._pair(cls.name, a, b)
         return self.emit(cls, [va, vb])
+
+    def __getattr__(self, name: str):
+        """Methods of elementwise ops registered after import (``b.<builder name>(...)``)."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        cls = _elementwise_class(ops.UNARY_OPS, name)
+        if cls is not None:
+            return lambda x: self.unary(name, x)
+        cls = _elementwise_class(ops.BINARY_OPS, name)
+        if cls is not None:
+            return lambda a, b: self.binary(name, a, b)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _exact_int_scalar(self, s: Operand, other: Operand) -> Operand:
         """A Python int outside an integer tensor's range, as a wider (int32 or uint32)
@@ -473,27 +485,29 @@ class Builder:
         return self.reshape(self._slice(v, slices), out_shape)
 
 
-def _add_unary_methods() -> None:
-    for short, cls in ops.UNARY_OPS.items():
-        def method(self, x, _k=short):
-            return self.unary(_k, x)
-        method.__name__ = short
-        method.__doc__ = cls.__doc__
-        setattr(Builder, short, method)
-    for alias, short in _UNARY_ALIASES.items():
-        setattr(Builder, alias, getattr(Builder, short))
+def _add_elementwise_methods() -> None:
+    """One Builder method per ``builder_names`` entry of every elementwise op class defined at
+    import (ops registered later are reached through ``Builder.__getattr__``)."""
+    for cls in ops.UNARY_OPS.values():
+        for alias in cls.builder_names:
+            setattr(Builder, alias, _unary_method(cls.short_name(), alias, cls.__doc__))
+    for cls in ops.BINARY_OPS.values():
+        for alias in cls.builder_names:
+            setattr(Builder, alias, _binary_method(cls.short_name(), alias, cls.__doc__))
 
 
-def _add_binary_methods() -> None:
-    for short, cls in ops.BINARY_OPS.items():
-        def method(self, a, b, _k=short):
-            return self.binary(_k, a, b)
-        method.__name__ = short
-        method.__doc__ = cls.__doc__
-        setattr(Builder, short, method)
-    for alias, short in _BINARY_ALIASES.items():
-        setattr(Builder, alias, getattr(Builder, short))
+def _unary_method(short: str, alias: str, doc: str | None):
+    def method(self, x):
+        return self.unary(short, x)
+    method.__name__, method.__doc__ = alias, doc
+    return method
 
 
-_add_unary_methods()
-_add_binary_methods()
+def _binary_method(short: str, alias: str, doc: str | None):
+    def method(self, a, b):
+        return self.binary(short, a, b)
+    method.__name__, method.__doc__ = alias, doc
+    return method
+
+
+_add_elementwise_methods()

@@ -15,21 +15,9 @@ from ..ir.dtypes import DType, cast_array, promote_types
 from ..ir.errors import InterpretError
 from ..ir.graph import Graph, ReturnOp
 from ..ir.interpreter import Interpreter
-from . import numerics
 from . import ops as T
 
 MODES = ("faithful", "float64")
-
-_UNARY_FN = {
-    T.ExpOp: np.exp, T.LogOp: np.log, T.SqrtOp: np.sqrt, T.RsqrtOp: numerics.rsqrt,
-    T.ReciprocalOp: numerics.reciprocal, T.TanhOp: np.tanh, T.SigmoidOp: numerics.sigmoid,
-    T.SiluOp: numerics.silu, T.GeluOp: numerics.gelu, T.SoftplusOp: numerics.softplus,
-    T.ErfOp: numerics.erf, T.SinOp: np.sin, T.CosOp: np.cos, T.ArctanOp: np.arctan,
-    T.ReluOp: numerics.relu, T.AbsOp: np.absolute, T.SignOp: np.sign, T.FloorOp: np.floor,
-    T.CeilOp: np.ceil, T.NegOp: np.negative, T.SquareOp: np.square,
-    T.LogicalNotOp: np.logical_not, T.BitwiseNotOp: np.invert,
-}
-
 
 class TensorInterpreter(Interpreter):
     """Runs tensor graphs on NumPy (see module docstring for the two modes)."""
@@ -68,7 +56,7 @@ def _unary(it: I, op, args):
     work = out_t if out_t.is_float else in_t
     x = it.load(args[0], work)
     with np.errstate(all="ignore"):
-        return [it.store(_UNARY_FN[type(op)](x), out_t)]
+        return [it.store(op.reference(x), out_t)]
 
 
 @I.impl(T.BinaryOp)
@@ -80,10 +68,9 @@ def _binary(it: I, op, args):
     else:  # integers and bools: NumPy's own (unnarrowed) type, so the result is exact
         work = np.promote_types(a_t.np_dtype, b_t.np_dtype)
     a, b = np.asarray(args[0]).astype(work), np.asarray(args[1]).astype(work)
-    fn = op.ufunc
     try:
         with np.errstate(all="ignore"):
-            r = fn(a, b)
+            r = op.reference(a, b)
     except ValueError as e:
         raise InterpretError(f"{op.name}: {e}") from None
     return [it.store(r, out_t)]
@@ -92,32 +79,32 @@ def _binary(it: I, op, args):
 @I.impl(T.WhereOp)
 def _where(it: I, op, args):
     out_t = op.results[0].type.dtype
-    return [it.store(np.where(args[0], it.load(args[1], out_t), it.load(args[2], out_t)), out_t)]
+    return [it.store(op.reference(args[0], it.load(args[1], out_t), it.load(args[2], out_t)), out_t)]
 
 
 @I.impl(T.CastOp)
 def _cast(it: I, op, args):
-    return [it.store(args[0], op.attrs["dtype"])]
+    return [it.store(args[0], op.attrs["dtype"])]  # store() is the reference cast (cast_array)
 
 
 @I.impl(T.ConstantOp)
 def _constant(it: I, op, args):
     t = op.results[0].type
-    return [it.store(op.attrs["value"].array.astype(it.compute_type(t.dtype)), t.dtype)]
+    value = op.reference(t.shape, op.attrs["value"])
+    return [it.store(value.astype(it.compute_type(t.dtype)), t.dtype)]
 
 
 @I.impl(T.FullOp)
 def _full(it: I, op, args):
     t = op.results[0].type
-    return [it.store(np.full(t.shape, op.attrs["value"], it.compute_type(t.dtype)), t.dtype)]
+    return [it.store(op.reference(t.shape, op.attrs["value"], it.compute_type(t.dtype)), t.dtype)]
 
 
 @I.impl(T.IotaOp)
 def _iota(it: I, op, args):
     t = op.results[0].type
-    ax = op.attrs["axis"]
-    idx = np.arange(t.shape[ax]).reshape([-1 if i == ax else 1 for i in range(t.rank)])
-    return [it.store(np.broadcast_to(idx, t.shape).astype(it.compute_type(t.dtype)), t.dtype)]
+    idx = op.reference(t.shape, op.attrs["axis"])
+    return [it.store(idx.astype(it.compute_type(t.dtype)), t.dtype)]
 
 
 @I.impl(T.ReduceOp)
@@ -126,57 +113,48 @@ def _reduce(it: I, op, args):
     in_t = op.operands[0].type.dtype
     kind, axes, keep = op.attrs["kind"], op.attrs["axes"], op.attrs["keepdims"]
     if kind in ("any", "all"):
-        fn = np.any if kind == "any" else np.all
-        return [fn(args[0], axis=axes, keepdims=keep)]
+        return [op.reference(args[0], axes, kind, keep)]
     work = out_t if out_t.is_float else in_t
     x = it.load(args[0], work)
     if not out_t.is_float and kind in ("sum", "prod"):
         x = x.astype(np.int64 if in_t.is_signed or in_t.is_bool else np.uint64)
     with np.errstate(all="ignore"):
-        if kind in ("var", "std"):
-            r = getattr(np, kind)(x, axis=axes, keepdims=keep, ddof=op.attrs["ddof"])
-        else:
-            r = getattr(np, kind)(x, axis=axes, keepdims=keep)
+        r = op.reference(x, axes, kind, keep, op.attrs["ddof"])
     return [it.store(r, out_t)]
 
 
 @I.impl(T.MatmulOp)
 def _matmul(it: I, op, args):
     out_t = op.results[0].type.dtype
-    return [it.store(np.matmul(it.load(args[0], out_t), it.load(args[1], out_t)), out_t)]
+    return [it.store(op.reference(it.load(args[0], out_t), it.load(args[1], out_t)), out_t)]
 
 
 @I.impl(T.TransposeOp)
 def _transpose(it: I, op, args):
-    return [np.ascontiguousarray(np.transpose(args[0], op.attrs["perm"]))]
+    return [np.ascontiguousarray(op.reference(args[0], op.attrs["perm"]))]
 
 
 @I.impl(T.ReshapeOp)
 def _reshape(it: I, op, args):
-    return [np.reshape(args[0], op.attrs["shape"]).copy()]
+    return [op.reference(args[0], op.attrs["shape"]).copy()]
 
 
 @I.impl(T.BroadcastToOp)
 def _broadcast(it: I, op, args):
-    return [np.broadcast_to(args[0], op.attrs["shape"]).copy()]
+    return [op.reference(args[0], op.attrs["shape"]).copy()]
 
 
 @I.impl(T.SliceOp)
 def _slice(it: I, op, args):
-    idx = []
-    for a, b, s in zip(op.attrs["starts"], op.attrs["stops"], op.attrs["strides"]):
-        n = len(range(a, b, s))
-        last = a + (n - 1) * s  # in bounds (verified) whenever n > 0
-        idx.append(slice(a, last + s if last + s >= 0 else None, s) if n else slice(0, 0))
-    idx = tuple(idx)
-    return [args[0][idx].copy()]
+    a = op.attrs
+    return [op.reference(args[0], a["starts"], a["stops"], a["strides"]).copy()]
 
 
 @I.impl(T.ConcatOp)
 def _concat(it: I, op, args):
     out_t = op.results[0].type.dtype
     parts = [it.load(a, out_t) for a in args]
-    return [it.store(np.concatenate(parts, axis=op.attrs["axis"]), out_t)]
+    return [it.store(op.reference(*parts, axis=op.attrs["axis"]), out_t)]
 
 
 @I.impl(ReturnOp)

@@ -14,34 +14,43 @@ from collections.abc import Callable
 import numpy as np
 
 from ..ir.dtypes import bool_, from_numpy
+from ..ir.registry import table
 from ..ir.value import Value
-from . import rules
+from . import ops, rules
 from .trace_array import TracedArray, TraceError, find_traced
 
 # ufunc keyword arguments accepted at their default value only
 _KW_DEFAULTS = {"where": True, "casting": "same_kind", "order": "K", "dtype": None,
                 "subok": True, "signature": None}
 
-_DIRECT_UNARY = {
-    np.exp: "exp", np.log: "log", np.sqrt: "sqrt", np.tanh: "tanh", np.sin: "sin",
-    np.cos: "cos", np.arctan: "arctan", np.absolute: "abs", np.sign: "sign",
-    np.floor: "floor", np.ceil: "ceil", np.negative: "neg", np.square: "square",
-    np.logical_not: "logical_not", np.invert: "bitwise_not",
-}
-_DIRECT_BINARY = {
-    np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div",
-    np.floor_divide: "floor_divide", np.remainder: "mod", np.power: "pow",
-    np.maximum: "maximum", np.minimum: "minimum", np.equal: "equal", np.not_equal: "not_equal",
-    np.less: "less", np.less_equal: "less_equal", np.greater: "greater",
-    np.greater_equal: "greater_equal", np.logical_and: "logical_and",
-    np.logical_or: "logical_or", np.logical_xor: "logical_xor", np.bitwise_and: "bitwise_and",
-    np.bitwise_or: "bitwise_or", np.bitwise_xor: "bitwise_xor",
-}
 # ufunc.reduce -> reduction kind
 REDUCE_KINDS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
                 np.logical_and: "all", np.logical_or: "any"}
 
-UFUNCS: dict[np.ufunc, Callable[..., Value]] = {}
+UFUNCS: dict[np.ufunc, Callable[..., Value]] = table()
+"""Ufuncs composed from several ops; a ufunc in an op class's ``traced_from`` is that op."""
+
+
+def direct_op(ufunc: np.ufunc):
+    """The elementwise op class whose ``traced_from`` lists ``ufunc``, or None."""
+    for t in (ops.UNARY_OPS, ops.BINARY_OPS):
+        for cls in t.values():
+            if ufunc in cls.traced_from:
+                return cls
+    return None
+
+
+def _handler(ufunc: np.ufunc):
+    """How to trace ``ufunc``: a composed handler, else its op class's; None if unsupported."""
+    handler = UFUNCS.get(ufunc)
+    if handler is not None:
+        return handler
+    cls = direct_op(ufunc)
+    if cls is None:
+        return None
+    if issubclass(cls, ops.UnaryOp):
+        return lambda b, x: b.unary(cls.short_name(), x)
+    return lambda b, x, y: b.binary(cls.short_name(), x, y)
 
 
 def operand(b, x, what: str):
@@ -95,7 +104,7 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
         from .trace_reduce import ufunc_reduce
 
         return ufunc_reduce(REDUCE_KINDS[ufunc], what, *inputs, **kwargs)
-    handler = UFUNCS.get(ufunc)
+    handler = _handler(ufunc)
     if handler is None or method not in ("__call__", "outer"):
         raise TraceError(f"{what} is not supported when tracing (see docs/trace.md for the "
                          "supported NumPy functions)")
@@ -116,10 +125,6 @@ def _register(ufuncs, fn) -> None:
         UFUNCS[u] = fn
 
 
-for _u, _k in _DIRECT_UNARY.items():
-    _register(_u, lambda b, x, _k=_k: b.unary(_k, x))
-for _u, _k in _DIRECT_BINARY.items():
-    _register(_u, lambda b, x, y, _k=_k: b.binary(_k, x, y))
 _register(np.matmul, lambda b, x, y: b.matmul(x, y))
 _register([np.positive, np.conjugate], lambda b, x: b.as_value(x))
 

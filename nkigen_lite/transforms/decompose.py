@@ -17,15 +17,8 @@ from .decomposition import patterns
 
 
 def unsupported(op, caps: Capabilities) -> bool:
-    """True when ``op`` is an elementwise or reduction op the target cannot run."""
-    short = op.name.rpartition(".")[2]
-    if isinstance(op, T.UnaryOp):
-        return not caps.has_unary(short)
-    if isinstance(op, T.BinaryOp):
-        return not caps.has_binary(short)
-    if isinstance(op, T.ReduceOp):
-        return not op.attrs["keepdims"] or not caps.has_reduce(op.attrs["kind"])
-    return False
+    """True when ``op`` is a tensor op whose ``capability()`` the target lacks."""
+    return isinstance(op, T.TensorOp) and not caps.native(op)
 
 
 def decompose(graph: Graph, target=None) -> dict[str, int]:
@@ -42,8 +35,9 @@ def decompose(graph: Graph, target=None) -> dict[str, int]:
         if unsupported(op, caps):
             name = getattr(caps.target, "name", "the target")
             raise BuildError(
-                f"decompose: {op.name} is not native on {name} and has no decomposition "
-                f"for these operands:\n  {format_op(op)}"
+                f"decompose: {op.name} is not native on {name} (it needs {op.capability()}) "
+                f"and no decomposition rewrote it for these operands (a decomposition belongs "
+                f"in nkigen_lite/transforms/decomposition/):\n  {format_op(op)}"
             )
     return fired
 

@@ -15,23 +15,11 @@ from nkigen_lite.tensor import ops as T
 from .numpy_ref import NATIVE, expected_promotion, narrow
 
 ALL = nk.ALL_DTYPES
-NP_BINARY = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-    "pow": np.power, "maximum": np.maximum, "minimum": np.minimum,
-    "floor_divide": np.floor_divide, "mod": np.remainder, "bitwise_and": np.bitwise_and,
-    "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "logical_and": np.logical_and,
-    "logical_or": np.logical_or, "logical_xor": np.logical_xor, "equal": np.equal,
-    "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
-    "greater": np.greater, "greater_equal": np.greater_equal,
-}
-NP_UNARY = {
-    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "sin": np.sin,
-    "cos": np.cos, "arctan": np.arctan, "abs": np.absolute, "sign": np.sign, "floor": np.floor,
-    "ceil": np.ceil, "neg": np.negative, "square": np.square, "logical_not": np.logical_not,
-    "bitwise_not": np.invert,
-}
+NP_BINARY = {short: cls.ufunc for short, cls in T.BINARY_OPS.items()}
+NP_UNARY = {short: cls.traced_from[0] for short, cls in T.UNARY_OPS.items() if cls.traced_from}
 # ops NumPy lacks: the project treats them like np.exp (float-valued transcendental) ...
-FLOAT_VALUED = ("rsqrt", "reciprocal", "sigmoid", "silu", "gelu", "softplus", "erf")
+FLOAT_VALUED = tuple(short for short, cls in T.UNARY_OPS.items()
+                     if cls.float_only and not cls.traced_from)
 # ... and relu keeps its operand's dtype
 
 

@@ -1,6 +1,6 @@
 """Values of every elementwise unary and binary op vs NumPy, every dtype, both interpreter modes.
 
-References are float64 NumPy formulas on the stored input values (faithful mode: the dtype's
+References are the op classes' float64 NumPy functions on the stored input values (faithful mode: the dtype's
 tolerance from nkigen_lite.testing; float64 mode: the oracle tolerance 1e-9), or NumPy's own
 integer semantics on the native arrays (exact). Where NumPy has a float32 ufunc, faithful
 results must also equal NumPy computed in float32 and rounded once to the result dtype.
@@ -10,30 +10,21 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
+from nkigen_lite.tensor import ops as T
 from nkigen_lite.testing import assert_close
 
-from .numpy_ref import data, erf, f64, storage
+from .numpy_ref import data, f64, storage
 
 SHAPES = [(), (1,), (7,), (2, 1, 3)]
 MODES = ("faithful", "float64")
 
-REF_UNARY = {
-    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
-    "reciprocal": lambda x: 1.0 / x, "tanh": np.tanh, "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
-    "silu": lambda x: x / (1.0 + np.exp(-x)), "gelu": lambda x: 0.5 * x * (1.0 + erf(x / np.sqrt(2.0))),
-    "softplus": lambda x: np.log1p(np.exp(x)), "erf": erf, "sin": np.sin, "cos": np.cos,
-    "arctan": np.arctan, "relu": lambda x: np.where(x > 0, x, 0.0), "abs": np.abs,
-    "sign": np.sign, "floor": np.floor, "ceil": np.ceil, "neg": lambda x: -x,
-    "square": lambda x: x * x, "logical_not": lambda x: x == 0, "bitwise_not": np.invert,
-}
+# References come from the op classes (their ``reference``, anchored to independent values by
+# tests/tensor/test_op_facts.py); NumPy's own ufuncs where the class traces from one.
+REF_UNARY = {short: cls.reference for short, cls in T.UNARY_OPS.items()}
 # NumPy ufuncs with their own float32 loops: faithful results equal them, rounded once
-F32_UFUNC = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "sin": np.sin,
-             "cos": np.cos, "arctan": np.arctan, "abs": np.abs, "floor": np.floor,
-             "ceil": np.ceil, "neg": np.negative, "square": np.square, "sign": np.sign}
+F32_UFUNC = {short: cls.traced_from[0] for short, cls in T.UNARY_OPS.items() if cls.traced_from}
 # integer semantics of the ops that keep integer dtypes (NumPy's own ufuncs)
-INT_UNARY = {"abs": np.abs, "sign": np.sign, "floor": np.floor, "ceil": np.ceil,
-             "neg": np.negative, "square": np.square, "relu": lambda x: np.maximum(x, 0),
-             "logical_not": np.logical_not, "bitwise_not": np.invert}
+INT_UNARY = {short: cls.reference for short, cls in T.UNARY_OPS.items() if not cls.float_only}
 
 
 def _unary_input(name, shape, d, seed):
@@ -95,15 +86,7 @@ def test_unary_values(name, mode):
     assert checked >= 4 * len(SHAPES)
 
 
-REF_BINARY = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b, "pow": np.power, "maximum": np.maximum, "minimum": np.minimum,
-    "floor_divide": np.floor_divide, "mod": np.mod, "bitwise_and": np.bitwise_and,
-    "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
-    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
-    "equal": np.equal, "not_equal": np.not_equal, "less": np.less,
-    "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
-}
+REF_BINARY = {short: cls.reference for short, cls in T.BINARY_OPS.items()}
 PAIRS = [(d, d) for d in nk.ALL_DTYPES] + [
     (nk.float16, nk.float32), (nk.bfloat16, nk.float16), (nk.bfloat16, nk.int8),
     (nk.float8_e4m3, nk.bfloat16), (nk.int8, nk.uint8), (nk.uint32, nk.int32),

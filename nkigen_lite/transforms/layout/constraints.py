@@ -8,14 +8,18 @@
   M is P in C, batch dims are I;
 - transpose permutes roles; slice, concat keep them; reshape maps them through its groups of
   dims (1:1 groups share roles, split/merge groups are solved later, see ``solver.py``);
-- sources (full, constant, iota), layout_convert and unknown ops constrain nothing.
+- sources (full, constant, iota) and non-tensor ops (layout_convert) constrain nothing; a
+  tensor op without a rule is an error (every tensor op class needs one, see ``layout_rule``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ...ir.errors import BuildError
 from ...ir.op import Op
+from ...ir.registry import table
 from ...tensor import ops as T
 from .ops import LayoutConvertOp
 
@@ -30,6 +34,24 @@ class OpConstraints:
     results: list[tuple[int, str]] = field(default_factory=list)
     operands: list[list[tuple]] = field(default_factory=list)
     reshape_groups: list[tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
+
+
+LAYOUT_RULES: dict[type, Callable[[Op, OpConstraints], None]] = table()
+"""Tensor op class -> rule filling its OpConstraints (looked up along the class's MRO)."""
+
+
+def layout_rule(*op_classes: type):
+    """Register ``fn(op, constraints)`` as the layout rule of ``op_classes``."""
+    def register(fn):
+        for c in op_classes:
+            LAYOUT_RULES[c] = fn
+        return fn
+    return register
+
+
+def rule_for(op_class: type):
+    """The layout rule of ``op_class`` (along its MRO), or None."""
+    return next((LAYOUT_RULES[k] for k in op_class.__mro__ if k in LAYOUT_RULES), None)
 
 
 def _aligned(op: Op, i: int) -> list[tuple]:
@@ -63,6 +85,7 @@ def reshape_groups(src: tuple[int, ...], dst: tuple[int, ...]):
     return groups
 
 
+@layout_rule(T.MatmulOp)
 def _matmul(op: Op, c: OpConstraints) -> None:
     a, b = (v.shape for v in op.operands)
     out = op.result.shape
@@ -93,31 +116,56 @@ def _matmul(op: Op, c: OpConstraints) -> None:
     c.operands = [ca, cb]
 
 
+@layout_rule(T.UnaryOp, T.BinaryOp, T.WhereOp, T.CastOp, T.BroadcastToOp)
+def _elementwise(op: Op, c: OpConstraints) -> None:
+    c.operands = [_aligned(op, i) for i in range(op.num_operands)]
+
+
+@layout_rule(T.ConstantOp, T.FullOp, T.IotaOp, LayoutConvertOp)
+def _free(_op: Op, _c: OpConstraints) -> None:
+    """Sources and layout_convert constrain nothing: the solver places them."""
+
+
+@layout_rule(T.ReduceOp)
+def _reduce(op: Op, c: OpConstraints) -> None:
+    axes, keep = op.attrs["axes"], op.attrs["keepdims"]
+    kept = [d for d in range(op.operand(0).ndim) if d not in axes]
+    cons: list[tuple] = [("req", d, "F") for d in axes]
+    if keep:
+        cons += [("res", d, d) for d in kept]
+        c.results = [(d, "F") for d in axes]
+    else:
+        cons += [("res", d, k) for k, d in enumerate(kept)]
+    c.operands = [cons]
+
+
+@layout_rule(T.TransposeOp)
+def _transpose(op: Op, c: OpConstraints) -> None:
+    c.operands = [[("res", p, i) for i, p in enumerate(op.attrs["perm"])]]
+
+
+@layout_rule(T.SliceOp, T.ConcatOp)
+def _same_dims(op: Op, c: OpConstraints) -> None:
+    c.operands = [[("res", d, d) for d in range(v.ndim)] for v in op.operands]
+
+
+@layout_rule(T.ReshapeOp)
+def _reshape(op: Op, c: OpConstraints) -> None:
+    groups = reshape_groups(op.operand(0).shape, op.result.shape) or []
+    c.operands = [[("res", gi[0], gj[0]) for gi, gj in groups if len(gi) == len(gj) == 1]]
+    c.reshape_groups = [(gi, gj) for gi, gj in groups if not len(gi) == len(gj) == 1]
+
+
 def op_constraints(op: Op) -> OpConstraints:
-    """The constraints ``op`` puts on roles (see the module docstring)."""
+    """The constraints ``op`` puts on roles (see the module docstring). A tensor op without a
+    layout rule is a BuildError naming it and this file."""
     c = OpConstraints(operands=[[] for _ in op.operands])
-    if isinstance(op, LayoutConvertOp) or len(op.results) != 1:
-        return c
-    if isinstance(op, (T.UnaryOp, T.BinaryOp, T.WhereOp, T.CastOp, T.BroadcastToOp)):
-        c.operands = [_aligned(op, i) for i in range(op.num_operands)]
-    elif isinstance(op, T.ReduceOp):
-        axes, keep = op.attrs["axes"], op.attrs["keepdims"]
-        kept = [d for d in range(op.operand(0).ndim) if d not in axes]
-        cons: list[tuple] = [("req", d, "F") for d in axes]
-        if keep:
-            cons += [("res", d, d) for d in kept]
-            c.results = [(d, "F") for d in axes]
-        else:
-            cons += [("res", d, k) for k, d in enumerate(kept)]
-        c.operands = [cons]
-    elif isinstance(op, T.MatmulOp):
-        _matmul(op, c)
-    elif isinstance(op, T.TransposeOp):
-        c.operands = [[("res", p, i) for i, p in enumerate(op.attrs["perm"])]]
-    elif isinstance(op, (T.SliceOp, T.ConcatOp)):
-        c.operands = [[("res", d, d) for d in range(v.ndim)] for v in op.operands]
-    elif isinstance(op, T.ReshapeOp):
-        groups = reshape_groups(op.operand(0).shape, op.result.shape) or []
-        c.operands = [[("res", gi[0], gj[0]) for gi, gj in groups if len(gi) == len(gj) == 1]]
-        c.reshape_groups = [(gi, gj) for gi, gj in groups if not len(gi) == len(gj) == 1]
+    if not isinstance(op, T.TensorOp):
+        return c  # return: no constraints
+    rule = rule_for(type(op))
+    if rule is None:
+        raise BuildError(f"layout: {op.name} has no layout rule; register one with "
+                         "@layout_rule in nkigen_lite/transforms/layout/constraints.py")
+    if len(op.results) == 1:
+        rule(op, c)
     return c

@@ -17,6 +17,11 @@ class LayoutConvertOp(TensorOp):
 
     name = "tensor.layout_convert"
     traits = frozenset({Pure})
+    reference = staticmethod(lambda x: np.array(x, copy=True))
+    numpy = "x (identity on values)"
+    dtype_doc = "operand dtype"
+
+    __slots__ = ()
 
     @classmethod
     def infer(cls, types, attrs):
@@ -26,5 +31,5 @@ class LayoutConvertOp(TensorOp):
 
 
 @TensorInterpreter.impl(LayoutConvertOp)
-def _layout_convert(it, op, args):
-    return [np.array(args[0], copy=True)]
+def _layout_convert(_it, op, args):
+    return [op.reference(args[0])]

@@ -11,6 +11,7 @@ from ...ir.op import Op
 from ...ir.value import Value
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
+from ..layout.ops import LayoutConvertOp
 from .context import LowerContext
 from .homes import HbmHome
 
@@ -18,7 +19,7 @@ VIEW_OPS = (T.ReshapeOp, T.TransposeOp, T.BroadcastToOp, T.SliceOp)
 
 
 def is_layout_convert(op: Op) -> bool:
-    return op.name == "tensor.layout_convert"
+    return isinstance(op, LayoutConvertOp)
 
 
 def copy_home(ctx: LowerContext, src: HbmHome, dst: HbmHome) -> None:
