@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -81,9 +83,9 @@ def test_verify_runs_the_hardware_verifier(tensor_ir, tmp_path, capsys):
     assert "hardware verifier" in capsys.readouterr().out
     lines = text.splitlines()
     # a 256-partition tile: the hardware verifier names the line of the alloc
-    i = next(i for i, ln in enumerate(lines) if "tile<128x" in ln and "sbuf" in ln)
+    i = next(i for i, ln in enumerate(lines) if "nki.alloc : tile<" in ln and "sbuf" in ln)
     wide = tmp_path / "wide.nki"
-    wide.write_text("\n".join(lines[:i] + [lines[i].replace("tile<128x", "tile<256x")]
+    wide.write_text("\n".join(lines[:i] + [re.sub(r"tile<\d+x", "tile<256x", lines[i])]
                               + lines[i + 1:]) + "\n")
     assert main(["verify", str(wide)]) == 1
     err = capsys.readouterr().err
