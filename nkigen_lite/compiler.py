@@ -77,6 +77,20 @@ class Kernel:
 
         return emit_nki_source(self.nki, self.constants, self.input_names)
 
+    def custom_call(self) -> dict:
+        """A framework-neutral, JSON-serialisable description of a call of this kernel: target
+        name, operands and results (shapes, dtypes, layouts), aliases, grid and the emitted
+        source (nkigen_lite/emit/custom_call.py, docs/extending.md)."""
+        from .emit.custom_call import describe
+
+        return describe(self)
+
+    def custom_call_json(self) -> str:
+        """``custom_call()`` as canonical JSON text: the same bytes for the same graph."""
+        from .emit.custom_call import describe, dumps
+
+        return dumps(describe(self))
+
     def build_kb(self, target: str = "trn2"):
         """The NISA MLIR module from the Neuron SDK's Kernel Builder (raises NeuronSdkMissing,
         an ImportError, when the SDK is not installed)."""
