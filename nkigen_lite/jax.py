@@ -77,10 +77,13 @@ def kernel_call(fn_or_kernel, *, backend: str = "auto", target: Target = TRN2, k
     return call
 
 
-def _neuron_call(kernel: Kernel, modules: dict, args) -> list:
-    """Call the emitted ``@nki.jit`` kernel with the real NKI package (Neuron device path)."""
-    import jax.numpy as jnp
-
+def _neuron_call(kernel: Kernel, modules: dict, args, xp=None) -> list:
+    """Call the emitted ``@nki.jit`` kernel with the installed ``nki`` package (the Neuron device
+    path): operands in the described order with constants appended and 0-d tensors as ``[1]``,
+    results mapped back to graph outputs (zero-size ones made here). ``xp``: the array
+    namespace (``jax.numpy``; tests pass NumPy with the NKI simulator installed as ``nki``)."""
+    if xp is None:
+        import jax.numpy as xp
     try:
         import nki  # noqa: F401
     except ImportError as e:
@@ -96,12 +99,11 @@ def _neuron_call(kernel: Kernel, modules: dict, args) -> list:
     desc = kernel.custom_call()
     fn = getattr(mod, desc["kernel"])
     params = [o for o in desc["operands"] if not o["constant"]]
-    call_args = [jnp.reshape(a, p["kernel_shape"]) for a, p in zip(args, params)]
-    call_args += [jnp.asarray(mod.CONSTANTS[o["parameter"]]) for o in desc["operands"] if o["constant"]]
+    call_args = [xp.reshape(xp.asarray(a), p["kernel_shape"]) for a, p in zip(args, params)]
+    call_args += [xp.asarray(mod.CONSTANTS[o["parameter"]]) for o in desc["operands"] if o["constant"]]
     res = fn(*call_args)
     res = list(res) if isinstance(res, (tuple, list)) else [res]
-    by_name = {r["name"]: jnp.reshape(v, r["shape"]) for r, v in zip(desc["results"], res)}
-    outs = []
-    for s in output_specs(kernel):
-        outs.append(by_name[s.name] if s.name in by_name else jnp.zeros(s.shape, s.dtype))
-    return outs
+    by_name = {r["name"]: xp.reshape(v, r["shape"]) for r, v in zip(desc["results"], res)}
+    return [
+        by_name[s.name] if s.name in by_name else xp.zeros(s.shape, s.dtype) for s in output_specs(kernel)
+    ]

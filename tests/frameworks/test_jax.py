@@ -178,3 +178,28 @@ def test_neuron_device_path():
     x, _, w = data(256, 512, 512)
     got = jax.jit(lambda x, w: jnp.tanh(rms(x, w)))(x, w)
     np.testing.assert_allclose(np.asarray(got), np.tanh(rmsnorm_f64(x, w)), rtol=1e-3, atol=1e-3)
+
+
+def test_neuron_path_marshalling_on_the_simulator():
+    """SURFACE CHECK of the Neuron path's argument handling (not a device run): the emitted
+    module is loaded with the NumPy NKI simulator installed as ``nki`` and called with NumPy
+    arrays, covering operand order, constants appended, 0-d tensors as [1], and zero-size
+    outputs made by the caller."""
+    from nkigen_lite.jax import _neuron_call
+    from nkigen_lite.nki_sim import installed
+
+    b = nk.Builder("odd")
+    s = b.add_input("s", (), nk.float32)
+    c = b.add_input("c", (3, 5), nk.float32)
+    const = b.constant(np.arange(5, dtype=np.float32) * 0.25)
+    b.set_outputs({"m": b.sum(c, axis=0) + const, "e": b.full((0, 3), 1.0, nk.float32), "t": s * 2.0})
+    k = nk.compile(b.graph)
+    rng = np.random.default_rng(6)
+    sv, cv = np.asarray(rng.standard_normal(), np.float32), rng.standard_normal((3, 5)).astype(np.float32)
+    with installed():
+        m, e, t = _neuron_call(k, {}, [sv, cv], xp=np)
+    np.testing.assert_allclose(
+        m, cv.astype(np.float64).sum(axis=0) + np.arange(5) * 0.25, rtol=1e-5, atol=1e-5
+    )
+    assert e.shape == (0, 3) and e.dtype == np.float32
+    assert t.shape == () and float(t) == float(sv) * 2.0
