@@ -133,7 +133,7 @@ class KernelCache:
 
     def _compile(self, graph: Graph) -> Kernel:
         self.compiles += 1
-        return nk_compile(graph, self.target, self.knobs)
+        return nk_compile(graph, target=self.target, knobs=self.knobs)
 
     def _check_fixed(self, k: Kernel, key: tuple[Spec, ...]) -> None:
         specs = input_specs(k)
