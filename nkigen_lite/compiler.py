@@ -1,8 +1,9 @@
 """``nk.compile``: run the default pipeline and package the result as a Kernel.
 
-Pipeline: canonicalize → decompose → canonicalize (cleanup) → layout → lower → deallocs →
-hardware verify. The input graph is never modified: compilation works on a copy made by
-printing and re-parsing it (which also detaches builder-only behaviour from the values).
+Pipeline: ``transforms/pipeline.py::DEFAULT_STAGES`` (canonicalize → decompose → canonicalize
+(cleanup) → layout → lower → deallocs), then the hardware verifier. The input graph is never
+modified: compilation works on a copy made by printing and re-parsing it (which also detaches
+builder-only behaviour from the values).
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from .nki.interpret import run as nki_run
 from .nki.target import TRN2, Target
 from .nki.verify import verify as nki_verify
 from .perf.stats import KernelStats, kernel_stats
-from .transforms import pipeline as _tensor_passes  # noqa: F401  (registers the passes)
-from .transforms.lower import passes as _lower_passes  # noqa: F401
+from .transforms.layout.analysis import LayoutAnalysis
+from .transforms.lower import passes as _lower_passes  # noqa: F401  (registers lower, deallocs)
+from .transforms.lower.passes import KernelExtras
+from .transforms.pipeline import DEFAULT_STAGES
 
-STAGES = ("input", "canonicalize", "decompose", "cleanup", "layout", "lower", "deallocs")
+STAGES = ("input", *(stage for stage, _ in DEFAULT_STAGES))
 
 
 @dataclass
@@ -158,9 +161,8 @@ def compile(graph, *examples, target: Target = TRN2, knobs: dict | None = None, 
     stage_ir = {"input": text}
     timings = {"parse": time.perf_counter() - t0}
     ctx = PassContext(target=target, knobs=dict(knobs or {}))
-    passes = [get_pass("canonicalize"), get_pass("decompose"), get_pass("canonicalize"),
-              get_pass("layout"), get_pass("lower"), get_pass("deallocs")]
-    names = ["canonicalize", "decompose", "cleanup", "layout", "lower", "deallocs"]
+    passes = [get_pass(p) for _, p in DEFAULT_STAGES]
+    names = [stage for stage, _ in DEFAULT_STAGES]
     records: list = []
 
     def record(name, ir_text):
@@ -177,8 +179,8 @@ def compile(graph, *examples, target: Target = TRN2, knobs: dict | None = None, 
     progress.stage("verify")
     return Kernel(
         name=graph.name, nki=res.graph, target=target,
-        constants=ctx.analyses.get("constants", {}),
+        constants=(ctx.get(KernelExtras) or KernelExtras()).constants,
         input_names=list(graph.input_names), output_names=list(graph.outputs),
-        stage_ir=stage_ir, timings=timings, layout=ctx.analyses.get("layout"),
-        empty_outputs=ctx.analyses.get("empty_outputs", {}),
+        stage_ir=stage_ir, timings=timings, layout=ctx.get(LayoutAnalysis),
+        empty_outputs=(ctx.get(KernelExtras) or KernelExtras()).empty_outputs,
     )

@@ -12,9 +12,11 @@ import argparse
 import sys
 
 from ..ir.errors import NkError
+from ..transforms.pipeline import DEFAULT_STAGES, DEFAULT_TENSOR_PASSES
 from .errors import describe
 
-STAGES_HELP = "input, canonicalize, decompose, cleanup, layout, lower, deallocs, nki (default)"
+STAGES_HELP = ", ".join(("input", *(s for s, _ in DEFAULT_STAGES), "nki (default)"))
+OPT_PASSES = ",".join(DEFAULT_TENSOR_PASSES)
 
 
 def _common() -> argparse.ArgumentParser:
@@ -59,8 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     o = sub.add_parser("opt", parents=common, help="run passes on IR text (as mlir-opt)")
     o.add_argument("file", metavar="FILE | -")
-    o.add_argument("-p", "--passes", default="canonicalize,decompose,layout",
-                   help="comma-separated pass names (default: canonicalize,decompose,layout)")
+    o.add_argument("-p", "--passes", default=OPT_PASSES,
+                   help=f"comma-separated pass names (default: {OPT_PASSES})")
     o.add_argument("--knobs", help="layout knobs as JSON")
     o.add_argument("--print-ir-after-all", "--print-after-all", dest="print_after_all",
                    action="store_true", help="print the IR after every pass (to stderr)")

@@ -137,7 +137,9 @@ def cmd_opt(args) -> int:
         if graph is not None:
             out = str(graph)
             if args.print_layout:
-                layout = result.ctx.analyses.get("layout")
+                from ..transforms.layout import LayoutAnalysis
+
+                layout = result.ctx.get(LayoutAnalysis)
                 if layout is None:
                     raise CliError("--print-layout needs the layout pass in -p")
                 out += "".join(f"// {line}\n" for line in str(layout).splitlines())

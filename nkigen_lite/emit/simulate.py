@@ -26,6 +26,12 @@ def load_module(source: str, name: str = "nki_kernel") -> types.ModuleType:
     return module
 
 
+def _is_kernel(x) -> bool:
+    """A compiled Kernel (anything with an NKI graph and ``nki_source()``); emit/ does not
+    import the compiler, which sits above it."""
+    return callable(getattr(x, "nki_source", None)) and hasattr(getattr(x, "nki", None), "outputs")
+
+
 def simulate(source_or_kernel, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Run emitted NKI source text, or a ``Kernel`` (emitted on the fly), on the simulator.
 
@@ -33,10 +39,8 @@ def simulate(source_or_kernel, inputs: dict[str, np.ndarray]) -> dict[str, np.nd
     Returns ``{output name: array}`` (for a Kernel in the graph's output shapes: a 0-d output
     is a 1-element 1-D tensor inside the kernel).
     """
-    from ..compiler import Kernel
-
     shapes = None
-    if isinstance(source_or_kernel, Kernel):
+    if _is_kernel(source_or_kernel):
         source = source_or_kernel.nki_source()
         shapes = {n: v.type.shape for n, v in source_or_kernel.nki.outputs.items()}
     elif isinstance(source_or_kernel, str):

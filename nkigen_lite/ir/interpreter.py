@@ -1,13 +1,17 @@
 """Interpreter core: an environment keyed by Value and an ``impl`` rule registry per dialect
-interpreter (rules are looked up along the op class's MRO)."""
+interpreter (rules are looked up along the op class's MRO), and the check of run-time inputs
+against a graph's signature that every dialect's ``run`` uses."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+import numpy as np
+
+from .dtypes import cast_array
 from .errors import InterpretError
-from .graph import Block
+from .graph import Block, Graph
 from .op import Op
 from .registry import table
 from .value import Value
@@ -74,3 +78,35 @@ class Interpreter:
             self.env[a] = val
         for op in block:
             self.run_op(op)
+
+
+def check_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Validate run-time inputs against the graph signature; returns them as arrays."""
+    if not isinstance(inputs, Mapping):
+        raise InterpretError(f"inputs must be a dict {{name: array}}, got {type(inputs).__name__}")
+    names = graph.input_names
+    missing = [n for n in names if n not in inputs]
+    extra = [n for n in inputs if n not in names]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {missing}")
+        if extra:
+            parts.append(f"unexpected {extra}")
+        raise InterpretError(f"graph @{graph.name} inputs: {'; '.join(parts)} (expects {names})")
+    out = {}
+    for n, v in zip(names, graph.inputs):
+        a = inputs[n]
+        if not isinstance(a, (np.ndarray, np.generic)):
+            raise InterpretError(f"input {n!r} must be a NumPy array, got {type(a).__name__}")
+        a = np.asarray(a)
+        t = v.type
+        if tuple(a.shape) != t.shape:
+            raise InterpretError(f"input {n!r} has shape {tuple(a.shape)}, expected {t.shape}")
+        want = t.dtype.np_dtype
+        if a.dtype != want:
+            raise InterpretError(
+                f"input {n!r} has dtype {a.dtype}, expected {t.dtype.numpy_name}"
+            )
+        out[n] = cast_array(a, t.dtype) if t.dtype.name == "tf32" else a
+    return out

@@ -5,21 +5,36 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from .errors import BuildError, VerifyError
 from .graph import Graph
 
 PASS_REGISTRY: dict[str, type[Pass]] = {}
+R = TypeVar("R")
 
 
 @dataclass
 class PassContext:
-    """State shared by the passes of one pipeline run: target, user knobs, analyses."""
+    """State shared by the passes of one pipeline run: target, user knobs, and the analysis
+    results the passes record, keyed by their type (``ctx.record(r)``, ``ctx.get(Type)``)."""
 
     target: Any = None
     knobs: dict = field(default_factory=dict)
-    analyses: dict[str, Any] = field(default_factory=dict)
+    analyses: dict[type, Any] = field(default_factory=dict)
+
+    def record(self, result: Any) -> None:
+        """Keep ``result`` as the analysis of its type (replacing an earlier one)."""
+        self.analyses[type(result)] = result
+
+    def get(self, kind: type[R]) -> R | None:
+        """The recorded analysis of type ``kind``, or None."""
+        return self.analyses.get(kind)
+
+
+class RewriteCounts(dict):
+    """How often each rewrite rule fired in one pass (rule name -> count); each pass that
+    records counts has its own subclass, so they are told apart by type."""
 
 
 @dataclass(frozen=True)

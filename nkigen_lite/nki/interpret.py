@@ -19,9 +19,8 @@ from numpy.lib.stride_tricks import as_strided
 from ..ir.dtypes import DType, cast_array, tfloat32, uint8
 from ..ir.errors import InterpretError, NkError
 from ..ir.graph import Graph, ReturnOp
-from ..ir.interpreter import Interpreter
+from ..ir.interpreter import Interpreter, check_inputs
 from ..ir.printer import Printer
-from ..tensor.interpret import check_inputs
 from . import ops
 from .access import AccessSpec
 from .target import TRN2, Target

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import numerics as tn
+from ..ir import special
 
 _SQRT_2_OVER_PI = np.float32(np.sqrt(2.0 / np.pi))
 _TWO_OVER_SQRT_PI = np.float32(2.0 / np.sqrt(np.pi))
@@ -16,12 +16,12 @@ def _f32(x) -> np.ndarray:
 
 
 def _gelu_dx(x):
-    cdf = 0.5 * (1.0 + tn.erf(x / np.float32(np.sqrt(2.0))))
+    cdf = 0.5 * (1.0 + special.erf(x / np.float32(np.sqrt(2.0))))
     return cdf + x * _INV_SQRT_2PI * np.exp(-0.5 * x * x)
 
 
 def _silu_dx(x):
-    s = tn.sigmoid(x)
+    s = special.sigmoid(x)
     return s * (1.0 + x * (1.0 - s))
 
 
@@ -30,23 +30,23 @@ ACTIVATIONS = {
     "exp": np.exp,
     "log": np.log,
     "sqrt": np.sqrt,
-    "rsqrt": tn.rsqrt,
-    "reciprocal": tn.reciprocal,
+    "rsqrt": special.rsqrt,
+    "reciprocal": special.reciprocal,
     "tanh": np.tanh,
-    "sigmoid": tn.sigmoid,
-    "silu": tn.silu,
+    "sigmoid": special.sigmoid,
+    "silu": special.silu,
     "silu_dx": _silu_dx,
-    "gelu": tn.gelu,
+    "gelu": special.gelu,
     "gelu_dx": _gelu_dx,
     "gelu_apprx_tanh": lambda x: 0.5 * x * (
         1.0 + np.tanh(_SQRT_2_OVER_PI * (x + np.float32(0.044715) * x ** 3))),
-    "gelu_apprx_sigmoid": lambda x: x * tn.sigmoid(np.float32(1.702) * x),
-    "relu": tn.relu,
+    "gelu_apprx_sigmoid": lambda x: x * special.sigmoid(np.float32(1.702) * x),
+    "relu": special.relu,
     "square": np.square,
-    "erf": tn.erf,
+    "erf": special.erf,
     "erf_dx": lambda x: _TWO_OVER_SQRT_PI * np.exp(-x * x),
-    "softplus": tn.softplus,
-    "mish": lambda x: x * np.tanh(tn.softplus(x)),
+    "softplus": special.softplus,
+    "mish": lambda x: x * np.tanh(special.softplus(x)),
     "sin": np.sin,
     "arctan": np.arctan,
     "sign": np.sign,

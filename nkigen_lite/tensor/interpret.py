@@ -14,7 +14,7 @@ import numpy as np
 from ..ir.dtypes import DType, cast_array, promote_types
 from ..ir.errors import InterpretError
 from ..ir.graph import Graph, ReturnOp
-from ..ir.interpreter import Interpreter
+from ..ir.interpreter import Interpreter, check_inputs
 from . import ops as T
 
 MODES = ("faithful", "float64")
@@ -160,38 +160,6 @@ def _concat(it: I, op, args):
 @I.impl(ReturnOp)
 def _return(it: I, op, args):
     return None
-
-
-def check_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Validate run-time inputs against the graph signature; returns them as arrays."""
-    if not isinstance(inputs, Mapping):
-        raise InterpretError(f"inputs must be a dict {{name: array}}, got {type(inputs).__name__}")
-    names = graph.input_names
-    missing = [n for n in names if n not in inputs]
-    extra = [n for n in inputs if n not in names]
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"missing {missing}")
-        if extra:
-            parts.append(f"unexpected {extra}")
-        raise InterpretError(f"graph @{graph.name} inputs: {'; '.join(parts)} (expects {names})")
-    out = {}
-    for n, v in zip(names, graph.inputs):
-        a = inputs[n]
-        if not isinstance(a, (np.ndarray, np.generic)):
-            raise InterpretError(f"input {n!r} must be a NumPy array, got {type(a).__name__}")
-        a = np.asarray(a)
-        t = v.type
-        if tuple(a.shape) != t.shape:
-            raise InterpretError(f"input {n!r} has shape {tuple(a.shape)}, expected {t.shape}")
-        want = t.dtype.np_dtype
-        if a.dtype != want:
-            raise InterpretError(
-                f"input {n!r} has dtype {a.dtype}, expected {t.dtype.numpy_name}"
-            )
-        out[n] = cast_array(a, t.dtype) if t.dtype.name == "tf32" else a
-    return out
 
 
 def run(graph: Graph, inputs: Mapping[str, np.ndarray], mode: str = "faithful") -> dict[str, np.ndarray]:

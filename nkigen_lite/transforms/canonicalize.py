@@ -6,12 +6,16 @@ from dataclasses import dataclass
 
 from ..ir.errors import BuildError
 from ..ir.graph import Graph
-from ..ir.passes import Pass, PassContext
+from ..ir.passes import Pass, PassContext, RewriteCounts
 from ..ir.rewrite import apply_patterns
 from .canonical import PATTERNS
 from .canonical.cse import cse
 
 MAX_ROUNDS = 32
+
+
+class CanonicalizeCounts(RewriteCounts):
+    """Rule name -> how often it fired in the last ``canonicalize`` pass (CSE included)."""
 
 
 def canonicalize(graph: Graph) -> dict[str, int]:
@@ -34,4 +38,4 @@ class Canonicalize(Pass):
     name = "canonicalize"
 
     def run(self, graph: Graph, ctx: PassContext) -> None:
-        ctx.analyses["canonicalize"] = canonicalize(graph)
+        ctx.record(CanonicalizeCounts(canonicalize(graph)))

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..ir.errors import BuildError
 from ..ir.graph import Graph
-from ..ir.passes import Pass, PassContext
+from ..ir.passes import Pass, PassContext, RewriteCounts
 from ..ir.printer import format_op
 from ..ir.rewrite import apply_patterns
 from ..tensor import ops as T
@@ -14,6 +14,10 @@ from .canonical.cse import cse
 from .canonical.folding import FOLDING_PATTERNS
 from .capabilities import Capabilities, capabilities
 from .decomposition import patterns
+
+
+class DecomposeCounts(RewriteCounts):
+    """Decomposition name -> how often it fired in the ``decompose`` pass (CSE included)."""
 
 
 def unsupported(op, caps: Capabilities) -> bool:
@@ -49,4 +53,4 @@ class Decompose(Pass):
     name = "decompose"
 
     def run(self, graph: Graph, ctx: PassContext) -> None:
-        ctx.analyses["decompose"] = decompose(graph, ctx.target)
+        ctx.record(DecomposeCounts(decompose(graph, ctx.target)))

@@ -1,4 +1,5 @@
-"""The default tensor pipeline: canonicalize → decompose → layout, verifying after each."""
+"""The default pass pipeline, defined once: ``DEFAULT_STAGES`` is what ``nk.compile`` runs;
+``DEFAULT_TENSOR_PASSES`` is its tensor-to-tensor part (``nkigen-lite opt``'s default)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,19 @@ from . import canonicalize as _canonicalize  # noqa: F401  (registers the passes
 from . import decompose as _decompose  # noqa: F401
 from . import layout as _layout  # noqa: F401
 
-DEFAULT_TENSOR_PASSES = ("canonicalize", "decompose", "layout")
+DEFAULT_STAGES: tuple[tuple[str, str], ...] = (
+    ("canonicalize", "canonicalize"),
+    ("decompose", "decompose"),
+    ("cleanup", "canonicalize"),  # folds what the decompositions created
+    ("layout", "layout"),
+    ("lower", "lower"),
+    ("deallocs", "deallocs"),
+)
+"""The compile pipeline as (stage name, registered pass name), in order."""
+
+DEFAULT_TENSOR_PASSES: tuple[str, ...] = tuple(
+    p for _, p in DEFAULT_STAGES[: [s for s, _ in DEFAULT_STAGES].index("lower")])
+"""The passes of ``DEFAULT_STAGES`` before lowering (tensor IR in, tensor IR out)."""
 
 
 def tensor_pipeline(names: Iterable[str] = DEFAULT_TENSOR_PASSES, *,
@@ -21,5 +34,5 @@ def tensor_pipeline(names: Iterable[str] = DEFAULT_TENSOR_PASSES, *,
 
 
 def default_tensor_pipeline(**kw) -> Pipeline:
-    """canonicalize → decompose → layout (the analysis lands in ``ctx.analyses["layout"]``)."""
+    """The tensor part of the default pipeline (the LayoutAnalysis is recorded in the context)."""
     return tensor_pipeline(DEFAULT_TENSOR_PASSES, **kw)

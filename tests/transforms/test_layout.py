@@ -5,7 +5,13 @@ import pytest
 
 import nkigen_lite as nk
 from nkigen_lite.ir.passes import PassContext
-from nkigen_lite.transforms import LayoutConvertOp, canonicalize, decompose, solve_layout
+from nkigen_lite.transforms import (
+    LayoutAnalysis,
+    LayoutConvertOp,
+    canonicalize,
+    decompose,
+    solve_layout,
+)
 from nkigen_lite.transforms.layout.solver import merge_roles, split_roles
 from nkigen_lite.transforms.pipeline import default_tensor_pipeline
 from nkigen_lite.workloads import get_workload
@@ -207,7 +213,7 @@ def test_layout_pass_is_idempotent_and_deterministic():
     g = _prepared("attention")
     ctx = PassContext()
     nk.get_pass("layout").run(g, ctx)
-    first, text = ctx.analyses["layout"], str(g)
+    first, text = ctx.get(LayoutAnalysis), str(g)
     again = solve_layout(g, 128)
     assert str(g) == text and not again.conversions
     assert _roles(g, again) == _roles(g, first)
@@ -249,7 +255,7 @@ def test_default_pipeline_on_workloads(name):
     w = get_workload(name)
     g = w.graph()
     res = default_tensor_pipeline().run(copy_graph(g))
-    a = res.ctx.analyses["layout"]
+    a = res.ctx.get(LayoutAnalysis)
     assert_layout_consistent(res.graph, a)
     expected = {"attention": 1, "swiglu_mlp": 1}.get(name, 0)
     assert len(a.conversions) == expected

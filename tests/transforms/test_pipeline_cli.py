@@ -7,7 +7,12 @@ import pytest
 import nkigen_lite as nk
 from nkigen_lite.cli import main
 from nkigen_lite.ir.passes import PASS_REGISTRY
-from nkigen_lite.transforms.pipeline import DEFAULT_TENSOR_PASSES, default_tensor_pipeline
+from nkigen_lite.transforms import CanonicalizeCounts, DecomposeCounts, LayoutAnalysis
+from nkigen_lite.transforms.pipeline import (
+    DEFAULT_STAGES,
+    DEFAULT_TENSOR_PASSES,
+    default_tensor_pipeline,
+)
 from nkigen_lite.workloads import get_workload
 
 IR = """graph @g(%x: tensor<128x64xf32>, %w: tensor<64x32xf32>) {
@@ -21,8 +26,10 @@ IR = """graph @g(%x: tensor<128x64xf32>, %w: tensor<64x32xf32>) {
 """
 
 
-def test_default_pipeline_runs_the_three_passes_and_verifies():
-    assert DEFAULT_TENSOR_PASSES == ("canonicalize", "decompose", "layout")
+def test_default_pipeline_runs_the_tensor_passes_and_verifies():
+    assert DEFAULT_TENSOR_PASSES == ("canonicalize", "decompose", "canonicalize", "layout")
+    assert [p for _, p in DEFAULT_STAGES[:4]] == list(DEFAULT_TENSOR_PASSES)
+    assert nk.compiler.STAGES == ("input", *(s for s, _ in DEFAULT_STAGES))
     assert {"canonicalize", "decompose", "layout"} <= set(PASS_REGISTRY)
     seen = []
     pipe = default_tensor_pipeline(print_after="all", print_fn=lambda n, t: seen.append(n))
@@ -31,7 +38,7 @@ def test_default_pipeline_runs_the_three_passes_and_verifies():
     assert "tensor.rsqrt" in res.ir_after("canonicalize")
     assert "kind = mean" not in res.ir_after("decompose")
     assert "tensor.layout_convert %x" in res.ir_after("layout")
-    assert set(res.ctx.analyses) >= {"canonicalize", "decompose", "layout"}
+    assert set(res.ctx.analyses) >= {CanonicalizeCounts, DecomposeCounts, LayoutAnalysis}
 
 
 def test_pipeline_output_is_deterministic():
@@ -39,7 +46,7 @@ def test_pipeline_output_is_deterministic():
     a = default_tensor_pipeline().run(nk.parse(str(g)))
     b = default_tensor_pipeline().run(nk.parse(str(g)))
     assert str(a.graph) == str(b.graph)
-    assert str(a.ctx.analyses["layout"]) == str(b.ctx.analyses["layout"])
+    assert str(a.ctx.get(LayoutAnalysis)) == str(b.ctx.get(LayoutAnalysis))
 
 
 def _opt(tmp_path, capsys, *args, text=IR):

@@ -19,6 +19,7 @@ import nkigen_lite as nk
 from nkigen_lite.ir.passes import PassContext
 from nkigen_lite.testing import assert_close
 from nkigen_lite.testing.filecheck import check
+from nkigen_lite.transforms.layout import LayoutAnalysis
 from nkigen_lite.transforms.pipeline import tensor_pipeline
 
 TEXT_DIR = Path(__file__).parent / "text"
@@ -74,12 +75,12 @@ def random_inputs(graph, seed: int = 0) -> dict[str, np.ndarray]:
 
 def run_case(case: Case) -> dict:
     """Apply the case's passes, check numerics before/after and the CHECK lines; returns the
-    pipeline's analyses (which rules fired)."""
+    pipeline's context (its analyses record which rules fired)."""
     before = nk.parse(case.text)
     after = nk.parse(case.text)
     result = tensor_pipeline(case.passes).run(after, PassContext())
     out = str(result.graph)
-    layout = result.ctx.analyses.get("layout")
+    layout = result.ctx.get(LayoutAnalysis)
     if layout is not None:
         out += "".join(f"// {line}\n" for line in str(layout).splitlines())
     feed = random_inputs(before)
@@ -90,4 +91,4 @@ def run_case(case: Case) -> dict:
             dt = "float64" if mode == "float64" and v.dtype.is_float else v.dtype
             assert_close(got[name], ref[name], dt, what=f"{case.id} {mode} {name}")
     check(out, case.text)
-    return result.ctx.analyses
+    return result.ctx

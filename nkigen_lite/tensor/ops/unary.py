@@ -7,9 +7,10 @@ from typing import ClassVar
 
 import numpy as np
 
+from ...ir import special
 from ...ir.registry import table
 from ...ir.traits import Elementwise, Pure
-from .. import numerics, rules
+from .. import rules
 from .base import Needs, TensorOp, elementwise_class, tensor_types
 
 UNARY_OPS: dict[str, type[UnaryOp]] = table()
@@ -61,22 +62,22 @@ LogOp = _float("log", "Natural logarithm.", np.log, "np.log", traced=(np.log,),
                examples=(((1.0,), 0.0), ((math.e,), 1.0)))
 SqrtOp = _float("sqrt", "Square root.", np.sqrt, "np.sqrt", traced=(np.sqrt,),
                 examples=(((4.0,), 2.0), ((2.0,), math.sqrt(2.0))))
-RsqrtOp = _float("rsqrt", "1 / sqrt(x).", numerics.rsqrt, "1 / np.sqrt(x)",
+RsqrtOp = _float("rsqrt", "1 / sqrt(x).", special.rsqrt, "1 / np.sqrt(x)",
                  examples=(((4.0,), 0.5), ((2.0,), 1 / math.sqrt(2.0))))
-ReciprocalOp = _float("reciprocal", "1 / x (in floating point).", numerics.reciprocal,
+ReciprocalOp = _float("reciprocal", "1 / x (in floating point).", special.reciprocal,
                       "1.0 / x (true division)", examples=(((4.0,), 0.25), ((-2.0,), -0.5)))
 TanhOp = _float("tanh", "Hyperbolic tangent.", np.tanh, "np.tanh", traced=(np.tanh,),
                 examples=(((0.0,), 0.0), ((1.0,), math.tanh(1.0))))
-SigmoidOp = _float("sigmoid", "1 / (1 + exp(-x)).", numerics.sigmoid, "1 / (1 + np.exp(-x))",
+SigmoidOp = _float("sigmoid", "1 / (1 + exp(-x)).", special.sigmoid, "1 / (1 + np.exp(-x))",
                    examples=(((0.0,), 0.5), ((2.0,), 1 / (1 + math.exp(-2.0)))))
-SiluOp = _float("silu", "x * sigmoid(x).", numerics.silu, "x * sigmoid(x)",
+SiluOp = _float("silu", "x * sigmoid(x).", special.silu, "x * sigmoid(x)",
                 examples=(((0.0,), 0.0), ((2.0,), 2 / (1 + math.exp(-2.0)))))
-GeluOp = _float("gelu", "x * Phi(x) (exact, erf-based).", numerics.gelu,
+GeluOp = _float("gelu", "x * Phi(x) (exact, erf-based).", special.gelu,
                 "0.5 x (1 + erf(x / √2))",
                 examples=(((0.0,), 0.0), ((1.0,), 0.5 * (1 + math.erf(1 / math.sqrt(2.0))))))
-SoftplusOp = _float("softplus", "log(1 + exp(x)).", numerics.softplus, "np.logaddexp(0, x)",
+SoftplusOp = _float("softplus", "log(1 + exp(x)).", special.softplus, "np.logaddexp(0, x)",
                     examples=(((0.0,), math.log(2.0)), ((1.0,), math.log1p(math.e))))
-ErfOp = _float("erf", "Gauss error function.", numerics.erf, "math.erf elementwise",
+ErfOp = _float("erf", "Gauss error function.", special.erf, "math.erf elementwise",
                examples=(((0.0,), 0.0), ((0.5,), math.erf(0.5)), ((-2.0,), math.erf(-2.0))))
 SinOp = _float("sin", "Sine.", np.sin, "np.sin", traced=(np.sin,),
                examples=(((0.0,), 0.0), ((math.pi / 2,), 1.0)))
@@ -84,7 +85,7 @@ CosOp = _float("cos", "Cosine.", np.cos, "np.cos", traced=(np.cos,),
                examples=(((0.0,), 1.0), ((math.pi,), -1.0)))
 ArctanOp = _float("arctan", "Inverse tangent.", np.arctan, "np.arctan", traced=(np.arctan,),
                   examples=(((1.0,), math.pi / 4), ((0.0,), 0.0)))
-ReluOp = _numpy("relu", "max(x, 0).", numerics.relu, "max(x, 0)", Needs("act", "relu"),
+ReluOp = _numpy("relu", "max(x, 0).", special.relu, "max(x, 0)", Needs("act", "relu"),
                 dtype_doc="operand dtype",
                 examples=(((-2.0,), 0.0), ((3.0,), 3.0)))
 AbsOp = _numpy("abs", "Absolute value.", np.absolute, "np.absolute", Needs("act", "abs"),

@@ -1,4 +1,4 @@
-"""The ``layout`` pass: I/P/F roles for every dim of every value (``ctx.analyses["layout"]``)."""
+"""The ``layout`` pass: I/P/F roles for every dim of every value (``ctx.get(LayoutAnalysis)``)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from .solver import LayoutSolver, solve_layout
 @dataclass(frozen=True)
 class Layout(Pass):
     """Solve the layout (knobs from ``ctx.knobs``: {value name: {partition_dim, tile_size}})
-    and store the LayoutAnalysis as ``ctx.analyses["layout"]``."""
+    and record the LayoutAnalysis in ``ctx``."""
 
     name = "layout"
 
     def run(self, graph: Graph, ctx: PassContext) -> None:
         target = ctx.target if ctx.target is not None else TRN2
-        ctx.analyses["layout"] = solve_layout(graph, target.num_partitions, ctx.knobs)
+        ctx.record(solve_layout(graph, target.num_partitions, ctx.knobs))
 
 
 __all__ = ["Layout", "LayoutAnalysis", "LayoutConvertOp", "LayoutSolver", "solve_layout"]

@@ -1,4 +1,5 @@
-"""NumPy implementations of the elementwise functions NumPy lacks (erf, gelu, sigmoid, ...)."""
+"""NumPy implementations of the elementwise functions NumPy lacks (erf, gelu, sigmoid, ...),
+shared by the dialects: the tensor ops' references and the NKI activation functions."""
 
 from __future__ import annotations
 
