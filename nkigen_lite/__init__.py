@@ -10,7 +10,9 @@ Public API (stable names; see docs/architecture.md §8)::
     k = nk.compile(graph); k.run(inputs); nk.simulate(k.nki_source(), inputs)
 """
 
-from . import nki  # the NKI dialect: nk.nki.run / nk.nki.verify / nk.nki.Builder
+# nk.nki: the NKI dialect (run / verify / Builder); nk.ops: composite ops (softmax, ...) on
+# NumPy arrays, traced arrays and Builder Values
+from . import nki, ops
 from .compiler import Kernel, compile  # noqa: A004
 from .emit import simulate  # emitted NKI module -> NumPy NKI simulator
 from .ir.dtypes import (
@@ -42,6 +44,7 @@ from .ir.value import Value
 from .perf.stats import KernelStats
 from .tensor.builder import Builder
 from .tensor.interpret import run
+from .tensor.ops.composite import define_op
 from .tensor.trace import trace
 from .tensor.types import TensorType
 
@@ -53,5 +56,5 @@ __all__ = [
     "uint8", "uint16", "uint32", "BuildError", "InterpretError", "NkError", "ParseError",
     "VerifyError", "Graph", "parse", "Pass", "PassContext", "Pipeline", "get_pass",
     "print_graph", "Value", "Builder", "run", "TensorType", "Kernel", "compile", "KernelStats", "nki",
-    "simulate", "trace",
+    "simulate", "trace", "ops", "define_op",
 ]

@@ -159,6 +159,18 @@ class Builder:
         va, vb = self._pair(cls.name, a, b)
         return self.emit(cls, [va, vb])
 
+    def composite(self, name: str, *operands: Operand, **attrs) -> Value:
+        """Apply the composite op ``tensor.<name>`` (``nk.define_op``; ``b.softmax(x, axis=-1)``
+        is the same call)."""
+        cls = ops.COMPOSITE_OPS.get(name)
+        if cls is None:
+            raise BuildError(f"unknown composite op {name!r}; known: {', '.join(ops.COMPOSITE_OPS)}")
+        if len(operands) != len(cls.operand_names):
+            raise BuildError(f"{cls.name} takes {len(cls.operand_names)} operands "
+                             f"{list(cls.operand_names)}, got {len(operands)}")
+        vals = [self.as_value(x) for x in operands]
+        return self.emit(cls, vals, attrs)
+
     def __getattr__(self, name: str):
         """Methods of elementwise ops registered after import (``b.<builder name>(...)``)."""
         if name.startswith("_"):
@@ -169,6 +181,8 @@ class Builder:
         cls = _elementwise_class(ops.BINARY_OPS, name)
         if cls is not None:
             return lambda a, b: self.binary(name, a, b)
+        if name in ops.COMPOSITE_OPS:
+            return lambda *xs, **attrs: self.composite(name, *xs, **attrs)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _exact_int_scalar(self, s: Operand, other: Operand) -> Operand:

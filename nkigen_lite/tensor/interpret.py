@@ -157,6 +157,15 @@ def _concat(it: I, op, args):
     return [it.store(op.reference(*parts, axis=op.attrs["axis"]), out_t)]
 
 
+@I.impl(T.CompositeOp)
+def _composite(it: I, op, args):
+    """The op's expansion, run by an interpreter of the same mode."""
+    g = op.expansion([v.type for v in op.operands], op.attrs)
+    sub = TensorInterpreter(it.mode)
+    sub.run_block(g.body, list(args))
+    return [sub.env[g.outputs["y"]]]
+
+
 @I.impl(ReturnOp)
 def _return(it: I, op, args):
     return None

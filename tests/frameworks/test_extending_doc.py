@@ -26,7 +26,7 @@ def blocks():
 
 def test_the_doc_has_its_blocks():
     kinds = [p.values[1] for p in blocks()]
-    assert kinds == [[], ["jax"], ["torch"]]
+    assert kinds == [[], [], ["jax"], ["torch"]]
 
 
 @pytest.mark.parametrize("code, needs", blocks())

@@ -9,6 +9,7 @@ bounds); the Builder turns NumPy-style arguments into that form. The registries
 from .base import TENSOR_OPS, Needs, TensorOp, elementwise_class, tensor_types
 from .binary import *  # noqa: F403  (every binary op class)
 from .binary import BINARY_OPS, CATEGORIES, BinaryOp
+from .composite import COMPOSITE_OPS, CompositeOp, define_op
 from .movement import BroadcastToOp, ConcatOp, ReshapeOp, SliceOp, TransposeOp
 from .reduction import REDUCE_ALU, REDUCE_KINDS, MatmulOp, ReduceOp
 from .selection import CastOp, WhereOp
@@ -26,6 +27,7 @@ __all__ = [
     "TENSOR_OPS", "Needs", "TensorOp", "elementwise_class", "tensor_types", "BINARY_OPS",
     "CATEGORIES", "BinaryOp", "UNARY_OPS", "UnaryOp", "BroadcastToOp", "ConcatOp", "ReshapeOp",
     "SliceOp", "TransposeOp", "REDUCE_ALU", "REDUCE_KINDS", "MatmulOp", "ReduceOp", "CastOp",
-    "WhereOp", "ConstantOp", "FullOp", "IotaOp", "ALL_TENSOR_OPS",
+    "WhereOp", "ConstantOp", "FullOp", "IotaOp", "ALL_TENSOR_OPS", "COMPOSITE_OPS", "CompositeOp",
+    "define_op",
     *(c.__name__ for c in (*UNARY_OPS.values(), *BINARY_OPS.values())),
 ]

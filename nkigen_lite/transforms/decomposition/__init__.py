@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..capabilities import Capabilities
 from .arith import DivToMulReciprocal, IntegerPowToMul
+from .composite import ExpandComposite
 from .division import FloorDivideMod
 from .reductions import MeanToSum, ProdByTree, ReduceKeepdims, VarStdTwoPass
 from .rounding import CeilByFloorOrTrunc, FloorByTrunc
@@ -12,7 +13,7 @@ from .trig import ArctanRangeReduction, CosViaSin, SinRangeReduction
 PATTERN_CLASSES = (
     ReduceKeepdims, MeanToSum, VarStdTwoPass, ProdByTree, DivToMulReciprocal, IntegerPowToMul,
     FloorDivideMod, FloorByTrunc, CeilByFloorOrTrunc, CosViaSin, SinRangeReduction,
-    ArctanRangeReduction,
+    ArctanRangeReduction, ExpandComposite,
 )
 
 

@@ -126,6 +126,13 @@ def _free(_op: Op, _c: OpConstraints) -> None:
     """Sources and layout_convert constrain nothing: the solver places them."""
 
 
+@layout_rule(T.CompositeOp)
+def _composite(op: Op, _c: OpConstraints) -> None:
+    """Composite ops are expanded by decompose; one reaching layout is a pipeline error."""
+    raise BuildError(f"layout: {op.name} is a composite op; run decompose first (it expands "
+                     "composites into their definitions)")
+
+
 @layout_rule(T.ReduceOp)
 def _reduce(op: Op, c: OpConstraints) -> None:
     axes, keep = op.attrs["axes"], op.attrs["keepdims"]

@@ -231,3 +231,30 @@ graph @floordiv_int(%a: tensor<64xi8>, %b: tensor<64xi8>) {
 // CHECK: tensor.equal
 // CHECK-NOT: tensor.floor_divide
 // CHECK-NOT: tensor.mod
+
+// -----
+// composite ops (nk.define_op) expand into their definitions: softmax
+graph @softmax(%x: tensor<4x8xf32>) {
+  %s = tensor.softmax %x : tensor<4x8xf32>
+  return y = %s
+}
+// CHECK: %max = tensor.reduce %x {axes = [1], kind = max, keepdims = true} : tensor<4x1xf32>
+// CHECK-NEXT: %sub = tensor.sub %x, %max : tensor<4x8xf32>
+// CHECK-NEXT: %exp = tensor.exp %sub : tensor<4x8xf32>
+// CHECK-NEXT: %sum = tensor.reduce %exp {axes = [1], kind = sum, keepdims = true}
+// CHECK-NEXT: %reciprocal = tensor.reciprocal %sum
+// CHECK-NEXT: %mul = tensor.mul %exp, %reciprocal : tensor<4x8xf32>
+// CHECK-NOT: tensor.softmax
+
+// -----
+// ... logsumexp of bf16 computes in f32 and drops the reduced axis at the end
+graph @logsumexp(%x: tensor<4x8xbf16>) {
+  %s = tensor.logsumexp %x {axis = 0} : tensor<8xbf16>
+  return y = %s
+}
+// CHECK: %cast = tensor.cast %x {dtype = f32} : tensor<4x8xf32>
+// CHECK: %log = tensor.log %sum : tensor<1x8xf32>
+// CHECK-NEXT: %add = tensor.add %log, %max : tensor<1x8xf32>
+// CHECK-NEXT: %reshape = tensor.reshape %add {shape = [8]} : tensor<8xf32>
+// CHECK-NEXT: %cast_1 = tensor.cast %reshape {dtype = bf16} : tensor<8xbf16>
+// CHECK-NOT: tensor.logsumexp

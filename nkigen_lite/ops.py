@@ -1,0 +1,117 @@
+"""``nk.ops``: composite and activation ops callable on NumPy arrays, traced arrays and Values.
+
+    nk.ops.softmax(x, axis=-1)      # NumPy array in, NumPy array out (the defining function)
+                                    # inside @nk.trace: one tensor.softmax op in the graph
+                                    # on a Builder Value: b.softmax(x, axis=-1)
+
+Composite ops (defined with ``nk.define_op``; nkigen_lite/tensor/composites.py): softmax,
+log_softmax, logsumexp, rms_norm, layer_norm, gelu_tanh, and any op defined later
+(``nk.ops.<name>`` finds it). ``silu``, ``softplus`` and ``gelu`` (erf form) are single tensor
+ops with a ScalarE activation of their own, not composites; ``gelu(x, approximate="tanh")`` is
+``gelu_tanh``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .ir.errors import BuildError
+from .ir.value import Value
+from .tensor import composites  # noqa: F401  (defines the shipped composite ops)
+from .tensor import ops as T
+from .tensor.trace_array import TracedArray
+
+
+def _builder_of(args):
+    for a in args:
+        if isinstance(a, TracedArray):
+            return a.builder, True
+        if isinstance(a, Value) and a._builder is not None:
+            return a._builder, False
+    return None, False
+
+
+def _unwrap(b, x):
+    return x.value if isinstance(x, TracedArray) else b.as_value(x) if not isinstance(x, Value) else x
+
+
+def apply(name: str, *operands, **attrs):
+    """Apply composite op ``name`` to NumPy arrays (its defining function), traced arrays or
+    Builder Values (one ``tensor.<name>`` op)."""
+    cls = T.COMPOSITE_OPS.get(name)
+    if cls is None:
+        raise BuildError(f"nk.ops: unknown composite op {name!r}; known: {', '.join(T.COMPOSITE_OPS)}")
+    b, traced = _builder_of(operands)
+    if b is None:
+        unknown = sorted(set(attrs) - {a.name for a in cls.attr_spec})
+        if unknown:
+            raise BuildError(
+                f"{cls.name}: unknown attributes {unknown}; it takes {[a.name for a in cls.attr_spec]}"
+            )
+        return cls.definition(*(np.asarray(x) for x in operands), **attrs)
+    v = b.composite(name, *(_unwrap(b, x) for x in operands), **attrs)
+    return TracedArray(v) if traced else v
+
+
+def _activation(short: str, x):
+    b, traced = _builder_of((x,))
+    if b is None:
+        a = np.asarray(x)
+        is_float = np.issubdtype(a.dtype, np.floating) or a.dtype.type.__module__.startswith("ml_dtypes")
+        work = np.float64 if a.dtype == np.float64 else np.float32
+        with np.errstate(all="ignore"):
+            r = np.asarray(T.UNARY_OPS[short].reference(a.astype(work)), work)
+        return r.astype(a.dtype if is_float else np.float32)
+    v = b.unary(short, _unwrap(b, x))
+    return TracedArray(v) if traced else v
+
+
+def softmax(x, axis=-1):
+    """exp(x - max) / sum(exp(x - max)) along ``axis``."""
+    return apply("softmax", x, axis=axis)
+
+
+def log_softmax(x, axis=-1):
+    """(x - max) - log(sum(exp(x - max))) along ``axis``."""
+    return apply("log_softmax", x, axis=axis)
+
+
+def logsumexp(x, axis=-1, keepdims=False):
+    """log(sum(exp(x))) along ``axis``, shifted by the maximum."""
+    return apply("logsumexp", x, axis=axis, keepdims=keepdims)
+
+
+def rms_norm(x, axis=-1, eps=1e-6):
+    """x / sqrt(mean(x * x) + eps) along ``axis``."""
+    return apply("rms_norm", x, axis=axis, eps=eps)
+
+
+def layer_norm(x, axis=-1, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) along ``axis``."""
+    return apply("layer_norm", x, axis=axis, eps=eps)
+
+
+def gelu(x, approximate: str = "none"):
+    """GELU: erf form (``tensor.gelu``), or tanh form (``approximate="tanh"``, gelu_tanh)."""
+    if approximate == "tanh":
+        return apply("gelu_tanh", x)
+    if approximate != "none":
+        raise BuildError(f"nk.ops.gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return _activation("gelu", x)
+
+
+def silu(x):
+    """x * sigmoid(x) (``tensor.silu``)."""
+    return _activation("silu", x)
+
+
+def softplus(x):
+    """log(1 + exp(x)) (``tensor.softplus``)."""
+    return _activation("softplus", x)
+
+
+def __getattr__(name: str):
+    """Composite ops defined after import: ``nk.ops.<name>(x, ...)``."""
+    if name in T.COMPOSITE_OPS:
+        return lambda *xs, **attrs: apply(name, *xs, **attrs)
+    raise AttributeError(f"module 'nkigen_lite.ops' has no attribute {name!r}")
