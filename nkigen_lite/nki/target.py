@@ -101,6 +101,7 @@ class Target:
     vector_fast_reduce_factor: int
     vector_memset_zero_factor: int      # memset of 0 into a 16-bit float tile
     matmul_peak_flops: tuple            # ((operand dtype, FLOP/s at peak), ...) for the roofline
+    vector_gpsimd_shared_sbuf_port: bool  # VectorE perf mode and GpSimd share one SBUF bus
 
     # ---- derived views -------------------------------------------------------------------------
     @property
@@ -211,4 +212,6 @@ TRN2 = Target(
         ("f8e5m2", 2 * 128 * 128 * 2 * 2.4e9),
         ("f32", 128 * 128 * 2 * 2.4e9 / 4),       # FP32 matmul ~4x BF16 cost, "19.7" [ARCH-T2] [OLD-ISA]
     ),
+    vector_gpsimd_shared_sbuf_port=True,          # "they share a bus; VectorE perf mode uses it
+                                                  # and HW arbitrates" §1.4 [ARCH-T2]
 )

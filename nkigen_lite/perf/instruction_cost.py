@@ -41,7 +41,8 @@ FREE_OPS = (AllocOp, DeallocOp, HbmViewOp)
 class InstructionCost:
     """One instruction's engine, its busy time there (a DMA: its transfer time), its engine
     cycles (None for a DMA), for a matmul its FLOPs and the peak FLOP/s of its dtypes, for a
-    DMA the bytes it moves."""
+    DMA the bytes it moves; ``sbuf_port`` when it occupies the SBUF bus VectorE and GpSimd share
+    (every GpSimd instruction, VectorE in performance mode; facts §1.4)."""
 
     engine: str
     ns: float
@@ -49,6 +50,7 @@ class InstructionCost:
     flops: int = 0
     peak_flops_per_s: float = 0.0
     bytes: int = 0
+    sbuf_port: bool = False
 
 
 def clock_hz(engine: str, target: Target) -> float:
@@ -57,8 +59,9 @@ def clock_hz(engine: str, target: Target) -> float:
             "scalar": target.scalar_clock_hz, "gpsimd": target.gpsimd_clock_hz}[engine]
 
 
-def _cycles(op, cycles: float, target: Target) -> InstructionCost:
-    return InstructionCost(op.engine, cycles * 1e9 / clock_hz(op.engine, target), cycles)
+def _cycles(op, cycles: float, target: Target, port: bool = False) -> InstructionCost:
+    return InstructionCost(op.engine, cycles * 1e9 / clock_hz(op.engine, target), cycles,
+                           sbuf_port=port and target.vector_gpsimd_shared_sbuf_port)
 
 
 def _accesses(op) -> list:
@@ -84,7 +87,7 @@ def _min_ii(cycles: float, target: Target) -> float:
 
 def _gpsimd(op, n_inputs: int, target: Target) -> InstructionCost:
     # GpSimd: GPSIMD_START + N per input stream (iota / affine_select: 150 + N) [OLD-ISA]
-    return _cycles(op, target.gpsimd_start_cycles + n_inputs * _n(op), target)
+    return _cycles(op, target.gpsimd_start_cycles + n_inputs * _n(op), target, port=True)
 
 
 def _vector_single(op, target: Target) -> InstructionCost:
@@ -94,7 +97,7 @@ def _vector_single(op, target: Target) -> InstructionCost:
     if all(a.dtype.name in target.vector_fast_dtypes for a in acc):
         fast = all(a.space is MemorySpace.SBUF and unit_stride(a) for a in acc)
         factor = target.vector_perf_mode_sbuf_factor if fast else target.vector_perf_mode_other_factor
-    return _cycles(op, _min_ii(_n(op) / factor, target), target)
+    return _cycles(op, _min_ii(_n(op) / factor, target), target, port=factor > 1)
 
 
 def _tensor_copy(op, target: Target) -> InstructionCost:
@@ -114,10 +117,12 @@ def _tensor_tensor(op, target: Target) -> InstructionCost:
     if op.engine == "gpsimd":
         return _gpsimd(op, len(ins), target)
     cycles = _streams(ins) * _n(op)
-    if (all(a.dtype.name in target.vector_fast_dtypes for a in [*ins, op.access("dst")])
-            and all(a.space is MemorySpace.SBUF for a in ins)):
+    fast = (op.engine == "vector"
+            and all(a.dtype.name in target.vector_fast_dtypes for a in [*ins, op.access("dst")])
+            and all(a.space is MemorySpace.SBUF for a in ins))
+    if fast:
         cycles /= target.vector_perf_mode_other_factor
-    return _cycles(op, _min_ii(cycles, target), target)
+    return _cycles(op, _min_ii(cycles, target), target, port=fast)
 
 
 def _activation(op, target: Target) -> InstructionCost:
@@ -164,9 +169,12 @@ def _select(op, target: Target) -> InstructionCost:
 def _transpose(op, target: Target) -> InstructionCost:
     data = op.access("data")
     if op.engine == "tensor":
-        # max(P, min(64, F)) TensorE cycles [OLD-ISA]
-        return _cycles(op, max(data.partitions, min(target.pe_transpose_min_cycles, data.free_size)),
-                       target)
+        # max(P, min(64, F)) TensorE cycles [OLD-ISA]; an fp32 transpose is an fp32 pass
+        # through the PE array, at the fp32 matmul rate [OLD-ISA] [ARCH-T2]
+        cycles = max(data.partitions, min(target.pe_transpose_min_cycles, data.free_size))
+        if data.dtype.name == "f32":
+            cycles *= target.matmul_fp32_factor
+        return _cycles(op, cycles, target)
     return _cycles(op, _min_ii(_n(op), target), target)
 
 

@@ -36,7 +36,7 @@ def test_fp32_add_on_a_128x512_tile_is_dma_bound_about_2x():
     assert e.dma_transfer_ns == pytest.approx(2.1 * US, rel=0.2)
     assert e.bound == "dma"
     assert e.by_engine_ns["dma"] >= 2 * e.by_engine_ns["vector"]          # "DMA-bound ~2x"
-    assert e.overlapped_ns == pytest.approx(e.by_engine_ns["dma"])
+    assert e.lower_bound_ns == pytest.approx(e.by_engine_ns["dma"])
     # memory roofline: the same 768 KiB at 360 GB/s
     assert e.memory_roofline_ns == pytest.approx(3 * 256 * 1024 / 360, rel=1e-9)
 
@@ -66,8 +66,11 @@ def test_bf16_gemm_2048x1024x1024_is_compute_bound_at_55us():
     assert e.min_hbm_bytes == (2048 * 1024 + 1024 * 1024 + 2048 * 1024) * 2
     assert e.memory_roofline_ns == pytest.approx(29 * US, rel=0.01)
     assert e.bound == "tensor"
-    assert e.overlapped_ns == pytest.approx(55 * US, rel=0.01)
-    assert e.ratio == pytest.approx(1.0, abs=1e-6)       # SBUF blocking reaches the roofline
+    assert e.lower_bound_ns == pytest.approx(55 * US, rel=0.01)
+    assert e.lower_bound_ratio == pytest.approx(1.0, abs=1e-6)  # SBUF blocking reaches the roofline
+    # ... if engines overlapped perfectly; the kernel's single PSUM accumulator makes TensorE
+    # wait for every VectorE read-out, so the schedule is longer
+    assert e.lower_bound_ns < e.scheduled_ns <= e.serial_ns
 
 
 def test_fp32_gemm_costs_four_times_the_bf16_matmul_time():

@@ -1,6 +1,6 @@
 """``nk.compile(workload).estimate()`` for every registered workload: the estimate agrees with
 the kernel's stats (instruction count, DMA bytes, minimum HBM bytes at 360 GB/s) and keeps the
-invariants serial >= overlapped >= roofline (compiled workloads read every input and write every
+invariants serial >= scheduled >= lower bound >= roofline (compiled workloads read every input and write every
 output, so the roofline is a lower bound; 1e-9 relative slack for float rounding)."""
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ def _check(k) -> Estimate:
     assert e.dma_bytes >= s.dma_bytes                  # equal unless a DMA casts to a narrower dtype
     assert e.min_hbm_bytes == s.min_hbm_bytes
     assert e.memory_roofline_ns == pytest.approx(s.min_hbm_bytes / 360, rel=1e-9)
-    assert e.roofline_ns <= e.overlapped_ns * (1 + 1e-9) <= e.serial_ns * (1 + 1e-9)
-    assert e.ratio == pytest.approx(e.overlapped_ns / e.roofline_ns, rel=1e-12)
-    assert e.bound in ENGINES and e.by_engine_ns[e.bound] == e.overlapped_ns
+    assert e.roofline_ns <= e.lower_bound_ns * (1 + 1e-9)
+    assert e.lower_bound_ns <= e.scheduled_ns * (1 + 1e-9) <= e.serial_ns * (1 + 1e-9)
+    assert e.ratio == pytest.approx(e.scheduled_ns / e.roofline_ns, rel=1e-12)
+    assert e.bound in ENGINES and e.by_engine_ns[e.bound] == e.lower_bound_ns
     return e
 
 
@@ -48,6 +49,7 @@ def test_bf16_workload_estimate(name):
 
 def test_matmul_workload_is_near_its_roofline():
     # 128 x 1024 x 6144 fp32: compute-bound at the fp32 peak; the lowering reaches it within 25 %
+    # when engines overlap perfectly (its loops are single-buffered, so the schedule is longer)
     e = _check(nk.compile(get_workload("matmul").graph(m=128, k=1024, n=6144)))
     assert e.compute_roofline_ns == pytest.approx(2 * 128 * 1024 * 6144 / 19.66e3, rel=1e-3)
-    assert e.ratio < 1.25
+    assert e.lower_bound_ratio < 1.25

@@ -1,0 +1,257 @@
+"""List scheduling of an NKI kernel's executed instruction stream (docs/costmodel.md).
+
+Every engine (tensor, vector, scalar, gpsimd) runs its instructions in program order, one at a
+time; an instruction starts when its engine is free and its dependencies are satisfied:
+
+- **RAW**: it reads a buffer after the last write to it has finished (+ the dependency latency);
+- **WAR**: it overwrites a buffer after every read since the last write has finished;
+- **WAW**: it overwrites a buffer nobody read since the last write, after that write.
+
+Dependencies are tracked per allocation (an HBM view is its root tensor). A tile allocated in a
+loop body is one buffer reused by every iteration (the loop is single-buffered), so the load of
+iteration i+1 waits for the readers of iteration i. HBM tensors only carry RAW dependencies
+(the lowering writes disjoint windows of them), with the latest write of any window.
+
+A ``dma_copy`` is issued on one of the HW-DGE queues (round robin in execution order), which it
+occupies for ``dge_issue_ns``; its transfer starts ``dma_first_byte_latency_ns`` later (the
+latency overlaps other in-flight DMAs) and occupies the DMA engines for its transfer time
+(transfers are served one after another). VectorE instructions in performance mode and every
+GpSimd instruction also occupy the SBUF bus those two engines share (facts §1.4).
+
+Loops: the first ``STEADY_STATE_ITERATIONS`` iterations of a ``fori_loop`` are scheduled; every
+time the loop touches (engine, queue and buffer times) is then advanced by ``trips - k`` times
+the largest advance of the last scheduled iteration (at most that iteration's serial time), the
+steady-state period. Each scheduled instruction costs O(1) (its number of accesses), so the
+scheduler is linear in the static instruction count times ``k`` per loop level, independent of
+trip counts.
+"""
+
+from __future__ import annotations
+
+from ..ir.graph import Block, ReturnOp
+from ..nki.ops import DmaCopyOp, ForiLoopOp, HbmViewOp, MatmulOp
+from ..nki.target import Target
+from ..nki.types import HbmType
+from .instruction_cost import FREE_OPS, InstructionCost, instruction_cost
+from .latency import latency_table
+
+STEADY_STATE_ITERATIONS = 4     # loop iterations scheduled before extrapolating (a model choice)
+PORT = "vector_gpsimd_port"     # the SBUF bus VectorE (perf mode) and GpSimd share
+DMA = "dma"                     # the DMA engines (transfers)
+
+
+def queue_name(q: int) -> str:
+    return f"dma_queue{q}"
+
+
+class _OpInfo:
+    """What the scheduler needs of one static instruction."""
+
+    __slots__ = ("cost", "engine", "reads", "writes", "port")
+
+    def __init__(self, cost: InstructionCost, reads: list, writes: list):
+        self.cost = cost
+        self.engine = cost.engine
+        self.reads = reads            # [(root id, is_hbm)]
+        self.writes = writes
+        self.port = cost.sbuf_port
+
+
+def _root(v) -> tuple[int, bool]:
+    """Identity of the memory a tensor value names (an HBM view names its root tensor), and
+    whether it is in HBM."""
+    op = v.defining_op
+    if isinstance(op, HbmViewOp):
+        v = op.operand(0)
+    return id(v), isinstance(v.type, HbmType)
+
+
+def _reads(op) -> list:
+    names = [n for n, _ in op.access_attrs() if n not in op.writes]
+    if isinstance(op, MatmulOp) and op.attrs["accumulate"]:
+        names.append("dst")
+    return list(dict.fromkeys(_root(op.access(n).tensor) for n in names))
+
+
+def _writes(op) -> list:
+    return list(dict.fromkeys(_root(op.access(n).tensor) for n in op.writes
+                              if op.access(n) is not None))
+
+
+class _LoopInfo:
+    """Static facts of a loop body: the state keys it touches and its executed DMA count."""
+
+    __slots__ = ("resources", "read_roots", "written_roots", "dmas", "busy")
+
+    def __init__(self):
+        self.resources: set = set()
+        self.read_roots: set = set()
+        self.written_roots: set = set()
+        self.dmas = 0
+        self.busy = 0.0       # one iteration's instruction times, each DMA with issue + latency
+
+
+class Scheduler:
+    """Schedules an NKI block's instructions; ``makespan`` is the scheduled time (ns) and
+    ``dependency_ns`` the sum over executed instructions of their largest dependency latency
+    (the latency part of the serial time)."""
+
+    def __init__(self, target: Target, costs: dict):
+        self.target = target
+        self.costs = costs                      # id(op) -> InstructionCost, shared with the caller
+        self.lat = latency_table(target)
+        self.info: dict[int, _OpInfo] = {}
+        self.loops: dict[int, _LoopInfo] = {}
+        self.free: dict[str, float] = {}        # resource -> time it becomes free
+        self.w_end: dict[int, float] = {}       # buffer -> end of its latest write
+        self.w_eng: dict[int, str] = {}
+        self.r_end: dict[int, float] = {}       # buffer -> end of its reads since that write
+        self.r_eng: dict[int, str] = {}
+        self.dma_counter = 0
+        self.dependency_ns = 0.0
+
+    # ---- static facts ----------------------------------------------------------------------
+    def _op_info(self, op) -> _OpInfo:
+        info = self.info.get(id(op))
+        if info is None:
+            cost = self.costs.get(id(op))
+            if cost is None:
+                cost = self.costs[id(op)] = instruction_cost(op, self.target)
+            info = self.info[id(op)] = _OpInfo(cost, _reads(op), _writes(op))
+        return info
+
+    def _loop_info(self, loop: ForiLoopOp) -> _LoopInfo:
+        li = self.loops.get(id(loop))
+        if li is not None:
+            return li
+        li = self.loops[id(loop)] = _LoopInfo()
+        for op in loop.body:
+            if isinstance(op, ForiLoopOp):
+                inner = self._loop_info(op)
+                li.resources |= inner.resources
+                li.read_roots |= inner.read_roots
+                li.written_roots |= inner.written_roots
+                li.dmas += inner.dmas * op.trip_count
+                li.busy += inner.busy * op.trip_count
+                continue
+            if isinstance(op, (ReturnOp, *FREE_OPS)):
+                continue
+            info = self._op_info(op)
+            li.busy += info.cost.ns
+            li.read_roots.update(r for r, hbm in info.reads if not hbm)
+            li.written_roots.update(r for r, _ in info.writes)
+            if info.engine == "dma":
+                li.dmas += 1
+                li.busy += self.target.dge_issue_ns + self.target.dma_first_byte_latency_ns
+                li.resources.add(DMA)
+                li.resources.update(queue_name(q) for q in range(self.target.dge_instances))
+            else:
+                li.resources.add(info.engine)
+                if info.port:
+                    li.resources.add(PORT)
+        return li
+
+    # ---- scheduling ---------------------------------------------------------------------------
+    @property
+    def makespan(self) -> float:
+        return max(self.free.values(), default=0.0)
+
+    def run(self, block: Block) -> None:
+        """Schedule every instruction of ``block`` (loops included) after the current state."""
+        for op in block:
+            if isinstance(op, ForiLoopOp):
+                self._loop(op)
+            elif not isinstance(op, (ReturnOp, *FREE_OPS)):
+                self._instruction(self._op_info(op))
+
+    def _instruction(self, info: _OpInfo) -> None:
+        eng, lat = info.engine, self.lat
+        w_end, w_eng, r_end, r_eng = self.w_end, self.w_eng, self.r_end, self.r_eng
+        ready = 0.0
+        dep = 0.0
+        for root, _hbm in info.reads:                           # RAW
+            if root in w_end:
+                d = lat[w_eng[root], eng]
+                ready = max(ready, w_end[root] + d)
+                dep = max(dep, d)
+        for root, hbm in info.writes:
+            if hbm:
+                continue
+            if root in r_end:                                   # WAR
+                d = lat[r_eng[root], eng]
+                ready = max(ready, r_end[root] + d)
+                dep = max(dep, d)
+            elif root in w_end:                                 # WAW
+                d = lat[w_eng[root], eng]
+                ready = max(ready, w_end[root] + d)
+                dep = max(dep, d)
+        self.dependency_ns += dep
+        free = self.free
+        t = self.target
+        if eng == "dma":
+            q = queue_name(self.dma_counter % t.dge_instances)
+            self.dma_counter += 1
+            issue = max(ready, free.get(q, 0.0))
+            free[q] = issue + t.dge_issue_ns
+            start = max(issue + t.dge_issue_ns + t.dma_first_byte_latency_ns, free.get(DMA, 0.0))
+            end = free[DMA] = start + info.cost.ns
+        else:
+            start = max(ready, free.get(eng, 0.0))
+            if info.port:
+                start = max(start, free.get(PORT, 0.0))
+            end = free[eng] = start + info.cost.ns
+            if info.port:
+                free[PORT] = end
+        for root, hbm in info.reads:
+            if hbm:
+                continue
+            if end >= r_end.get(root, -1.0):
+                r_end[root] = end
+                r_eng[root] = eng
+        for root, hbm in info.writes:
+            if hbm:
+                if end >= w_end.get(root, -1.0):
+                    w_end[root] = end
+                    w_eng[root] = eng
+                continue
+            w_end[root] = end
+            w_eng[root] = eng
+            r_end.pop(root, None)
+
+    def _snapshot(self, li: _LoopInfo) -> tuple:
+        return ({r: self.free[r] for r in li.resources if r in self.free},
+                {b: self.w_end[b] for b in li.written_roots if b in self.w_end},
+                {b: self.r_end[b] for b in li.read_roots if b in self.r_end})
+
+    def _loop(self, loop: ForiLoopOp) -> None:
+        trips = loop.trip_count
+        k = min(trips, STEADY_STATE_ITERATIONS)
+        li = self._loop_info(loop)
+        before = None
+        dep_before = 0.0
+        for it in range(k):
+            if it == k - 1 and k < trips:
+                before = self._snapshot(li)
+                dep_before = self.dependency_ns
+            self.run(loop.body)
+        if before is None:
+            return
+        rest = trips - k
+        after = self._snapshot(li)
+        period = 0.0
+        for old, new in zip(before, after):
+            for key, t in new.items():
+                if key in old:
+                    period = max(period, t - old[key])
+        # a steady-state iteration never takes longer than its serial time
+        dep_iter = self.dependency_ns - dep_before
+        period = min(period, li.busy + dep_iter)
+        shift = rest * period
+        for r in after[0]:
+            self.free[r] += shift
+        for b in after[1]:
+            self.w_end[b] += shift
+        for b in after[2]:
+            self.r_end[b] += shift
+        self.dependency_ns += rest * dep_iter
+        self.dma_counter += rest * li.dmas
