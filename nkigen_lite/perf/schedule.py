@@ -96,9 +96,9 @@ class Scheduler:
     ``dependency_ns`` the sum over executed instructions of their largest dependency latency
     (the latency part of the serial time)."""
 
-    def __init__(self, target: Target, costs: dict):
+    def __init__(self, target: Target, costs: dict | None = None, trace: bool = False):
         self.target = target
-        self.costs = costs                      # id(op) -> InstructionCost, shared with the caller
+        self.costs = {} if costs is None else costs   # id(op) -> InstructionCost
         self.lat = latency_table(target)
         self.info: dict[int, _OpInfo] = {}
         self.loops: dict[int, _LoopInfo] = {}
@@ -109,6 +109,7 @@ class Scheduler:
         self.r_eng: dict[int, str] = {}
         self.dma_counter = 0
         self.dependency_ns = 0.0
+        self.trace: list | None = [] if trace else None   # (op, start, end) per scheduled instruction
 
     # ---- static facts ----------------------------------------------------------------------
     def _op_info(self, op) -> _OpInfo:
@@ -162,9 +163,12 @@ class Scheduler:
             if isinstance(op, ForiLoopOp):
                 self._loop(op)
             elif not isinstance(op, (ReturnOp, *FREE_OPS)):
-                self._instruction(self._op_info(op))
+                start, end = self._instruction(self._op_info(op))
+                if self.trace is not None:
+                    self.trace.append((op, start, end))
 
-    def _instruction(self, info: _OpInfo) -> None:
+    def _instruction(self, info: _OpInfo) -> tuple[float, float]:
+        """Schedule one instruction; returns its start (a DMA: its issue) and end."""
         eng, lat = info.engine, self.lat
         w_end, w_eng, r_end, r_eng = self.w_end, self.w_eng, self.r_end, self.r_eng
         ready = 0.0
@@ -191,10 +195,10 @@ class Scheduler:
         if eng == "dma":
             q = queue_name(self.dma_counter % t.dge_instances)
             self.dma_counter += 1
-            issue = max(ready, free.get(q, 0.0))
-            free[q] = issue + t.dge_issue_ns
-            start = max(issue + t.dge_issue_ns + t.dma_first_byte_latency_ns, free.get(DMA, 0.0))
-            end = free[DMA] = start + info.cost.ns
+            start = max(ready, free.get(q, 0.0))
+            free[q] = start + t.dge_issue_ns
+            xfer = max(start + t.dge_issue_ns + t.dma_first_byte_latency_ns, free.get(DMA, 0.0))
+            end = free[DMA] = xfer + info.cost.ns
         else:
             start = max(ready, free.get(eng, 0.0))
             if info.port:
@@ -217,6 +221,7 @@ class Scheduler:
             w_end[root] = end
             w_eng[root] = eng
             r_end.pop(root, None)
+        return start, end
 
     def _snapshot(self, li: _LoopInfo) -> tuple:
         return ({r: self.free[r] for r in li.resources if r in self.free},
