@@ -29,7 +29,7 @@ trip counts.
 from __future__ import annotations
 
 from ..ir.graph import Block, ReturnOp
-from ..nki.ops import DmaCopyOp, ForiLoopOp, HbmViewOp, MatmulOp
+from ..nki.ops import ForiLoopOp, HbmViewOp, MatmulOp
 from ..nki.target import Target
 from ..nki.types import HbmType
 from .instruction_cost import FREE_OPS, InstructionCost, instruction_cost

@@ -37,7 +37,8 @@ def matmul(n, dt):
 
 def transpose(p, f, engine="tensor", dtype=F32):
     def build(b):
-        dst, src = tiles(b, ((f, p), dtype, "psum" if engine == "tensor" else "sbuf"), ((p, f), dtype, "sbuf"))
+        space = "psum" if engine == "tensor" else "sbuf"
+        dst, src = tiles(b, ((f, p), dtype, space), ((p, f), dtype, "sbuf"))
         b.nc_transpose(dst, src, engine=engine)
     return build
 

@@ -3,8 +3,9 @@ lower bound never exceeds the scheduled time, which never exceeds the serial tim
 bound never beats the roofline (for kernels that
 read every input and write every output once); random compiled graphs keep the invariants.
 
-Roofline vs lower bound (and lower bound vs scheduled) is compared with a 1e-9 relative slack: a kernel at exactly peak sums
-the same time two ways (cycles / clock vs FLOPs / peak) with different float rounding.
+Roofline vs lower bound (and lower bound vs scheduled) is compared with a 1e-9 relative slack:
+a kernel at exactly peak sums the same time two ways (cycles / clock vs FLOPs / peak) with
+different float rounding.
 """
 
 from __future__ import annotations
