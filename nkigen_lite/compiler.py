@@ -107,6 +107,13 @@ class Kernel:
 
         return estimate(self.nki, self.target)
 
+    def warnings(self) -> list:
+        """Performance warnings (``PerfWarning``: op, reason) when the scheduled estimate exceeds
+        3x the roofline or HBM traffic 2x the minimum (see perf/perf_warnings.py)."""
+        from .perf.perf_warnings import kernel_warnings
+
+        return kernel_warnings(self.nki, self.target, self.estimate(), self.stats())
+
 
 class _Progress:
     """Per-stage progress on stderr, shown only once a compile has taken over a second."""
