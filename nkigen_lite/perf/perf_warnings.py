@@ -15,7 +15,8 @@ reason read off its NKI instructions:
 - ``reduction on N partition(s)`` / ``N of 128 partitions``: work on few partitions (also a DMA
   that reaches few DMA engines);
 - ``DMA and compute serialised``: the schedule is far above the overlapped lower bound (tiles
-  reused by every loop iteration, so loads wait for the previous iteration's compute).
+  reused by every loop iteration, so loads wait for the previous iteration's compute); given to
+  the busiest op and to every other named op without a finding of its own.
 
 Time findings are weighted by the busy time they cover, traffic findings by the HBM bytes.
 """
@@ -206,7 +207,7 @@ def kernel_warnings(graph: Graph, target: Target = TRN2, est: Estimate | None = 
             if busy < 0.25 * ranked[0][1]:
                 break
             reasons = dict(f.time.get(loc, {}))
-            if serialised > SERIALISED_RATIO and loc == ranked[0][0]:
+            if serialised > SERIALISED_RATIO and (loc == ranked[0][0] or not reasons):
                 reasons[f"DMA and compute serialised (tiles reused by every loop iteration: "
                         f"scheduled {serialised:.1f}x the overlapped lower bound)"] = (
                     est.scheduled_ns - est.lower_bound_ns)

@@ -14,8 +14,9 @@ iteration i+1 waits for the readers of iteration i. HBM tensors only carry RAW d
 
 A ``dma_copy`` is issued on one of the HW-DGE queues (round robin in execution order), which it
 occupies for ``dge_issue_ns``; its transfer starts ``dma_first_byte_latency_ns`` later (the
-latency overlaps other in-flight DMAs) and occupies the DMA engines for its transfer time
-(transfers are served one after another). VectorE instructions in performance mode and every
+latency overlaps other in-flight DMAs) and occupies the DMA engines for its transfer time:
+transfers do not overlap each other, but one may fill an earlier idle gap of the DMA engines
+(the queues feed them independently). VectorE instructions in performance mode and every
 GpSimd instruction also occupy the SBUF bus those two engines share (facts §1.4).
 
 Loops: the first ``STEADY_STATE_ITERATIONS`` iterations of a ``fori_loop`` are scheduled; every
@@ -36,6 +37,7 @@ from .instruction_cost import FREE_OPS, InstructionCost, instruction_cost
 from .latency import latency_table
 
 STEADY_STATE_ITERATIONS = 4     # loop iterations scheduled before extrapolating (a model choice)
+IDLE_GAPS_KEPT = 32             # idle intervals of the DMA engines remembered for later transfers
 PORT = "vector_gpsimd_port"     # the SBUF bus VectorE (perf mode) and GpSimd share
 DMA = "dma"                     # the DMA engines (transfers)
 
@@ -108,6 +110,7 @@ class Scheduler:
         self.r_end: dict[int, float] = {}       # buffer -> end of its reads since that write
         self.r_eng: dict[int, str] = {}
         self.dma_counter = 0
+        self.gaps: list[list[float]] = []       # idle [start, end) of the DMA engines before free[DMA]
         self.dependency_ns = 0.0
         self.trace: list | None = [] if trace else None   # (op, start, end) per scheduled instruction
 
@@ -197,8 +200,8 @@ class Scheduler:
             self.dma_counter += 1
             start = max(ready, free.get(q, 0.0))
             free[q] = start + t.dge_issue_ns
-            xfer = max(start + t.dge_issue_ns + t.dma_first_byte_latency_ns, free.get(DMA, 0.0))
-            end = free[DMA] = xfer + info.cost.ns
+            end = self._transfer(start + t.dge_issue_ns + t.dma_first_byte_latency_ns,
+                                 info.cost.ns)
         else:
             start = max(ready, free.get(eng, 0.0))
             if info.port:
@@ -222,6 +225,33 @@ class Scheduler:
             w_eng[root] = eng
             r_end.pop(root, None)
         return start, end
+
+    def _transfer(self, ready: float, ns: float) -> float:
+        """Place a DMA transfer of ``ns`` on the DMA engines at or after ``ready``: in the first
+        remembered idle gap it fits (transfers of different queues are served as they become
+        ready), else after the last transfer. Returns its end."""
+        for g in self.gaps:
+            start = max(ready, g[0])
+            if start + ns <= g[1]:
+                end = start + ns
+                if start > g[0] and end < g[1]:
+                    self.gaps.insert(self.gaps.index(g) + 1, [end, g[1]])
+                    g[1] = start
+                elif start > g[0]:
+                    g[1] = start
+                elif end < g[1]:
+                    g[0] = end
+                else:
+                    self.gaps.remove(g)
+                return end
+        last = self.free.get(DMA, 0.0)
+        start = max(ready, last)
+        if start > last:
+            self.gaps.append([last, start])
+            if len(self.gaps) > IDLE_GAPS_KEPT:
+                del self.gaps[0]
+        end = self.free[DMA] = start + ns
+        return end
 
     def _snapshot(self, li: _LoopInfo) -> tuple:
         return ({r: self.free[r] for r in li.resources if r in self.free},
@@ -260,3 +290,5 @@ class Scheduler:
             self.r_end[b] += shift
         self.dependency_ns += rest * dep_iter
         self.dma_counter += rest * li.dmas
+        # idle gaps of the DMA engines inside the extrapolated iterations are not known: the
+        # remembered ones all lie in the scheduled iterations or before

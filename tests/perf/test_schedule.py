@@ -324,3 +324,37 @@ def test_scheduling_work_does_not_grow_with_trip_counts():
     # the steady-state period is at least the busiest resource's work per iteration
     busiest = max(e1000.by_resource_ns.values()) / 1000
     assert per_iteration >= busiest * (1 - 1e-9)
+
+
+def test_a_transfer_ready_early_fills_an_idle_gap_of_the_dma_engines():
+    """load a; long VectorE work on a; store a; load b (independent, later in program order):
+    b's transfer runs while VectorE works, not after the store."""
+    b = nk.nki.Builder("gap")
+    x = b.add_input("x", (128, 4096), nk.float32)
+    z = b.add_input("z", (128, 4096), nk.float32)
+    y = b.alloc((128, 4096), nk.float32, "hbm", name="y")
+    w = b.alloc((128, 4096), nk.float32, "hbm", name="w")
+    t, u = b.alloc((128, 4096)), b.alloc((128, 4096))
+    b.loc = "load a"
+    b.dma_copy(t, x)
+    b.loc = "work"
+    b.tensor_scalar(t, t, "multiply", 2.0)
+    b.loc = "store a"
+    b.dma_copy(y, t)
+    b.loc = "load b"
+    b.dma_copy(u, z)
+    b.loc = "store b"
+    b.dma_copy(w, u)
+    b.dealloc(t)
+    b.dealloc(u)
+    b.set_outputs({"y": y, "w": w})
+    g = b.graph
+    T = _transfer(g, "load a")
+    times = _times(_schedule(g))
+    work_end = ISSUE + L + T + DMA_TO_ENGINE + 4096 / V
+    assert times["work"][1] == pytest.approx(work_end, rel=1e-12)
+    # load b: third DMA, queue 0 (free at 600 ns); its transfer follows load a's at once
+    assert times["load b"] == pytest.approx((ISSUE, ISSUE + L + T + T), rel=1e-12)
+    # ... in the gap before the store's transfer, scheduled earlier in program order
+    assert times["load b"][1] <= times["store a"][1] - T
+    assert times["store a"][1] == pytest.approx(work_end + ENGINE_TO_DMA + ISSUE + L + T, rel=1e-12)
