@@ -58,6 +58,8 @@ def cmd_demo(args) -> int:
         print(f"#   {line}")
     for line in k.estimate().summary().splitlines():
         print(f"#   {line}")
+    for warning in k.warnings():                # performance warnings on stderr
+        print(warning, file=sys.stderr)
     inputs = w.inputs(g, seed=0)
     ref = w.reference(**inputs)
     _report_errors("tensor interpreter         ", run(g, inputs), ref)
@@ -117,6 +119,8 @@ def cmd_compile(args) -> int:
     if stage != "nki" and stage not in STAGES:
         raise CliError(f"--stage {stage!r} is not a stage; stages: {', '.join(STAGES)}, nki")
     k = nk_compile(g, knobs=knobs, verbose=args.verbose)
+    for warning in k.warnings():                # performance warnings on stderr
+        print(warning, file=sys.stderr)
     emit = args.emit or ("nki" if (args.output or "").endswith(".py") else "ir")
     if emit == "nki":
         artifact = k.nki_source()
