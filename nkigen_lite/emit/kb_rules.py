@@ -127,8 +127,9 @@ def _tensor_reduce(w, op) -> None:
 
 @rule(K.SelectOp)
 def _select(w, op) -> None:
+    kw = {"reverse_pred": True} if op.attrs["reverse_pred"] else {}
     w.isa_call(T.SELECT, dst=w.access(op, "dst"), predicate=w.access(op, "predicate"),
-               on_true=w.access(op, "on_true"), on_false=w.operand(op, "on_false"))
+               on_true=w.access(op, "on_true"), on_false=w.operand(op, "on_false"), **kw)
 
 
 @rule(K.AffineSelectOp)

@@ -160,9 +160,11 @@ def _tensor_reduce(e: SourceEmitter, op) -> None:
 
 @rule(K.SelectOp, "nisa.select_reduce")
 def _select(e: SourceEmitter, op) -> None:
-    e.call("nisa.select_reduce", [("dst", e.access(op, "dst")), ("predicate", e.access(op, "predicate")),
-                                  ("on_true", e.access(op, "on_true")),
-                                  ("on_false", e.operand(op, "on_false"))])
+    args = [("dst", e.access(op, "dst")), ("predicate", e.access(op, "predicate")),
+            ("on_true", e.access(op, "on_true")), ("on_false", e.operand(op, "on_false"))]
+    if op.attrs["reverse_pred"]:
+        args.append(("reverse_pred", "True"))
+    e.call("nisa.select_reduce", args)
 
 
 @rule(K.AffineSelectOp, "nisa.affine_select")

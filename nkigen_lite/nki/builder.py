@@ -162,10 +162,11 @@ class Builder:
         self._emit(ops.TensorReduceOp, dst=dst, data=data, op=op, axis=axis, negate=negate,
                    keepdims=keepdims, engine="vector")
 
-    def select(self, dst, predicate, on_true, on_false) -> None:
-        """dst = on_true where predicate != 0 else on_false (an access or a number)."""
+    def select(self, dst, predicate, on_true, on_false, reverse_pred: bool = False) -> None:
+        """dst = on_true where predicate != 0 (== 0 with ``reverse_pred``) else on_false (an fp32
+        number or a (P, 1) column access)."""
         self._emit(ops.SelectOp, dst=dst, predicate=predicate, on_true=on_true,
-                   on_false=on_false, engine="vector")
+                   on_false=on_false, reverse_pred=reverse_pred, engine="vector")
 
     def affine_select(self, dst, pattern, channel_multiplier: int, on_true_tile,
                       on_false_value: float, cmp_op: str = "equal", offset=0) -> None:

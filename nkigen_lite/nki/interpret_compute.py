@@ -197,6 +197,8 @@ def _tensor_reduce(it: I, op, args):
 @I.impl(ops.SelectOp)
 def _select(it: I, op, args):
     pred = _pf(it.read_access(op, "predicate", args)) != 0
+    if op.attrs["reverse_pred"]:
+        pred = ~pred
     on_true = _load(it, op, "on_true", args, False)
     on_false = _operand(it, op, "on_false", args, False)
     it.write_access(op, "dst", args, np.where(pred, on_true, on_false))

@@ -275,16 +275,36 @@ def _tensor_reduce(ctx, op) -> None:
         _check_bitvec(ctx, op, alu, ("dst", "data"))
 
 
+# nisa.select_reduce, NKI 0.6 (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/
+# generated/nki.isa.select_reduce.html): predicate int8/uint8/int16/uint16; on_true any dtype but
+# tfloat32/int32/uint32; on_false an fp32 scalar or an (on_true.shape[0], 1) vector; on_true and
+# predicate not both in PSUM; on_true, predicate and dst the same partitions x elements.
+SELECT_PREDICATE_DTYPES = frozenset({"i8", "u8", "i16", "u16"})
+SELECT_ON_TRUE_EXCLUDED = frozenset({"tf32", "i32", "u32"})
+
+
 @rule(ops.SelectOp)
 def _select(ctx, op) -> None:
     check_compute_common(ctx, op)
     _same_pf(ctx, op, "dst", "predicate")
     _same_pf(ctx, op, "dst", "on_true")
+    pred, on_true = op.access("predicate"), op.access("on_true")
+    if pred.dtype.name not in SELECT_PREDICATE_DTYPES:
+        raise ctx.fail(op, f"select_reduce predicate must be int8/uint8/int16/uint16, got "
+                           f"{pred.dtype}")
+    if on_true.dtype.name in SELECT_ON_TRUE_EXCLUDED:
+        raise ctx.fail(op, f"select_reduce on_true may not be {on_true.dtype} (tfloat32, int32 "
+                           "and uint32 are excluded)")
+    if pred.space is PSUM and on_true.space is PSUM:
+        raise ctx.fail(op, "predicate and on_true are both in PSUM; at most one may be")
     if op.access("on_false") is not None:
-        _same_pf(ctx, op, "dst", "on_false")
-    pred = op.access("predicate").dtype
-    if not (pred.is_bool or pred.is_int) or pred.itemsize > 2:
-        raise ctx.fail(op, f"predicate must be a 1- or 2-byte integer or bool tile, got {pred}")
+        _column(ctx, op, "on_false", "on_true")
+    else:
+        v = op.attrs["on_false"]
+        with np.errstate(over="ignore"):
+            exact = isinstance(v, float) and (v != v or float(np.float32(v)) == v)
+        if not exact:
+            raise ctx.fail(op, f"select_reduce scalar on_false must be an fp32 number, got {v!r}")
 
 
 __all__ = ["OP_RULES", "rule", "check_compute_common"]

@@ -173,6 +173,11 @@ def _trailing_axes(axis, data, where: str) -> tuple[int, ...]:
     return norm
 
 
+# select_reduce operand dtypes (NKI 0.6 nki.isa.select_reduce page) [ISA]
+SELECT_PREDICATE_DTYPES = frozenset({"int8", "uint8", "int16", "uint16"})
+SELECT_ON_TRUE_EXCLUDED = frozenset({"tfloat32", "int32", "uint32"})
+
+
 def select_reduce(dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd=E.reduce_cmd.idle,
                   reduce_op=maximum, reverse_pred=False, name=""):
     """dst = predicate ? on_true : on_false (Vector); optional free-axis reduce into reduce_res."""
@@ -181,17 +186,27 @@ def select_reduce(dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd
     dst = tile_arg(dst, where, "dst")
     pred = tile_arg(predicate, where, "predicate")
     on_true = tile_arg(on_true, where, "on_true")
-    if not (pred.dtype.is_int or pred.dtype.is_bool):
-        raise NkiSimError(f"{where}: predicate must have an integer dtype, got {pred.dtype.numpy_name}")
+    if pred.dtype.numpy_name not in SELECT_PREDICATE_DTYPES:
+        raise NkiSimError(f"{where}: predicate dtype must be int8, uint8, int16 or uint16, got "
+                          f"{pred.dtype.numpy_name} [ISA]")
+    if on_true.dtype.numpy_name in SELECT_ON_TRUE_EXCLUDED:
+        raise NkiSimError(f"{where}: on_true may not be {on_true.dtype.numpy_name} (tfloat32, "
+                          "int32 and uint32 are excluded) [ISA]")
     same_layout(where, "dst", dst, predicate=pred, on_true=on_true)
     p = dst.shape[0]
     if is_scalar(on_false):
+        if not isinstance(on_false, (float, np.floating)) or (
+                on_false == on_false and float(np.float32(on_false)) != float(on_false)):
+            raise NkiSimError(f"{where}: a scalar on_false must be a float32 number, got "
+                              f"{on_false!r} [ISA]")
         false_vals = np.float32(on_false)
     else:
         on_false = tile_arg(on_false, where, "on_false")
-        same_layout(where, "dst", dst, on_false=on_false)
+        if on_false.shape[0] != p or on_false.free_size != 1:
+            raise NkiSimError(f"{where}: on_false {on_false.describe()} must be a scalar or a "
+                              f"({p}, 1) vector [ISA]")
         false_vals = rows(on_false, where, "on_false")
-    check_one_psum_input(where, predicate=pred, on_true=on_true, on_false=on_false)
+    check_one_psum_input(where, predicate=pred, on_true=on_true)
     mask = pred.read(where).reshape(p, -1) != 0
     if reverse_pred:
         mask = ~mask

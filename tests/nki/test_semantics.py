@@ -162,14 +162,17 @@ def test_affine_select_builds_a_causal_mask():
     np.testing.assert_array_equal(got, np.where(c <= r, x, -np.inf))
 
 
-@pytest.mark.parametrize("on_false", ["imm", "tile"])
-def test_select(on_false):
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("on_false", ["imm", "column"])
+def test_select(on_false, reverse):
     pred = (RNG.uniform(size=(128, 64)) > 0.5).astype(np.uint8)
 
     def body(bb, tp, ta, tb, o):
-        bb.select(dst=o, predicate=tp, on_true=ta, on_false=-7.0 if on_false == "imm" else tb)
+        bb.select(dst=o, predicate=tp, on_true=ta,
+                  on_false=-7.0 if on_false == "imm" else tb[0:128, 0:1], reverse_pred=reverse)
     got = tile_prog({"p": pred, "a": A, "b": B}, (128, 64), F32, body)
-    np.testing.assert_array_equal(got, np.where(pred != 0, A, -7.0 if on_false == "imm" else B))
+    keep = (pred == 0) if reverse else (pred != 0)
+    np.testing.assert_array_equal(got, np.where(keep, A, -7.0 if on_false == "imm" else B[:, :1]))
 
 
 def _gelu(x):

@@ -37,7 +37,7 @@ def every_op_graph() -> nk.Graph:
         b.tensor_reduce(dst=col, op="add", data=t, axis=(1,), negate=True, keepdims=True)
         b.tensor_scalar(dst=pr, data=t, op0="greater", operand0=0.0)
         b.select(dst=u, predicate=pr, on_true=u, on_false=-1.0)
-        b.select(dst=u, predicate=pr, on_true=u, on_false=t)
+        b.select(dst=u, predicate=pr, on_true=u, on_false=t[:, 0:1], reverse_pred=True)
         b.affine_select(dst=t, pattern=[[-1, 64]], channel_multiplier=1, on_true_tile=t,
                         on_false_value=-3e38, cmp_op="greater_equal", offset=i)
         b.nc_matmul(dst=ps[:, 0:64], stationary=sq, moving=t)

@@ -154,7 +154,7 @@ CASES = {
                                                             data=_t(b), axis=1),
                             "bitwise op bitwise_or needs integer operands"),
     "select_predicate": (lambda b, x, y: b.select(dst=_t(b), predicate=_t(b), on_true=_t(b), on_false=0.0),
-                         "predicate must be a 1- or 2-byte integer or bool tile, got f32"),
+                         "predicate must be int8/uint8/int16/uint16, got f32"),
 }
 
 

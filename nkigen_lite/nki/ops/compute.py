@@ -138,11 +138,13 @@ class TensorReduceOp(ComputeOp):
 
 
 class SelectOp(ComputeOp):
-    """``nki.select dst, predicate, on_true {on_false}``: where(predicate != 0, on_true, on_false)."""
+    """``nki.select dst, predicate, on_true {on_false, reverse_pred}``: NISA select_reduce
+    without a reduction, where(predicate != 0, on_true, on_false) (predicate == 0 with
+    ``reverse_pred``); on_false is an fp32 immediate or a (P, 1) column."""
 
     name = "nki.select"
     attr_spec = (Attr("dst", ACCESS), Attr("predicate", ACCESS), Attr("on_true", ACCESS),
-                 Attr("on_false", ACCESS_OR_SCALAR), ENGINE_ATTR)
+                 Attr("on_false", ACCESS_OR_SCALAR), Attr("reverse_pred", BOOL, False), ENGINE_ATTR)
     writes = ("dst",)
     engines = ("vector",)
 

@@ -13,6 +13,7 @@ from ...nki.types import Access, DimSlice
 from ...tensor import ops as T
 from .fold import ActSpec
 from .group_emit import GroupEmitter
+from .select import select_into
 from .tile_common import ALU, FLOAT_EXACT_LIMIT, Imm, arg, default_engine, fp32_column, scratch
 
 
@@ -151,7 +152,7 @@ def _floor_like(em: GroupEmitter, x: Access, v: Value, inst, dst: Access, ceil: 
     small = scratch(em, v, inst, "u8")
     em.b.tensor_scalar(dst=small, data=x, op0="abs_max", operand0=0.0, op1="less",
                        operand1=FLOAT_EXACT_LIMIT)
-    em.b.select(dst=dst, predicate=small, on_true=adj, on_false=x)
+    select_into(em, v, inst, dst, small, adj, x)
 
 
 def unary(em: GroupEmitter, op: Op, inst) -> None:
@@ -224,25 +225,3 @@ def cast(em: GroupEmitter, op: Op, inst) -> None:
     if src_t.is_float and dst_t.is_float:
         eng = em.pick_engine(("vector", "scalar"), dst.free_size)
     b.tensor_copy(dst=dst, src=x, engine=eng)
-
-
-def where(em: GroupEmitter, op: Op, inst) -> None:
-    v = op.result
-    ve = em.ext(v)
-    c, a, f = (arg(em, u, inst, ve) for u in op.operands)
-    em.new_tile(v, inst)
-    dst = em.access(v, inst)
-    if isinstance(a, Imm):
-        t = scratch(em, v, inst, v.type.dtype)
-        em.b.memset(dst=t, value=v.type.dtype.python_value(a.value))
-        a = t
-    if isinstance(c, Imm):
-        if c.value:
-            return em.b.tensor_copy(dst=dst, src=a)
-        if isinstance(f, Imm):
-            return em.b.memset(dst=dst, value=v.type.dtype.python_value(f.value))
-        return em.b.tensor_copy(dst=dst, src=f)
-    on_false = f.value if isinstance(f, Imm) else f
-    em.b.select(dst=dst, predicate=c, on_true=a, on_false=on_false)
-
-

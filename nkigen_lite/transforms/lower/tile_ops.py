@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...ir.errors import BuildError
 from ...ir.op import Op
 from ...tensor import ops as T
-from . import elementwise, reduce, sources
+from . import elementwise, reduce, select, sources
 from .group_emit import GroupEmitter
 
 
@@ -29,6 +29,6 @@ def emit_op(em: GroupEmitter, op: Op, inst) -> None:
 
 _RULES = {
     T.BinaryOp: elementwise.binary, T.UnaryOp: elementwise.unary, T.CastOp: elementwise.cast,
-    T.WhereOp: elementwise.where, T.ReduceOp: reduce.reduce, T.IotaOp: sources.iota,
+    T.WhereOp: select.lower_where, T.ReduceOp: reduce.reduce, T.IotaOp: sources.iota,
     T.FullOp: sources.full,
 }
