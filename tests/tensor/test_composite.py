@@ -237,3 +237,12 @@ def test_bad_uses_name_the_op():
         nk.ops.apply("softmax", np.ones((2, 2), np.float32), dim=0)
     with pytest.raises(nk.BuildError, match="approximate must be 'none' or 'tanh'"):
         nk.ops.gelu(np.ones(2, np.float32), approximate="fast")
+
+
+@pytest.mark.parametrize("name, attrs", CASES, ids=IDS)
+def test_nk_ops_on_float64_arrays_stay_float64(name, attrs):
+    x = data((16, 24), seed=9).astype(np.float64)
+    fn = getattr(nk.ops, name) if name != "gelu_tanh" else (lambda x: nk.ops.gelu(x, approximate="tanh"))
+    got = fn(x, **attrs)
+    assert got.dtype == np.float64
+    close(got, REF[name](x, **attrs), 1e-12)
