@@ -219,7 +219,7 @@ def _write_arrays(out: dict, path: str | None) -> None:
           file=sys.stderr)
 
 
-def cmd_workloads(args) -> int:
+def cmd_workloads(_args) -> int:
     from ..workloads.registry import WORKLOADS, _load_all
 
     _load_all()

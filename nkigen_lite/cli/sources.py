@@ -50,7 +50,7 @@ def read_text(path: str) -> str:
                        f"{source}:{line}:{col}") from None
 
 
-def parse_ir(text: str, source: str, verify: bool = True) -> tuple[Graph, dict]:
+def parse_ir(text: str, _source: str, verify: bool = True) -> tuple[Graph, dict]:
     """Parse IR text; returns the graph and ``{op: (line, col)}`` for located diagnostics."""
     from ..ir.parser import Parser
 

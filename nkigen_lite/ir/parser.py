@@ -273,6 +273,19 @@ class Parser:
         self.depth -= 1
         return Region([block])
 
+    def parse_loc(self) -> str | None:
+        """An optional ``loc("...")`` on the op's line."""
+        if not self.at_on_line("loc"):
+            return None
+        self.take()
+        self.expect("(")
+        tok = self.peek()
+        if tok.kind != "string":
+            raise self.error(f"expected a location string, found {self.describe(tok)}", tok)
+        loc = self.take().value
+        self.expect(")")
+        return loc
+
     def parse_op(self, block: Block) -> None:
         first = self.peek()
         self.op_line = first.line
@@ -306,15 +319,7 @@ class Parser:
                 f"{cls.name}: {len(result_toks)} result names but {len(types)} result types",
                 name_tok,
             )
-        loc = None
-        if self.at_on_line("loc"):
-            self.take()
-            self.expect("(")
-            tok = self.peek()
-            if tok.kind != "string":
-                raise self.error(f"expected a location string, found {self.describe(tok)}", tok)
-            loc = self.take().value
-            self.expect(")")
+        loc = self.parse_loc()
         line = self.op_line
         regions = []
         while self.peek().line == line and self.at("("):

@@ -131,7 +131,7 @@ class _Worklist:
             for u in r.users:
                 self.push(u)
 
-    def on_erase(self, op: Op, operand_defs: Iterable[Op]) -> None:
+    def on_erase(self, _op: Op, operand_defs: Iterable[Op]) -> None:
         for d in operand_defs:
             self.push(d)
 

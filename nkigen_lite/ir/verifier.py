@@ -65,58 +65,75 @@ class _Verifier:
         count = 0
         for op in block:
             count += 1
-            self.attached.add(op)
-            if op.parent is not block:
-                raise self.fail("op's parent pointer does not match its block", op)
-            if op.has_trait(Terminator) and op is not block.last:
-                raise self.fail(f"{op.name} must be the last op of its block", op)
-            if isinstance(op, ReturnOp) and owner is not None:
-                raise self.fail("return is only allowed at the graph's top level", op)
-            for i, v in enumerate(op.operands):
-                if not isinstance(v, Value):
-                    raise self.fail(f"operand {i} is not a Value", op)
-                if v not in visible:
-                    raise self.fail(
-                        f"operand {i} ({self.printer.name(v)}) is used before its definition "
-                        "or outside its scope", op)
-                if Use(op, i) not in v._uses:
-                    raise self.fail(
-                        f"operand {i} ({self.printer.name(v)}) is missing this use in its use-list",
-                        op)
-            for i, r in enumerate(op.results):
-                if r.owner is not op or r.index != i:
-                    raise self.fail(f"result {i} does not point back to its op", op)
-                for use in r.uses:
-                    self.check_use_entry(r, use, op)
-                    ops = use.op.operands
-                    if use.index >= len(ops) or ops[use.index] is not r:
-                        raise self.fail(
-                            f"use-list of result {i} names operand {use.index} of a "
-                            f"{use.op.name} op that does not use it", op)
-            if len(op.regions) != op.num_regions:
-                raise self.fail(f"expected {op.num_regions} regions, found {len(op.regions)}", op)
-            inner_visible = visible
-            for region in op.regions:
-                if region.parent is not op:
-                    raise self.fail("region's parent pointer does not match its op", op)
-                for b in region.blocks:
-                    if b.parent is not region:
-                        raise self.fail("block's parent pointer does not match its region", op)
-                    self.check_args(b, op)
-                    inner_visible = set(visible)
-                    inner_visible.update(b.args)
-                    self.block(b, inner_visible, op)
-            try:
-                op.verify()
-            except VerifyError:
-                raise
-            except Exception as e:  # noqa: BLE001 - every failure becomes a VerifyError
-                kind = "" if type(e).__name__ == "BuildError" else f"{type(e).__name__}: "
-                raise self.fail(f"{kind}{e}", op) from None
+            self.placement(op, block, owner)
+            self.operands(op, visible)
+            self.results(op)
+            self.regions(op, visible)
+            self.own_rules(op)
             visible.update(op.results)
             self.defined_values.extend(op.results)
         if count != len(block):
             raise self.fail("block op count does not match its linked list")
+
+    def placement(self, op: Op, block: Block, owner: Op | None) -> None:
+        """Parent pointer, terminator position, return only at the top level."""
+        self.attached.add(op)
+        if op.parent is not block:
+            raise self.fail("op's parent pointer does not match its block", op)
+        if op.has_trait(Terminator) and op is not block.last:
+            raise self.fail(f"{op.name} must be the last op of its block", op)
+        if isinstance(op, ReturnOp) and owner is not None:
+            raise self.fail("return is only allowed at the graph's top level", op)
+
+    def operands(self, op: Op, visible: set[Value]) -> None:
+        """Operands are visible Values whose use-lists name this use."""
+        for i, v in enumerate(op.operands):
+            if not isinstance(v, Value):
+                raise self.fail(f"operand {i} is not a Value", op)
+            if v not in visible:
+                raise self.fail(
+                    f"operand {i} ({self.printer.name(v)}) is used before its definition "
+                    "or outside its scope", op)
+            if Use(op, i) not in v._uses:
+                raise self.fail(
+                    f"operand {i} ({self.printer.name(v)}) is missing this use in its use-list",
+                    op)
+
+    def results(self, op: Op) -> None:
+        """Results point back to their op; every use-list entry is a real use."""
+        for i, r in enumerate(op.results):
+            if r.owner is not op or r.index != i:
+                raise self.fail(f"result {i} does not point back to its op", op)
+            for use in r.uses:
+                self.check_use_entry(r, use, op)
+                ops = use.op.operands
+                if use.index >= len(ops) or ops[use.index] is not r:
+                    raise self.fail(
+                        f"use-list of result {i} names operand {use.index} of a "
+                        f"{use.op.name} op that does not use it", op)
+
+    def regions(self, op: Op, visible: set[Value]) -> None:
+        """Region count and parent pointers; each nested block sees the enclosing values."""
+        if len(op.regions) != op.num_regions:
+            raise self.fail(f"expected {op.num_regions} regions, found {len(op.regions)}", op)
+        for region in op.regions:
+            if region.parent is not op:
+                raise self.fail("region's parent pointer does not match its op", op)
+            for b in region.blocks:
+                if b.parent is not region:
+                    raise self.fail("block's parent pointer does not match its region", op)
+                self.check_args(b, op)
+                self.block(b, set(visible) | set(b.args), op)
+
+    def own_rules(self, op: Op) -> None:
+        """The op's own ``verify``; any failure becomes a VerifyError naming the op."""
+        try:
+            op.verify()
+        except VerifyError:
+            raise
+        except Exception as e:  # noqa: BLE001 - every failure becomes a VerifyError
+            kind = "" if type(e).__name__ == "BuildError" else f"{type(e).__name__}: "
+            raise self.fail(f"{kind}{e}", op) from None
 
 
 def verify_graph(graph: Graph) -> None:

@@ -204,7 +204,7 @@ I = NkiInterpreter
 
 
 @I.impl(ops.AllocOp)
-def _alloc(it: I, op, args):
+def _alloc(it: I, op, _args):
     return [it.allocate(op)]
 
 
@@ -224,7 +224,7 @@ def _view(it: I, op, args):
 
 
 @I.impl(ops.ForiLoopOp)
-def _loop(it: I, op, args):
+def _loop(it: I, op, _args):
     name = it.printer.name(op.index)
     for i in range(op.attrs["lower"], op.attrs["upper"], op.attrs["step"]):
         it.iteration.append((name, i))
@@ -235,7 +235,7 @@ def _loop(it: I, op, args):
 
 
 @I.impl(ReturnOp)
-def _return(it: I, op, args):
+def _return(_it: I, _op, _args):
     return None
 
 

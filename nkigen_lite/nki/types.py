@@ -131,7 +131,7 @@ class IndexType(Type):
         return hash("index")
 
     @classmethod
-    def from_body(cls, body: str) -> IndexType:
+    def from_body(cls, _body: str) -> IndexType:
         return INDEX
 
 

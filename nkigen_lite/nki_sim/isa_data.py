@@ -29,7 +29,7 @@ def dma_copy(dst, src, priority=None, oob_mode=E.oob_mode.error, dge_mode=E.dge_
              engine=E.engine.unknown, name=""):
     """dst = src by DMA (HBM<->SBUF, HBM<->HBM, SBUF<->SBUF); dtypes other than dst's cast via fp32."""
     where = "nisa.dma_copy"
-    run = begin(where)
+    run = begin(where, name)
     dst = tensor_arg(dst, where, "dst")
     src = tensor_arg(src, where, "src")
     _check_dma_options(where, priority, oob_mode, dge_mode, engine)
@@ -71,7 +71,7 @@ def _check_dma_options(where, priority, oob, dge, eng) -> None:
 def tensor_copy(dst, src, engine=E.engine.unknown, name=""):
     """On-chip copy (bit-exact when dtypes match, else via fp32) on Vector, Scalar or GpSimd."""
     where = "nisa.tensor_copy"
-    run = begin(where)
+    run = begin(where, name)
     dst = tile_arg(dst, where, "dst")
     src = tile_arg(src, where, "src")
     eng = pick_engine(where, engine, _COPY_ENGINES, _COPY_ENGINES[0])
@@ -86,7 +86,7 @@ def tensor_copy(dst, src, engine=E.engine.unknown, name=""):
 def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, name=""):
     """dst[predicate != 0] = src (Vector engine); src is a tile or a scalar."""
     where = "nisa.tensor_copy_predicated"
-    run = begin(where)
+    run = begin(where, name)
     dst = tile_arg(dst, where, "dst")
     pred = tile_arg(predicate, where, "predicate")
     if not (pred.dtype.is_int or pred.dtype.is_bool):
@@ -111,7 +111,7 @@ def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, name=""):
 def memset(dst, value, engine=E.engine.unknown, name=""):
     """Fill dst with a compile-time constant (an int for integer dtypes) on Vector or GpSimd."""
     where = "nisa.memset"
-    run = begin(where)
+    run = begin(where, name)
     dst = tile_arg(dst, where, "dst")
     eng = pick_engine(where, engine, (E.engine.vector, E.engine.gpsimd), E.engine.vector)
     check_gpsimd_access(where, eng, dst=dst)
@@ -132,7 +132,7 @@ def memset(dst, value, engine=E.engine.unknown, name=""):
 def iota(dst, pattern, offset=0, channel_multiplier=0, name=""):
     """dst[c, i...] = offset + c * channel_multiplier + sum(step * i) in int32, cast on write (GpSimd)."""
     where = "nisa.iota"
-    run = begin(where)
+    run = begin(where, name)
     dst = tile_arg(dst, where, "dst")
     if dst.buffer is not sbuf:
         raise NkiSimError(f"{where}: dst {dst.describe()} must be in SBUF (GpSimd) [ISA]")
@@ -176,7 +176,7 @@ def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value
                   offset=0, name=""):
     """dst = cmp_op(offset + p * channel_multiplier + sum(step * i), 0) ? on_true : on_false_value."""
     where = "nisa.affine_select"
-    run = begin(where)
+    run = begin(where, name)
     dst = tile_arg(dst, where, "dst")
     on_true = tile_arg(on_true_tile, where, "on_true_tile")
     for role, t in (("dst", dst), ("on_true_tile", on_true)):

@@ -16,7 +16,7 @@ def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=N
                reduce_cmd=E.reduce_cmd.idle, name=""):
     """dst = op(data * scale + bias) on ScalarE in fp32; reduce_cmd folds row sums into registers."""
     where = "nisa.activation"
-    run = begin(where)
+    run = begin(where, name)
     dst = tile_arg(dst, where, "dst")
     data = tile_arg(data, where, "data")
     if not isinstance(op, ActivationFunction):

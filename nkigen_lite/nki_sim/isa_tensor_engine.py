@@ -24,7 +24,7 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
     elements no matmul has written yet and adds onto the others [ISA] §2.2.
     """
     where = "nisa.nc_matmul"
-    run = begin(where)
+    run = begin(where, name)
     dst = tile_arg(dst, where, "dst")
     st = tile_arg(stationary, where, "stationary")
     mv = tile_arg(moving, where, "moving")
@@ -104,7 +104,7 @@ def _check_matmul_operands(where, dst, st, mv) -> None:
 def nc_transpose(dst, data, engine=E.engine.unknown, name=""):
     """dst[F, P] = data[P, F] (free dims flattened): TensorE up to 128x128 SBUF->PSUM, VectorE 32x32."""
     where = "nisa.nc_transpose"
-    run = begin(where)
+    run = begin(where, name)
     dst = tile_arg(dst, where, "dst")
     data = tile_arg(data, where, "data")
     p, f = data.shape[0], data.free_size

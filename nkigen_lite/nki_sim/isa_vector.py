@@ -46,7 +46,7 @@ def _require_int(where: str, op: AluOp, **tensors) -> None:
 def tensor_tensor(dst, data1, data2, op, engine=E.engine.unknown, name=""):
     """dst = data1 op data2 elementwise (same partitions and elements per partition, no broadcast)."""
     where = "nisa.tensor_tensor"
-    run = begin(where)
+    run = begin(where, name)
     dst, a, b = (tile_arg(t, where, r) for t, r in ((dst, "dst"), (data1, "data1"), (data2, "data2")))
     op = alu_op(op, where)
     same_layout(where, "dst", dst, data1=a, data2=b)
@@ -72,7 +72,7 @@ def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=N
                   reverse1=False, engine=E.engine.unknown, name=""):
     """dst = (data op0 operand0) op1 operand1; operands are scalars or (P, 1) tiles."""
     where = "nisa.tensor_scalar"
-    run = begin(where)
+    run = begin(where, name)
     dst = tile_arg(dst, where, "dst")
     data = tile_arg(data, where, "data")
     same_layout(where, "dst", dst, data=data)
@@ -132,7 +132,7 @@ def _bits_operand(v, p: int, dtype, where: str, role: str) -> np.ndarray:
 def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=""):
     """Reduce data over trailing free axes with op (Vector engine); negate flips the result's sign."""
     where = "nisa.tensor_reduce"
-    run = begin(where)
+    run = begin(where, name)
     dst = tile_arg(dst, where, "dst")
     data = tile_arg(data, where, "data")
     op = alu_op(op, where)
@@ -182,7 +182,7 @@ def select_reduce(dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd
                   reduce_op=maximum, reverse_pred=False, name=""):
     """dst = predicate ? on_true : on_false (Vector); optional free-axis reduce into reduce_res."""
     where = "nisa.select_reduce"
-    run = begin(where)
+    run = begin(where, name)
     dst = tile_arg(dst, where, "dst")
     pred = tile_arg(predicate, where, "predicate")
     on_true = tile_arg(on_true, where, "on_true")

@@ -167,13 +167,20 @@ sequential_range = _range("sequential_range")
 static_range = _range("static_range")
 
 
+def _grid_axis(where: str, axis) -> None:
+    if isinstance(axis, bool) or not isinstance(axis, int) or axis < 0:
+        raise NkiSimError(f"{where}: the grid axis must be a non-negative int, got {axis!r}")
+
+
 def program_id(axis=0):
     """Index of this program in the launch grid (always 0: the simulator runs LNC=1)."""
+    _grid_axis("nl.program_id", axis)
     return 0
 
 
 def num_programs(axes=0):
     """Number of programs in the launch grid (always 1: the simulator runs LNC=1)."""
+    _grid_axis("nl.num_programs", axes)
     return 1
 
 

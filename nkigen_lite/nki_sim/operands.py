@@ -20,15 +20,18 @@ class Instruction:
     def __init__(self, name: str):
         self.name = name
 
-    def depends_on(self, *others) -> Instruction:
+    def depends_on(self, *_others) -> Instruction:
         return self
 
     def __repr__(self) -> str:
         return f"NkiInstruction({self.name})"
 
 
-def begin(where: str) -> KernelRun:
-    """The running kernel call for an instruction."""
+def begin(where: str, name: str = "") -> KernelRun:
+    """The running kernel call for an instruction; ``name`` is its optional label (a str)."""
+    if not isinstance(name, str):
+        raise NkiSimError(f"{where}: name= labels the instruction and must be a str, "
+                          f"got {type(name).__name__}")
     return current_run(where)
 
 

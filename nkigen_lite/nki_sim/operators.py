@@ -21,7 +21,7 @@ class _Token:
     def __repr__(self) -> str:
         return f"nl.{self.name}"
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *_args, **_kwargs):
         raise NkiSimError(
             f"nl.{self.name}(...) as a function is not simulated: pass nl.{self.name} as an op= "
             "token to a nisa instruction")
@@ -95,7 +95,7 @@ bitwise_or = AluOp("bitwise_or", "bitvec", np.bitwise_or, _bit_reduce(np.bitwise
 bitwise_xor = AluOp("bitwise_xor", "bitvec", np.bitwise_xor, _bit_reduce(np.bitwise_xor))
 left_shift = AluOp("left_shift", "bitvec", np.left_shift)
 right_shift = AluOp("right_shift", "bitvec", np.right_shift)
-bypass = AluOp("bypass", "bypass", lambda a, b: a)
+bypass = AluOp("bypass", "bypass", lambda a, _b: a)
 
 ALU_OPS = (add, subtract, multiply, maximum, minimum, power, abs_max, abs_min, equal, not_equal,
            greater, greater_equal, less, less_equal, logical_and, logical_or, logical_xor,

@@ -285,7 +285,7 @@ class NkiTensor:
     def __array__(self, *args, **kwargs):
         raise NkiSimError(f"{self.describe()} cannot be converted to a NumPy array inside a kernel")
 
-    def _no_arith(self, *args):
+    def _no_arith(self, *_args):
         raise NkiSimError(
             f"Python arithmetic on {self.describe()}: use nisa.tensor_tensor / tensor_scalar")
 

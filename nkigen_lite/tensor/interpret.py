@@ -88,20 +88,20 @@ def _cast(it: I, op, args):
 
 
 @I.impl(T.ConstantOp)
-def _constant(it: I, op, args):
+def _constant(it: I, op, _args):
     t = op.results[0].type
     value = op.reference(t.shape, op.attrs["value"])
     return [it.store(value.astype(it.compute_type(t.dtype)), t.dtype)]
 
 
 @I.impl(T.FullOp)
-def _full(it: I, op, args):
+def _full(it: I, op, _args):
     t = op.results[0].type
     return [it.store(op.reference(t.shape, op.attrs["value"], it.compute_type(t.dtype)), t.dtype)]
 
 
 @I.impl(T.IotaOp)
-def _iota(it: I, op, args):
+def _iota(it: I, op, _args):
     t = op.results[0].type
     idx = op.reference(t.shape, op.attrs["axis"])
     return [it.store(idx.astype(it.compute_type(t.dtype)), t.dtype)]
@@ -130,22 +130,22 @@ def _matmul(it: I, op, args):
 
 
 @I.impl(T.TransposeOp)
-def _transpose(it: I, op, args):
+def _transpose(_it: I, op, args):
     return [np.ascontiguousarray(op.reference(args[0], op.attrs["perm"]))]
 
 
 @I.impl(T.ReshapeOp)
-def _reshape(it: I, op, args):
+def _reshape(_it: I, op, args):
     return [op.reference(args[0], op.attrs["shape"]).copy()]
 
 
 @I.impl(T.BroadcastToOp)
-def _broadcast(it: I, op, args):
+def _broadcast(_it: I, op, args):
     return [op.reference(args[0], op.attrs["shape"]).copy()]
 
 
 @I.impl(T.SliceOp)
-def _slice(it: I, op, args):
+def _slice(_it: I, op, args):
     a = op.attrs
     return [op.reference(args[0], a["starts"], a["stops"], a["strides"]).copy()]
 
@@ -167,7 +167,7 @@ def _composite(it: I, op, args):
 
 
 @I.impl(ReturnOp)
-def _return(it: I, op, args):
+def _return(_it: I, _op, _args):
     return None
 
 

@@ -42,6 +42,17 @@ _NO_DATA = ("a traced array has no data at trace time: only its shape {shape} an
             "{dtype} are known; {what}")
 
 
+def memory_args(what: str, order="K", subok=False, device=None) -> None:
+    """Check NumPy's memory-layout arguments, which do not change a traced result's values:
+    ``order`` one of K, A, C, F; ``subok`` a bool; ``device`` None or "cpu"."""
+    if order not in ("K", "A", "C", "F", None):
+        raise TraceError(f"{what}: order={order!r} is not a NumPy memory order (K, A, C or F)")
+    if not isinstance(subok, (bool, np.bool_)):
+        raise TraceError(f"{what}: subok must be a bool, got {subok!r}")
+    if device not in (None, "cpu"):
+        raise TraceError(f"{what}: device={device!r} is not supported when tracing (None or 'cpu')")
+
+
 def dtype_arg(spec) -> DType:
     """A NumPy dtype argument as a DType, 64-bit types narrowed to 32-bit (float64 -> f32)."""
     if isinstance(spec, DType):
@@ -200,7 +211,7 @@ class TracedArray:
     def __contains__(self, item):
         raise self._no_data("'in' needs the values")
 
-    def item(self, *args):
+    def item(self, *_args):
         raise self._no_data("item() needs a value")
 
     def tolist(self):
@@ -226,6 +237,7 @@ class TracedArray:
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True) -> TracedArray:
         if casting != "unsafe":
             raise TraceError(f"astype: casting={casting!r} is not supported when tracing")
+        memory_args("astype", order, subok)
         return _call(np.astype, self, dtype, copy=copy)
 
     def reshape(self, *shape, order="C", copy=None) -> TracedArray:

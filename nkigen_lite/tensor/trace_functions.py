@@ -16,7 +16,7 @@ import numpy as np
 from ..ir.dtypes import from_numpy
 from ..ir.errors import BuildError
 from ..ir.value import Value
-from .trace_array import NOVALUE, TracedArray, TraceError, dtype_arg, find_traced
+from .trace_array import NOVALUE, TracedArray, TraceError, dtype_arg, find_traced, memory_args
 from .trace_ufuncs import check_kwargs, operand, rint
 
 FUNCTIONS: dict[Callable, Callable] = {}
@@ -124,22 +124,26 @@ def _like(b, a, fill, dtype, shape, what):
 
 @implements(np.full_like)
 def full_like(b, a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    memory_args("numpy.full_like", order, subok, device)
     return _like(b, a, fill_value, dtype, shape, "numpy.full_like")
 
 
 @implements(np.zeros_like)
 def zeros_like(b, a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    memory_args("numpy.zeros_like", order, subok, device)
     return _like(b, a, 0, dtype, shape, "numpy.zeros_like")
 
 
 @implements(np.ones_like)
 def ones_like(b, a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    memory_args("numpy.ones_like", order, subok, device)
     return _like(b, a, 1, dtype, shape, "numpy.ones_like")
 
 
 @implements(np.empty_like)
 def empty_like(b, prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """Uninitialised memory in NumPy; zeros here (the values are never defined)."""
+    memory_args("numpy.empty_like", order, subok, device)
     return _like(b, prototype, 0, dtype, shape, "numpy.empty_like")
 
 
@@ -147,6 +151,7 @@ def empty_like(b, prototype, dtype=None, order="K", subok=True, shape=None, *, d
 
 @implements(np.astype)
 def astype(b, x, dtype, *, copy=True, device=None):
+    memory_args("numpy.astype", device=device)
     v = value(b, x, "numpy.astype")
     dt = dtype_arg(dtype)
     if not copy and isinstance(x, TracedArray) and v.dtype is dt:
@@ -156,6 +161,7 @@ def astype(b, x, dtype, *, copy=True, device=None):
 
 @implements(np.copy)
 def copy(b, a, order="K", subok=False):
+    memory_args("numpy.copy", order, subok)
     return TracedArray(value(b, a, "numpy.copy"))
 
 
@@ -178,17 +184,17 @@ def round_(b, a, decimals=0, out=None):
 # ---- static queries ------------------------------------------------------------------------------
 
 @implements(np.shape)
-def shape(b, a):
+def shape(_b, a):
     return tuple(a.shape) if isinstance(a, TracedArray) else np.shape(a)
 
 
 @implements(np.ndim)
-def ndim(b, a):
+def ndim(_b, a):
     return a.ndim if isinstance(a, TracedArray) else np.ndim(a)
 
 
 @implements(np.size)
-def size(b, a, axis=None):
+def size(_b, a, axis=None):
     if not isinstance(a, TracedArray):
         return np.size(a, axis)
     return a.size if axis is None else a.shape[axis]

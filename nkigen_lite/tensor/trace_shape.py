@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ir.dtypes import int32
 from . import rules
-from .trace_array import NOVALUE, TracedArray, TraceError, dtype_arg
+from .trace_array import NOVALUE, TracedArray, TraceError, dtype_arg, memory_args
 from .trace_functions import implements, require, value, view
 
 
@@ -84,6 +84,7 @@ def squeeze(b, a, axis=None):
 
 @implements(np.broadcast_to)
 def broadcast_to(b, array, shape, subok=False):
+    memory_args("numpy.broadcast_to", subok=subok)
     v = value(b, array, "numpy.broadcast_to")
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
     require(rules.can_broadcast_to(v.shape, shape), "numpy.broadcast_to",
@@ -93,15 +94,16 @@ def broadcast_to(b, array, shape, subok=False):
 
 @implements(np.broadcast_arrays)
 def broadcast_arrays(b, *args, subok=False):
+    memory_args("numpy.broadcast_arrays", subok=subok)
     vals = [value(b, a, "numpy.broadcast_arrays") for a in args]
     shape = rules.broadcast_shapes("numpy.broadcast_arrays", *(v.shape for v in vals))
     return tuple(view(a, b.broadcast_to(v, shape)) for a, v in zip(args, vals))
 
 
 _ATLEAST = {  # rank -> {input rank -> new shape}, as NumPy's atleast_<rank>d
-    1: {0: lambda s: (1,)},
-    2: {0: lambda s: (1, 1), 1: lambda s: (1, *s)},
-    3: {0: lambda s: (1, 1, 1), 1: lambda s: (1, *s, 1), 2: lambda s: (*s, 1)},
+    1: {0: lambda _s: (1,)},
+    2: {0: lambda _s: (1, 1), 1: lambda s: (1, *s)},
+    3: {0: lambda _s: (1, 1, 1), 1: lambda s: (1, *s, 1), 2: lambda s: (*s, 1)},
 }
 
 

@@ -89,7 +89,7 @@ class _Gen:
     def pick(self, values):
         return self.draw(st.sampled_from(values))
 
-    def value(self, pred=lambda v: True):
+    def value(self, pred=lambda _v: True):
         cands = [v for v in self.pool if pred(v)]
         if not cands:
             return None

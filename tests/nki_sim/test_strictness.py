@@ -361,3 +361,20 @@ def test_tensors_of_a_finished_call_are_unusable(nk):
     np.testing.assert_array_equal(first(X), X)
     with pytest.raises(NkiSimError, match="belongs to a kernel call that has ended"):
         second(X)
+
+
+def test_an_instruction_label_must_be_a_string(nk):
+    def body(nl, nisa, x, t):
+        nisa.tensor_copy(dst=t, src=t, name=3)
+
+    with pytest.raises(NkiSimError, match=r"nisa\.tensor_copy: name= labels the instruction"):
+        run(nk, body)
+
+
+def test_a_grid_axis_must_be_a_non_negative_int(nk):
+    _, nl, _ = nk
+    with pytest.raises(NkiSimError, match=r"nl\.program_id: the grid axis"):
+        nl.program_id(-1)
+    with pytest.raises(NkiSimError, match=r"nl\.num_programs: the grid axis"):
+        nl.num_programs("x")
+    assert nl.program_id(0) == 0 and nl.num_programs() == 1

@@ -140,3 +140,21 @@ def test_traced_arrays_from_another_trace_are_rejected():
 def test_traced_value_is_not_hashable():
     with pytest.raises(TypeError, match="unhashable"):
         nk.trace(lambda x: {x: 1}).trace(X)
+
+
+@pytest.mark.parametrize("fn, match", [
+    (lambda x: np.zeros_like(x, order="Q"), r"numpy\.zeros_like: order='Q' is not a NumPy"),
+    (lambda x: np.full_like(x, 1.0, device="gpu"), r"numpy\.full_like: device='gpu'"),
+    (lambda x: np.copy(x, subok="yes"), r"numpy\.copy: subok must be a bool"),
+    (lambda x: x.astype(np.float16, order="Z"), r"astype: order='Z'"),
+    (lambda x: np.broadcast_to(x, (2, 4, 6), subok=None), r"numpy\.broadcast_to: subok"),
+])
+def test_bad_memory_layout_arguments_are_named(fn, match):
+    trace_error(fn, match=match)
+
+
+def test_memory_layout_arguments_at_valid_values_trace():
+    g = nk.trace(lambda x: np.ones_like(x, order="C", subok=False, device="cpu") +
+                 np.copy(x, order="F")).trace(X)
+    (got,) = nk.run(g, {"x": X + 2}).values()
+    np.testing.assert_array_equal(got, X + 3)

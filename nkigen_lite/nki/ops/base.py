@@ -44,7 +44,7 @@ class NkiOp(Op):
     engines: ClassVar[tuple[str, ...]] = ()     # engines that may run it (first = default)
 
     @classmethod
-    def infer(cls, operand_types, attrs):
+    def infer(cls, _operand_types, _attrs):
         return []
 
     # ---- access views -----------------------------------------------------------------------

@@ -19,7 +19,7 @@ class ForiLoopOp(Op):
     num_regions = 1
 
     @classmethod
-    def infer(cls, operand_types, attrs):
+    def infer(cls, operand_types, _attrs):
         if operand_types:
             raise BuildError("nki.fori_loop takes no operands")
         return []

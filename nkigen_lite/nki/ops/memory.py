@@ -32,7 +32,7 @@ class DeallocOp(Op):
     traits = frozenset({SideEffect})
 
     @classmethod
-    def infer(cls, operand_types, attrs):
+    def infer(cls, operand_types, _attrs):
         if len(operand_types) != 1 or not isinstance(operand_types[0], TileType):
             raise BuildError("nki.dealloc takes one on-chip tile")
         return []

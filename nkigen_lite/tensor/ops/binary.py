@@ -37,7 +37,7 @@ class BinaryOp(TensorOp):
             BINARY_OPS[cls.short_name()] = cls
 
     @classmethod
-    def infer(cls, types, attrs):
+    def infer(cls, types, _attrs):
         a, b = tensor_types(cls.name, types, 2)
         shape = rules.broadcast_shapes(cls.name, a.shape, b.shape)
         dtype = rules.binary_dtype(cls.name, cls.ufunc, cls.category, a.dtype, b.dtype)

@@ -81,7 +81,7 @@ class MatmulOp(TensorOp):
     __slots__ = ()
 
     @classmethod
-    def infer(cls, types, attrs):
+    def infer(cls, types, _attrs):
         a, b = tensor_types(cls.name, types, 2)
         if a.dtype.is_bool or b.dtype.is_bool:
             raise BuildError(f"{cls.name}: bool operands are not supported")

@@ -26,7 +26,7 @@ class WhereOp(TensorOp):
     __slots__ = ()
 
     @classmethod
-    def infer(cls, types, attrs):
+    def infer(cls, types, _attrs):
         c, a, b = tensor_types(cls.name, types, 3)
         if c.dtype is not bool_:
             raise BuildError(f"{cls.name}: condition must be bool, got {c.dtype.numpy_name}")

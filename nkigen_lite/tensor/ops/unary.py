@@ -32,7 +32,7 @@ class UnaryOp(TensorOp):
             UNARY_OPS[cls.short_name()] = cls
 
     @classmethod
-    def infer(cls, types, attrs):
+    def infer(cls, types, _attrs):
         (x,) = tensor_types(cls.name, types, 1)
         return [x.with_dtype(rules.unary_dtype(cls.name, cls.ufunc, cls.float_only, x.dtype))]
 

@@ -24,7 +24,7 @@ class LayoutConvertOp(TensorOp):
     __slots__ = ()
 
     @classmethod
-    def infer(cls, types, attrs):
+    def infer(cls, types, _attrs):
         if len(types) != 1 or not isinstance(types[0], TensorType):
             raise BuildError(f"{cls.name}: expects one tensor operand, got {list(map(str, types))}")
         return [types[0]]
