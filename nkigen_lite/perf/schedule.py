@@ -209,6 +209,12 @@ class Scheduler:
             end = free[eng] = start + info.cost.ns
             if info.port:
                 free[PORT] = end
+        self._record_accesses(info, end)
+        return start, end
+
+    def _record_accesses(self, info: _OpInfo, end: float) -> None:
+        """Remember the last read and write (end time, engine) of each buffer ``info`` touches."""
+        eng, w_end, w_eng, r_end, r_eng = info.engine, self.w_end, self.w_eng, self.r_end, self.r_eng
         for root, hbm in info.reads:
             if hbm:
                 continue
@@ -224,7 +230,6 @@ class Scheduler:
             w_end[root] = end
             w_eng[root] = eng
             r_end.pop(root, None)
-        return start, end
 
     def _transfer(self, ready: float, ns: float) -> float:
         """Place a DMA transfer of ``ns`` on the DMA engines at or after ``ready``: in the first
