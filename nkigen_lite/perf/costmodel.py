@@ -61,8 +61,10 @@ class Estimate:
     @property
     def critical_engine(self) -> str:
         """The scheduled resource with the most busy time (an engine, ``dma`` for the DMA
-        transfers, ``dma_queueN`` for a HW-DGE issue queue, or ``vector_gpsimd_port``)."""
-        return max(self.by_resource_ns, key=lambda r: (self.by_resource_ns[r], r))
+        transfers, ``dma_queueN`` for a HW-DGE issue queue, or ``vector_gpsimd_port``); on a tie
+        the first in that order (the shared port only when it is busier than GpSimd alone)."""
+        order = list(self.by_resource_ns)
+        return max(order, key=lambda r: (self.by_resource_ns[r], -order.index(r)))
 
     @property
     def lower_bound_ratio(self) -> float:

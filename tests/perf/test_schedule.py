@@ -358,3 +358,14 @@ def test_a_transfer_ready_early_fills_an_idle_gap_of_the_dma_engines():
     # ... in the gap before the store's transfer, scheduled earlier in program order
     assert times["load b"][1] <= times["store a"][1] - T
     assert times["store a"][1] == pytest.approx(work_end + ENGINE_TO_DMA + ISSUE + L + T, rel=1e-12)
+
+
+def test_the_shared_port_is_critical_only_when_busier_than_gpsimd():
+    # fp32: VectorE at its base rate does not use the port, so it is exactly GpSimd's busy time
+    e = estimate(_port(nk.float32))
+    assert e.by_resource_ns["vector_gpsimd_port"] == e.by_resource_ns["gpsimd"]
+    assert e.critical_engine != "vector_gpsimd_port"
+    # bf16: the performance-mode copy adds its time to the port
+    e = estimate(_port(nk.bfloat16))
+    assert e.by_resource_ns["vector_gpsimd_port"] == pytest.approx(
+        e.by_resource_ns["gpsimd"] + e.by_resource_ns["vector"], rel=1e-12)
