@@ -12,6 +12,7 @@ Per-op rules live in ``source_rules.py``; see docs/emit.md.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -51,10 +52,21 @@ def scalar(v) -> str:
     with np.errstate(over="ignore"):
         f = np.float32(v)  # engines read immediates as fp32: the shortest text giving that fp32
     if math.isnan(f):
-        return 'float("nan")'
+        return "NAN"
     if math.isinf(f):
-        return 'float("inf")' if f > 0 else '-float("inf")'
+        return "INF" if f > 0 else "NEG_INF"
     return str(f)
+
+
+# Module-level names for the non-finite immediates (defined outside the kernel in plain Python:
+# the kernel only reads a name, as NKI 0.6 documents for constants; see docs/emit.md).
+SPECIAL_FLOATS = {"INF": 'float("inf")', "NEG_INF": 'float("-inf")', "NAN": 'float("nan")'}
+
+
+def _python_literal(v) -> str:
+    """A Python literal for a module-level constant array value (plain Python, not kernel code)."""
+    text = scalar(v)
+    return SPECIAL_FLOATS.get(text, text)
 
 
 def call(head: str, args: list[tuple[str, str]], indent: str) -> list[str]:
@@ -183,6 +195,8 @@ class SourceEmitter:
         outs = [self.name(v) for v in self.graph.outputs.values()]
         ret = "    return " + ", ".join(outs)
         head = self._header(params)
+        used = set(re.findall(r"\b(?:NEG_INF|INF|NAN)\b", "\n".join(body)))
+        head += [f"{n} = {SPECIAL_FLOATS[n]}" for n in SPECIAL_FLOATS if n in used]
         sig = call(f"def {self.func_name}", [("", p) for p in params], "")
         sig[-1] += ":"
         return "\n".join(head + ["", "", "@nki.jit"] + sig + body + [ret, ""])
@@ -234,7 +248,7 @@ def _array_lines(a: np.ndarray, indent: str) -> tuple[list[str], str]:
         dt, values = f"ml_dtypes.{a.dtype.name}", a.astype(np.float64).ravel().tolist()
     else:
         dt, values = ("np.bool_" if a.dtype == np.bool_ else f"np.{a.dtype.name}"), a.ravel().tolist()
-    items = [scalar(v) for v in values]
+    items = [_python_literal(v) for v in values]
     tail = f"], dtype={dt}).reshape({tuple(a.shape)!r}),"
     lines, cur = [], indent + INDENT
     for item in items:

@@ -56,11 +56,9 @@ def _alloc(e: SourceEmitter, op) -> None:
 
 @rule(K.DeallocOp)
 def _dealloc(e: SourceEmitter, op) -> None:
-    name = e.name(op.operand(0))
-    if e.lines and e.lines[-1].startswith(e.indent + "del "):
-        e.lines[-1] += f", {name}"   # consecutive deallocs share one statement
-    else:
-        e.line(f"del {name}")
+    # `del` is not in the NKI 0.6 kernel language (docs/emit.md); re-binding the name to None is
+    # a plain assignment: the tile has no further uses, and the simulator frees it here.
+    e.line(f"{e.name(op.operand(0))} = None")
 
 
 @rule(K.HbmViewOp)
@@ -180,12 +178,15 @@ def _affine_select(e: SourceEmitter, op) -> None:
     e.call("nisa.affine_select", args)
 
 
-@rule(K.ForiLoopOp, "nl.affine_range", "nl.sequential_range")
+@rule(K.ForiLoopOp)
 def _loop(e: SourceEmitter, op) -> None:
     lo, hi, step = op.attrs["lower"], op.attrs["upper"], op.attrs["step"]
     bounds = f"{hi}" if (lo, step) == (0, 1) else (f"{lo}, {hi}" if step == 1 else f"{lo}, {hi}, {step}")
     mark = e.mark()
-    e.line(f"for {e.name(op.index)} in nl.{e.loops[op]}_range({bounds}):")
+    # NKI 0.6: nl.affine_range / nl.sequential_range are deprecated aliases of range (unrolled
+    # at specialization); the dependence classification stays visible as a comment.
+    note = "" if e.loops[op] == "affine" else "  # sequential: iterations depend on each other"
+    e.line(f"for {e.name(op.index)} in range({bounds}):{note}")
     header_end = len(e.lines)
     e.block(op.body)
     if len(e.lines) == header_end:  # nothing to do in the body: the loop is dead code

@@ -1,5 +1,6 @@
-"""Loops are emitted as nl.affine_range unless an iteration touches what another one wrote
-(nl.sequential_range); every kernel here also runs on the simulator ≡ the NKI interpreter."""
+"""Loops are emitted as plain ``range`` loops (NKI 0.6); a loop where an iteration touches what
+another one wrote carries a "sequential" comment, the others none; every kernel here also runs
+on the simulator ≡ the NKI interpreter."""
 
 import re
 
@@ -19,7 +20,8 @@ def _kinds(g) -> dict[str, str]:
     got, want = simulate(src, {"x": X}), nk.nki.run(g, {"x": X})
     for n in want:
         np.testing.assert_allclose(got[n], want[n], rtol=1e-6, err_msg=n)
-    return dict(re.findall(r"for (\w+) in nl\.(\w+)_range", src))
+    return {v: ("sequential" if note else "affine")
+            for v, note in re.findall(r"for (\w+) in range\([^)]*\):(  # sequential)?", src)}
 
 
 def _kernel(body, out_shape=(512, 8)):

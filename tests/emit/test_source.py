@@ -66,15 +66,17 @@ def test_comments_name_the_tensor_op_of_each_block():
 
 
 @pytest.mark.parametrize("name", ["matmul", "attention", "rope"])
-def test_every_variable_is_used_and_every_dealloc_is_a_del(name):
+def test_every_variable_is_used_and_every_dealloc_is_a_release(name):
     k = _kernel(name)
     tree = ast.parse(k.nki_source())
-    assigned = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets
-                if isinstance(t, ast.Name)}
+    assigns = [n for n in ast.walk(tree) if isinstance(n, ast.Assign)]
+    released = [n.targets[0].id for n in assigns
+                if isinstance(n.value, ast.Constant) and n.value.value is None]
+    assigned = {t.id for n in assigns for t in n.targets if isinstance(t, ast.Name)}
     loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     assert assigned - {"INPUT_NAMES", "OUTPUT_NAMES", "INPUT_SPECS"} <= loaded
-    deleted = [t.id for n in ast.walk(tree) if isinstance(n, ast.Delete) for t in n.targets]
-    assert len(deleted) == sum(isinstance(op, K.DeallocOp) for op in k.nki.walk())
+    assert not any(isinstance(n, ast.Delete) for n in ast.walk(tree))
+    assert len(released) == sum(isinstance(op, K.DeallocOp) for op in k.nki.walk())
 
 
 def test_unused_views_are_not_emitted():

@@ -1,0 +1,63 @@
+"""The emitted kernel body stays inside what the NKI 0.6 kernel language documents: no `del`,
+no builtin calls such as float("inf") (non-finite immediates are module-level names), loops over
+plain `range` (nl.affine_range / nl.sequential_range are deprecated aliases in 0.6)."""
+
+import ast
+
+import numpy as np
+import pytest
+
+import nkigen_lite as nk
+from nkigen_lite.workloads import get_workload
+from nkigen_lite.workloads.registry import WORKLOADS, _load_all
+
+_load_all()
+
+
+def _kernel_def(src: str) -> ast.FunctionDef:
+    tree = ast.parse(src)
+    (fn,) = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    return fn
+
+
+def check_kernel_language(src: str) -> None:
+    """Assert the documented-construct rules on the ``@nki.jit`` function of ``src``."""
+    fn = _kernel_def(src)
+    for n in ast.walk(fn):
+        assert not isinstance(n, ast.Delete), ast.unparse(n)
+        if isinstance(n, ast.Call):
+            head = ast.unparse(n.func)
+            assert head.startswith(("nl.", "nisa.")) or head.endswith(
+                (".reshape", ".ap")) or head == "range", f"undocumented call {ast.unparse(n)}"
+        if isinstance(n, ast.For):
+            assert isinstance(n.iter, ast.Call) and ast.unparse(n.iter.func) == "range"
+        if isinstance(n, ast.Attribute):
+            assert n.attr not in ("affine_range", "sequential_range", "static_range")
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_every_workload_kernel_uses_documented_constructs(name):
+    k = nk.compile(get_workload(name).graph())
+    check_kernel_language(k.nki_source())
+
+
+def test_non_finite_immediates_are_module_constants():
+    b = nk.Builder("specials")
+    x = b.add_input("x", (128, 64), nk.float32)
+    b.set_outputs({"y": b.where(x > 0, x, -np.inf), "z": b.where(x < 1, x, np.nan),
+                   "w": b.where(x < 2, np.inf, x)})
+    k = nk.compile(b.graph)
+    src = k.nki_source()
+    check_kernel_language(src)
+    assert 'NEG_INF = float("-inf")' in src and 'NAN = float("nan")' in src
+    assert 'INF = float("inf")' in src
+    xs = np.random.default_rng(0).standard_normal((128, 64)).astype(np.float32) * 3
+    got = nk.simulate(k, {"x": xs})
+    np.testing.assert_array_equal(got["y"], np.where(xs > 0, xs, -np.inf))
+    np.testing.assert_array_equal(got["z"], np.where(xs < 1, xs, np.nan))
+    np.testing.assert_array_equal(got["w"], np.where(xs < 2, np.inf, xs))
+
+
+def test_no_special_names_when_unused():
+    src = nk.compile(get_workload("rmsnorm").graph()).nki_source()
+    assert "INF" not in src and "NAN" not in src
