@@ -112,3 +112,21 @@ class AccessFormatter:
         if acc.is_whole():
             return base
         return f"{base}[" + ", ".join(_dim(d, self.name_of) for d in acc.dims) + "]"
+
+    def format_2d(self, acc: Access) -> str:
+        """Source text of an on-chip ``acc`` as a 2-D [partitions, elements] operand (nc_matmul
+        documents 2-D operands only): itself when it has one free dim, else a 2-D ``.ap``
+        pattern over the tile storage (partition step = the tile's elements per partition)."""
+        free = acc.free_pattern()
+        if len(acc.dims) == 2 or free is None or len(free) > 1:
+            return self.format(acc)
+        shape = acc.tensor.type.shape
+        per_part = math.prod(shape[1:])
+        strides = row_major_strides(shape)
+        offset = Affine(0)
+        for d, st in zip(acc.dims, strides):
+            offset = offset + d.offset * st
+        pairs = [(per_part, acc.partitions)] + (free or [(1, 1)])
+        text = ", ".join(f"[{st}, {n}]" for st, n in pairs)
+        return (f"{self.name_of(acc.tensor)}.ap(pattern=[{text}], "
+                f"offset={format_affine(offset, self.name_of)})")

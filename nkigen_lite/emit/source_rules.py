@@ -100,8 +100,10 @@ def _iota(e: SourceEmitter, op) -> None:
 
 @rule(K.MatmulOp, "nisa.nc_matmul")
 def _matmul(e: SourceEmitter, op) -> None:
-    e.call("nisa.nc_matmul", [("dst", e.access(op, "dst")), ("stationary", e.access(op, "stationary")),
-                              ("moving", e.access(op, "moving")),
+    two_d = e.accesses.format_2d  # operands are documented as 2-D: collapse extra free dims
+    e.call("nisa.nc_matmul", [("dst", two_d(op.access("dst"))),
+                              ("stationary", two_d(op.access("stationary"))),
+                              ("moving", two_d(op.access("moving"))),
                               ("accumulate", repr(bool(op.attrs["accumulate"])))])
 
 

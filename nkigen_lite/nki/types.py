@@ -274,6 +274,28 @@ class Access:
     def space(self) -> MemorySpace:
         return self.tensor.type.space
 
+    def free_pattern(self) -> list[tuple[int, int]] | None:
+        """The free dims of this tile access as ``[(step, num), ...]`` in flat per-partition
+        elements, size-1 dims dropped and contiguous neighbours merged (None for HBM)."""
+        if self.space is MemorySpace.HBM:
+            return None
+        shape = self.tensor.type.shape
+        strides, acc = [], 1
+        for n in reversed(shape[1:]):
+            strides.append(acc)
+            acc *= n
+        strides.reverse()
+        out: list[tuple[int, int]] = []
+        for d, s in zip(self.dims[1:], strides):
+            if d.size == 1:
+                continue
+            step = d.stride * s
+            if out and out[-1][0] == step * d.size:
+                out[-1] = (step, out[-1][1] * d.size)
+            else:
+                out.append((step, d.size))
+        return out
+
     @property
     def partitions(self) -> int:
         return self.dims[0].size if self.dims else 1  # a rank-0 HBM access is one element

@@ -148,6 +148,12 @@ def _matmul(ctx, op) -> None:
     _spaces(ctx, op, "stationary", (SBUF,))
     _spaces(ctx, op, "moving", (SBUF,))
     dst, st, mv = op.access("dst"), op.access("stationary"), op.access("moving")
+    # NKI 0.6 documents 2-D [K, M] / [K, N] / [M, N] operands only (nki.isa.nc_matmul page):
+    # more free dims are accepted when they collapse into one run (emitted as a 2-D .ap pattern)
+    for name, a in (("stationary", st), ("moving", mv), ("dst", dst)):
+        if len(a.free_pattern()) > 1:
+            raise ctx.fail(op, f"nc_matmul {name} free dims {list(a.shape[1:])} do not collapse "
+                               "into one contiguous run (operands are documented as 2-D only)")
     k, m = _pf(st)
     k2, n = _pf(mv)
     if k != k2:

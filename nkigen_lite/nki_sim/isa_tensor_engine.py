@@ -31,6 +31,10 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
     if isinstance(accumulate, np.bool_):
         accumulate = bool(accumulate)
     _check_matmul_options(where, is_transpose, tile_position, tile_size, perf_mode, accumulate)
+    for role, t in (("dst", dst), ("stationary", st), ("moving", mv)):
+        if t.ndim != 2:   # the nc_matmul page specifies [K, M] / [K, N] / [M, N] only [ISA]
+            raise NkiSimError(f"{where}: {role} {t.describe()} must be a 2-D tile view (use .ap to "
+                              "collapse free dims) [ISA]")
     _check_matmul_operands(where, dst, st, mv)
     k, m, n = st.shape[0], st.free_size, mv.free_size
     s_vals = as_fp32(st.read(f"{where} stationary")).reshape(k, m)

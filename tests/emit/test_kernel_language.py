@@ -61,3 +61,31 @@ def test_non_finite_immediates_are_module_constants():
 def test_no_special_names_when_unused():
     src = nk.compile(get_workload("rmsnorm").graph()).nki_source()
     assert "INF" not in src and "NAN" not in src
+
+
+def test_a_matmul_operand_with_extra_free_dims_is_emitted_2d():
+    """nc_matmul operands are documented 2-D: a [K, 1, M] stationary becomes a 2-D .ap."""
+    b = nk.nki.Builder("mm3")
+    a = b.add_input("a", (32, 32), nk.float32)
+    w = b.add_input("w", (32, 64), nk.float32)
+    y = b.alloc((32, 64), nk.float32, "hbm", name="y")
+    st = b.alloc((32, 2, 32), name="st")
+    mv = b.alloc((32, 64), name="mv")
+    b.dma_copy(dst=st[:, 1:2, :], src=a)
+    b.dma_copy(dst=mv, src=w)
+    ps = b.alloc((32, 64), nk.float32, "psum", name="ps")
+    b.nc_matmul(dst=ps, stationary=st[:, 1:2, :], moving=mv)
+    out = b.alloc((32, 64), name="out")
+    b.tensor_copy(dst=out, src=ps)
+    b.dma_copy(dst=y, src=out)
+    for t in (st, mv, ps, out):
+        b.dealloc(t)
+    b.set_outputs({"y": y})
+    nk.nki.verify(b.graph)
+    src = nk.emit.emit_nki_source(b.graph)
+    assert "stationary=st.ap(pattern=[[64, 32], [1, 32]], offset=32)" in src
+    check_kernel_language(src)
+    rng = np.random.default_rng(1)
+    av, wv = rng.standard_normal((32, 32), np.float32), rng.standard_normal((32, 64), np.float32)
+    got = nk.simulate(src, {"a": av, "w": wv})["y"]
+    np.testing.assert_allclose(got, av.T.astype(np.float64) @ wv, rtol=1e-5, atol=1e-4)
