@@ -1,7 +1,11 @@
-"""The decomposition patterns; ``patterns(caps)`` instantiates them for one target."""
+"""The decomposition patterns; ``patterns(caps)`` instantiates them for one target.
+
+The built-in patterns are ``PATTERN_CLASSES``; ``@decomposition`` registers one more (an op
+added outside this package, see docs/adding_an_op.md). ``all_pattern_classes()`` is both."""
 
 from __future__ import annotations
 
+from ...ir.registry import table
 from ..capabilities import Capabilities
 from .arith import DivToMulReciprocal, IntegerPowToMul
 from .composite import ExpandComposite
@@ -17,9 +21,24 @@ PATTERN_CLASSES = (
 )
 
 
+REGISTERED: dict[str, type] = table()
+"""Decomposition patterns registered with ``@decomposition``, by class name."""
+
+
+def decomposition(cls: type) -> type:
+    """Register the DecompositionPattern subclass ``cls`` (its ``root`` names the op class)."""
+    REGISTERED[cls.__qualname__] = cls
+    return cls
+
+
+def all_pattern_classes() -> tuple[type, ...]:
+    """The built-in patterns, then the registered ones."""
+    return (*PATTERN_CLASSES, *REGISTERED.values())
+
+
 def patterns(caps: Capabilities) -> list:
     """Every decomposition pattern, bound to the capabilities ``caps``."""
-    return [cls(caps) for cls in PATTERN_CLASSES]
+    return [cls(caps) for cls in all_pattern_classes()]
 
 
-__all__ = ["PATTERN_CLASSES", "patterns"]
+__all__ = ["PATTERN_CLASSES", "all_pattern_classes", "decomposition", "patterns"]
