@@ -144,7 +144,8 @@ def compile(graph, *examples, target: Target = TRN2, knobs: dict | None = None, 
         nk.compile(graph)                    # a tensor Graph (nk.Builder, nk.trace(f).trace(...))
         nk.compile(f, x_example, w_example)  # a NumPy function, traced with example arrays
 
-    ``knobs`` seed the layout solver: ``{value name: {"partition_dim": d, "tile_size": t}}``.
+    ``knobs`` seed the layout solver and the group tiling: ``{value name: {"partition_dim": d,
+    "tile_size": t}}`` (docs/lowering.md, "Knobs"); any other key is rejected by name.
     ``verbose=True`` prints per-stage progress to stderr once a compile has taken over a second.
     Returns a ``Kernel``: ``k(x, w)`` / ``k.run({...})`` run it, ``k.ir(stage)``, ``k.stats()``,
     ``k.estimate()``, ``k.nki_source()``, ``k.report(path)``.

@@ -168,7 +168,7 @@ def test_knob_on_an_op_result_that_disagrees_with_the_op():
 
 @pytest.mark.parametrize("knobs, match", [
     ({"nope": {}}, "no value of @softmax has this name"),
-    ({"x": {"partition": 0}}, "expected a dict with keys"),
+    ({"x": {"partition": 0}}, "unknown knob .partition."),
     ({"x": {"partition_dim": 2}}, "partition_dim 2 is not a dim"),
     ({"x": {"tile_size": 129}}, r"tile_size 129 is not in \[1, 128\]"),
     ({"x": 3}, "expected a dict"),

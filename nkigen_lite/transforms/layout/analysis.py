@@ -26,6 +26,8 @@ class LayoutAnalysis:
     partitions: int
     roles: dict[Value, tuple[str, ...]] = field(default_factory=dict)
     partition_tile: dict[Value, int] = field(default_factory=dict)
+    # values whose partition dim carries a ``tile_size`` knob: value -> (knob name, rows)
+    tile_knobs: dict[Value, tuple[str, int]] = field(default_factory=dict)
     conversions: list[Op] = field(default_factory=list)
     boundaries: list[Op] = field(default_factory=list)
 

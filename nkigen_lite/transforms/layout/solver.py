@@ -42,6 +42,13 @@ from .constraints import op_constraints
 from .ops import LayoutConvertOp
 
 KNOB_KEYS = ("partition_dim", "tile_size")
+# NKIPy knobs nkigen_lite does not honour, rejected with the reason (never silently ignored)
+UNSUPPORTED_KNOBS = {
+    "mem_space": "nkigen_lite places every value itself (HBM homes for values crossing fusion "
+                 "groups, SBUF/PSUM tiles inside them); there is no per-value memory-space override",
+    "reduction_tile": "reductions are tiled by the lowering (row-local in one tile, or accumulated "
+                      "over loops and partition chunks); there is no per-value reduction tile",
+}
 MAX_SEARCH_OPERANDS = 4  # ops with more operands do not search operand/conversion combinations
 
 
@@ -104,9 +111,16 @@ class LayoutSolver:
             if v is None:
                 raise BuildError(f"layout knob {name!r}: no value of @{self.graph.name} has this name "
                                  f"(inputs: {', '.join(self.graph.input_names)})")
-            if not isinstance(spec, Mapping) or set(spec) - set(KNOB_KEYS):
+            if not isinstance(spec, Mapping):
                 raise BuildError(f"layout knob {name!r}: expected a dict with keys {KNOB_KEYS}, "
                                  f"got {spec!r}")
+            for key in spec:
+                if key in UNSUPPORTED_KNOBS:
+                    raise BuildError(f"layout knob {name!r}: {key!r} is not supported: "
+                                     f"{UNSUPPORTED_KNOBS[key]}")
+                if key not in KNOB_KEYS:
+                    raise BuildError(f"layout knob {name!r}: unknown knob {key!r} (known: "
+                                     f"{', '.join(KNOB_KEYS)})")
             if v.ndim == 0:
                 raise BuildError(f"layout knob {name!r}: a rank-0 value has no dims to place")
             d = spec.get("partition_dim", v.ndim - 2 if v.ndim >= 2 else 0)
@@ -118,7 +132,7 @@ class LayoutSolver:
                                   or not 1 <= t <= self.partitions):
                 raise BuildError(f"layout knob {name!r}: tile_size {t!r} is not in "
                                  f"[1, {self.partitions}]")
-            out[id(v)] = (d % v.ndim, t)
+            out[id(v)] = (d % v.ndim, t, name)
         return out
 
     def _seed(self, v: Value) -> bool:
@@ -126,12 +140,12 @@ class LayoutSolver:
         knob = self.knobs.get(id(v))
         if knob is None:
             return True
-        d, t = knob
+        d, t, name = knob
         if not self.cls.require(self.var(v, d), "P"):
             return False
         self._default(v)  # the knob settles the whole layout of v
         if t is not None:
-            self.tile_knobs.append((self.var(v, d), t))
+            self.tile_knobs.append((self.var(v, d), t, name))
         return True
 
     # ---- constraints and conversions ------------------------------------------------------
@@ -330,11 +344,16 @@ class LayoutSolver:
             if any(r is None for r in self._roles(v, range(v.ndim))):
                 self._default(v)
         self._propagate_reshapes()
-        knobs = {self.cls.find(var): t for var, t in self.tile_knobs}  # roots move as classes merge
+        # roots move as classes merge
+        named = {self.cls.find(var): (name, t) for var, t, name in self.tile_knobs}
+        knobs = {root: t for root, (_, t) in named.items()}
         for v in self.values:
             roles = tuple(self._roles(v, range(v.ndim)))
             self.analysis.roles[v] = roles
             self.analysis.partition_tile[v] = self._tile(v, roles, knobs)
+            p = [d for d, r in enumerate(roles) if r == "P"]
+            if p and self.cls.find(self.var(v, p[0])) in named:
+                self.analysis.tile_knobs[v] = named[self.cls.find(self.var(v, p[0]))]
         return self.analysis
 
 

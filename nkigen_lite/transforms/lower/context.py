@@ -28,6 +28,9 @@ class LowerContext:
     constants: dict[str, np.ndarray] = field(default_factory=dict)
     _views: dict[tuple, Value] = field(default_factory=dict)
     _scratch: int = 0
+    # layout ``tile_size`` knobs: value -> (knob name, rows); the knob names some group applied
+    tile_knobs: dict[Value, tuple[str, int]] = field(default_factory=dict)
+    applied_knobs: set[str] = field(default_factory=set)
 
     # ---- source locations ----------------------------------------------------------------
     def name(self, v: Value) -> str:

@@ -46,6 +46,8 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
         return layout.roles.get(v) if layout is not None else None
 
     ctx = LowerContext(target, b, roles_of, Printer(graph))
+    if layout is not None:
+        ctx.tile_knobs = dict(layout.tile_knobs)
     part, plans, row_local = _partition_and_plan(ctx, graph, free_limit)
     for name, v in zip(graph.input_names, graph.inputs):
         if any(d == 0 for d in v.type.shape):
@@ -73,6 +75,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
             ctx.homes[v] = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name)
     plan_concats(ctx, graph, producers, set(outputs.values()))
     _lower_items(ctx, part, plans, graph, row_local, set(outputs.values()))
+    check_tile_knobs_applied(ctx)
     final = {}
     claimed = {id(ctx.homes[i].base) for i in graph.inputs}
     for name, v in outputs.items():
@@ -155,7 +158,8 @@ def _lower_items(ctx: LowerContext, part, plans, graph: Graph, row_local, output
         if isinstance(item, FusionGroup):
             plan, row_bytes = plans[item]
             member = group_member(item, plan, row_local, row_bytes)
-            if not _touches_matmul(item):
+            if not _touches_matmul(item) and _tile_rows(ctx, item) == ctx.partitions:
+                # (a tile_size knob fixes the rows per tile: no folding then)
                 folded = fold_rows(plan, item, row_bytes, partitions=ctx.partitions,
                                    sbuf_budget=budget)
                 if folded is not plan:
@@ -220,12 +224,34 @@ def _plan_group(ctx: LowerContext, g: FusionGroup, row_local, row_bytes: int, es
             roles = ctx.roles_of(v)
             if roles is not None:
                 break
-    return make_plan(g, roles, partitions=ctx.partitions,
+    return make_plan(g, roles, partitions=_tile_rows(ctx, g),
                      sbuf_budget=(ctx.target.sbuf_bytes_per_partition * 3) // 4,
                      itemsize_sum=row_bytes, broadcast_dims=_broadcast_dims(g),
                      row_local=row_local,
                      store_exts=[(1,) * (len(g.domain) - v.type.rank) + tuple(v.type.shape)
                                  for v in escaping])
+
+
+def _tile_rows(ctx: LowerContext, g: FusionGroup) -> int:
+    """Partition rows per tile of a group: the target's, or fewer when a ``tile_size`` knob
+    sits on a value the group reads or computes (the smallest such knob wins)."""
+    rows = ctx.partitions
+    for op in g.ops:
+        for v in (*op.operands, *op.results):
+            knob = ctx.tile_knobs.get(v)
+            if knob is not None:
+                ctx.applied_knobs.add(knob[0])
+                rows = min(rows, knob[1])
+    return rows
+
+
+def check_tile_knobs_applied(ctx: LowerContext) -> None:
+    """A ``tile_size`` knob that no fusion group used would be silently ignored: reject it."""
+    for name, rows in sorted({k for k in ctx.tile_knobs.values()}):
+        if name not in ctx.applied_knobs:
+            raise BuildError(f"layout knob {name!r}: tile_size {rows} has no effect: no fusion "
+                             f"group tiles {name!r} (matmuls and data movement choose their own "
+                             "tiles); remove the knob")
 
 
 def _emit_group(ctx: LowerContext, g: FusionGroup, plan, part, graph: Graph, row_local) -> None:
