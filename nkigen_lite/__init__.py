@@ -41,6 +41,7 @@ from .ir.parser import parse
 from .ir.passes import Pass, PassContext, Pipeline, get_pass
 from .ir.printer import print_graph
 from .ir.value import Value
+from .parallel import run_ranks
 from .perf.stats import KernelStats
 from .tensor.builder import Builder
 from .tensor.interpret import run
@@ -56,5 +57,5 @@ __all__ = [
     "uint8", "uint16", "uint32", "BuildError", "InterpretError", "NkError", "ParseError",
     "VerifyError", "Graph", "parse", "Pass", "PassContext", "Pipeline", "get_pass",
     "print_graph", "Value", "Builder", "run", "TensorType", "Kernel", "compile", "KernelStats", "nki",
-    "simulate", "trace", "ops", "define_op",
+    "simulate", "trace", "ops", "define_op", "run_ranks",
 ]

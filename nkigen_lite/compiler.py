@@ -162,6 +162,9 @@ def compile(graph, *examples, target: Target = TRN2, knobs: dict | None = None, 
     elif examples:
         raise BuildError("compile(graph) takes no example arguments (they are for a function: "
                          "nk.compile(f, *examples)); pass target= and knobs= by keyword")
+    for op in graph.walk():  # ops with no lowering yet say so (collectives: nkigen_lite/parallel)
+        if getattr(type(op), "not_lowered", ""):
+            raise BuildError(f"{op.name} cannot be compiled: {type(op).not_lowered}")
     progress = _Progress(graph.name, verbose)
     t0 = time.perf_counter()
     text = str(graph)

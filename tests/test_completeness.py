@@ -29,6 +29,11 @@ from nkigen_lite.transforms.decomposition import all_pattern_classes
 from nkigen_lite.transforms.layout.constraints import rule_for as layout_rule_for
 
 TENSOR_OPS = list(T.TENSOR_OPS.values())
+NOT_LOWERED = [c for c in TENSOR_OPS if getattr(c, "not_lowered", "")]
+"""Ops nk.compile refuses with their ``not_lowered`` reason instead of lowering them: the
+collectives (nkigen_lite/parallel/collective_ops.py, docs/parallel.md). Layout and decompose
+never see them; the tests below check that this list is exactly what it is documented to be
+and that nk.compile refuses each op on it."""
 NKI_OPS = list(N.ALL_OPS)
 _ids = {"ids": lambda c: c.name}
 
@@ -40,7 +45,20 @@ def test_tensor_interpreter_has_a_rule(cls):
         "in nkigen_lite/tensor/interpret.py (or inherit a family's rule)")
 
 
-@pytest.mark.parametrize("cls", TENSOR_OPS, **_ids)
+def test_the_not_lowered_list_is_the_documented_one():
+    assert sorted(c.name for c in NOT_LOWERED) == [
+        "tensor.all_gather", "tensor.all_reduce", "tensor.all_to_all", "tensor.reduce_scatter"]
+
+
+@pytest.mark.parametrize("cls", NOT_LOWERED, **_ids)
+def test_compile_refuses_a_not_lowered_op_naming_it(cls):
+    from tests.parallel.test_collectives import one_instance
+
+    with pytest.raises(nk.BuildError, match=rf"{cls.name} cannot be compiled: .*not lowered"):
+        nk.compile(one_instance(cls))
+
+
+@pytest.mark.parametrize("cls", [c for c in TENSOR_OPS if c not in NOT_LOWERED], **_ids)
 def test_layout_has_a_rule(cls):
     assert layout_rule_for(cls) is not None, (
         f"{cls.name} has no layout rule: add @layout_rule({cls.__name__}) in "
@@ -58,7 +76,7 @@ def _decomposition_roots() -> set[type]:
 @pytest.mark.parametrize("cls", TENSOR_OPS, **_ids)
 def test_decompose_handles_every_op_trn2_lacks(cls):
     caps = capabilities()
-    if caps.has(cls.needs):
+    if caps.has(cls.needs) or cls in NOT_LOWERED:  # not-lowered ops: checked above
         return
     covered = any(issubclass(cls, r) for r in _decomposition_roots() if r is not None)
     assert covered, (

@@ -23,6 +23,7 @@ ALLOWED = {
     "emit": {"ir", "nki", "nki_sim"},
     "testing": {"ir", "tensor"},
     "workloads": {"ir", "tensor"},
+    "parallel": {"ir", "tensor"},
 }
 
 

@@ -439,6 +439,38 @@ class Builder:
             out.append(self._slice(v, sl))
         return out
 
+    # ---- collectives (op classes in nkigen_lite/parallel/collective_ops.py) --------------------
+    def _collective(self, short: str, x: Operand, world: int, **attrs) -> Value:
+        name = f"tensor.{short}"
+        cls = ops.TENSOR_OPS.get(name)
+        if cls is None:
+            raise BuildError(f"{name}: import nkigen_lite.parallel to register the collectives")
+        v = self.as_value(x)
+        for k in ("axis", "split_axis", "concat_axis"):
+            if k in attrs:
+                attrs[k] = rules.normalize_axis(name, attrs[k], v.ndim)
+        if "op" in attrs and attrs["op"] not in ("sum", "max", "min"):
+            raise BuildError(f"{name}: unknown reduction op {attrs['op']!r}; use sum, max or min")
+        return self.emit(cls, [v], {"world": world, **attrs})
+
+    def all_reduce(self, x: Operand, op: str = "sum", *, world: int) -> Value:
+        """Every rank of the ``world`` ranks gets the sum / max / min over all ranks of ``x``."""
+        return self._collective("all_reduce", x, world, op=op)
+
+    def all_gather(self, x: Operand, axis: int, *, world: int) -> Value:
+        """Every rank gets all ranks' ``x`` concatenated along ``axis`` in rank order."""
+        return self._collective("all_gather", x, world, axis=axis)
+
+    def reduce_scatter(self, x: Operand, axis: int, op: str = "sum", *, world: int) -> Value:
+        """Rank r gets block r along ``axis`` of the reduction of all ranks' ``x``."""
+        return self._collective("reduce_scatter", x, world, axis=axis, op=op)
+
+    def all_to_all(self, x: Operand, split_axis: int, concat_axis: int, *, world: int) -> Value:
+        """Rank r gets block r along ``split_axis`` of every rank's ``x``, concatenated along
+        ``concat_axis`` in rank order."""
+        return self._collective("all_to_all", x, world, split_axis=split_axis,
+                                concat_axis=concat_axis)
+
     # ---- operator protocol used by Value -------------------------------------------------------
     def value_operator(self, name: str, a: Any, b: Any = None) -> Value:
         if name == "matmul":

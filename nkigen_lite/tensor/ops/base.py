@@ -35,8 +35,9 @@ TENSOR_OPS: dict[str, type[TensorOp]] = table()
 @dataclass(frozen=True)
 class Needs:
     """A target capability: ``family`` is ``"act"`` (a ScalarE activation function), ``"alu"``
-    (a binary ALU operator), ``"reduce"`` (an ALU reduction operator) or ``"composite"`` (a
-    composite op, ``nk.define_op``: always expanded by decompose); ``name`` is the
+    (a binary ALU operator), ``"reduce"`` (an ALU reduction operator), ``"composite"`` (a
+    composite op, ``nk.define_op``: always expanded by decompose) or ``"collective"`` (a
+    collective, nkigen_lite/parallel: not lowered yet); ``name`` is the
     operator's NKI name, or None when no instruction computes the op (it must be decomposed)."""
 
     family: str
