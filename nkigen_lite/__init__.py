@@ -8,13 +8,15 @@ Public API (stable names; see docs/architecture.md §8)::
     nk.run(graph, {"x": a})      # tensor interpreter
     nk.parse(text), str(graph)  # text round trip
     k = nk.compile(graph); k.run(inputs); nk.simulate(k.nki_source(), inputs)
+    k = nk.compile(f, x_example); y = k(x)      # a NumPy function, traced with examples
+    f_fast = nk.jit(f); y = f_fast(x)           # traced, compiled and cached per signature
 """
 
 # nk.nki: the NKI dialect (run / verify / Builder); nk.ops: composite ops (softmax, ...) on
 # NumPy arrays, traced arrays and Builder Values
 from . import nki, ops
 from .compiler import Kernel, compile  # noqa: A004
-from .emit import simulate  # emitted NKI module -> NumPy NKI simulator
+from .emit import NeuronSdkMissing, simulate  # emitted NKI module -> NumPy NKI simulator
 from .ir.dtypes import (
                         ALL_DTYPES,
                         DType,
@@ -35,18 +37,23 @@ from .ir.dtypes import (
                         uint16,
                         uint32,
 )
-from .ir.errors import BuildError, InterpretError, NkError, ParseError, VerifyError
+from .ir.errors import BuildError, InterpretError, NkError, NkWarning, ParseError, VerifyError
 from .ir.graph import Graph
 from .ir.parser import parse
 from .ir.passes import Pass, PassContext, Pipeline, get_pass
 from .ir.printer import print_graph
 from .ir.value import Value
+from .jit import jit
+from .nki.target import TRN2, Target
+from .nki_sim.errors import NkiSimError
+from .perf.costmodel import Estimate
 from .parallel import run_ranks
 from .perf.stats import KernelStats
 from .tensor.builder import Builder
 from .tensor.interpret import run
 from .tensor.ops.composite import define_op
 from .tensor.trace import trace
+from .tensor.trace_array import TraceError
 from .tensor.types import TensorType
 
 __version__ = "0.1.0"
@@ -57,5 +64,6 @@ __all__ = [
     "uint8", "uint16", "uint32", "BuildError", "InterpretError", "NkError", "ParseError",
     "VerifyError", "Graph", "parse", "Pass", "PassContext", "Pipeline", "get_pass",
     "print_graph", "Value", "Builder", "run", "TensorType", "Kernel", "compile", "KernelStats", "nki",
-    "simulate", "trace", "ops", "define_op", "run_ranks",
+    "simulate", "trace", "ops", "define_op", "run_ranks", "jit", "TraceError", "NkiSimError",
+    "NeuronSdkMissing", "NkWarning", "TRN2", "Target", "Estimate",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .ir.errors import BuildError
+from .ir.errors import BuildError, InterpretError
 from .ir.graph import Graph
 from .ir.parser import parse
 from .ir.passes import PassContext, Pipeline, get_pass
@@ -44,19 +44,44 @@ class Kernel:
     timings: dict[str, float]
     layout: object = None
     empty_outputs: dict = field(default_factory=dict)
+    input_types: dict = field(default_factory=dict)  # input name -> TensorType (the signature)
     _stats: KernelStats | None = field(default=None, repr=False)
+
+    def check_inputs(self, inputs) -> dict[str, np.ndarray]:
+        """Validate ``{input name: array}`` against the signature (the same check and wording
+        as ``nk.run`` and ``nk.simulate``); returns the arrays."""
+        from .ir.interpreter import check_signature
+
+        return check_signature(self.name, self.input_names,
+                               [self.input_types[n] for n in self.input_names], inputs)
 
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run the kernel on the NKI interpreter; returns ``{output name: array}``."""
-        if not isinstance(inputs, dict):
-            raise BuildError(f"Kernel.run takes a dict {{name: array}}, got {type(inputs).__name__}")
-        clash = [k for k in inputs if k in self.constants]
-        if clash:
-            raise BuildError(f"inputs {clash} clash with the kernel's constant inputs")
-        out = nki_run(self.nki, {**inputs, **self.constants}, self.target, verify=False)
+        arrays = self.check_inputs(inputs)
+        out = nki_run(self.nki, {**arrays, **self.constants}, self.target, verify=False)
         for name, t in self.empty_outputs.items():
             out[name] = np.zeros(t.shape, t.dtype.np_dtype)
         return {n: out[n] for n in self.output_names}
+
+    def __call__(self, *arrays):
+        """``k(x, w)``: run on the NKI interpreter with the inputs in order; returns the output
+        (one output ``y``), a tuple (``y0, y1, ...``) or a dict (named outputs)."""
+        if len(arrays) == 1 and isinstance(arrays[0], dict):
+            raise BuildError(f"{self.name}(...) takes arrays in order ({', '.join(self.input_names)}); "
+                             "for a dict of inputs use kernel.run(inputs)")
+        if len(arrays) != len(self.input_names):
+            raise InterpretError(f"graph @{self.name} takes {len(self.input_names)} arrays "
+                                 f"({', '.join(self.input_names)}), got {len(arrays)}")
+        return pack_outputs(self.run(dict(zip(self.input_names, arrays))))
+
+    def __repr__(self) -> str:
+        def sig(names, types):
+            return ", ".join(f"{n}: {_type_text(types.get(n))}" for n in names)
+
+        outs = {n: v.type for n, v in self.nki.outputs.items()}
+        return (f"<Kernel {self.name}({sig(self.input_names, self.input_types)}) -> "
+                f"{sig(self.output_names, outs)} for {self.target.name}, "
+                f"{sum(1 for _ in self.nki.walk())} NKI ops>")
 
     def ir(self, stage: str = "lower") -> str:
         """IR text after a stage: one of input, canonicalize, decompose, cleanup, layout, lower,
@@ -64,7 +89,7 @@ class Kernel:
         if stage == "nki":
             stage = "deallocs"
         if stage not in self.stage_ir:
-            raise KeyError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}, nki")
+            raise BuildError(f"Kernel.ir: unknown stage {stage!r}; stages: {', '.join(STAGES)}, nki")
         return self.stage_ir[stage]
 
     def stats(self) -> KernelStats:
@@ -194,4 +219,22 @@ def compile(graph, *examples, target: Target = TRN2, knobs: dict | None = None, 
         input_names=list(graph.input_names), output_names=list(graph.outputs),
         stage_ir=stage_ir, timings=timings, layout=ctx.get(LayoutAnalysis),
         empty_outputs=(ctx.get(KernelExtras) or KernelExtras()).empty_outputs,
+        input_types={n: v.type for n, v in zip(graph.input_names, graph.inputs)},
     )
+
+
+def pack_outputs(out: dict):
+    """One output ``y`` -> the array; ``y0, y1, ...`` -> a tuple; other names -> the dict."""
+    names = list(out)
+    if names == ["y"]:
+        return out["y"]
+    if names == [f"y{i}" for i in range(len(names))]:
+        return tuple(out[n] for n in names)
+    return out
+
+
+def _type_text(t) -> str:
+    if t is None:
+        return "?"
+    shape = "x".join(str(d) for d in t.shape) or "scalar"
+    return f"{shape} {t.dtype}"

@@ -48,8 +48,6 @@ def simulate(source_or_kernel, inputs: dict[str, np.ndarray]) -> dict[str, np.nd
     else:
         raise BuildError(f"simulate takes emitted NKI source text or a Kernel, got "
                          f"{type(source_or_kernel).__name__}")
-    if not isinstance(inputs, dict):
-        raise BuildError(f"simulate takes a dict {{input name: array}}, got {type(inputs).__name__}")
     module = load_module(source)
     names = getattr(module, "INPUT_NAMES", None)
     specs = getattr(module, "INPUT_SPECS", None)
@@ -57,12 +55,25 @@ def simulate(source_or_kernel, inputs: dict[str, np.ndarray]) -> dict[str, np.nd
         raise BuildError("simulate: the module defines no INPUT_NAMES / INPUT_SPECS (not emitted by "
                          "nkigen_lite?); use nkigen_lite.nki_sim.simulate with parameter names")
     params = list(specs)
-    unknown = sorted(set(inputs) - set(names))
-    missing = [n for n in names if n not in inputs]
-    if unknown or missing:
-        raise BuildError(f"simulate: kernel inputs are {list(names)}; got {sorted(inputs)}"
-                         + (f"; missing {missing}" if missing else "")
-                         + (f"; unexpected {unknown}" if unknown else ""))
+    if isinstance(source_or_kernel, Kernel):
+        inputs = source_or_kernel.check_inputs(inputs)  # the same check as Kernel.run / nk.run
+    else:
+        from ..ir.dtypes import get_dtype
+        from ..ir.interpreter import check_signature
+        from ..tensor.types import TensorType
+
+        types = [TensorType(specs[p][0], get_dtype(specs[p][1])) for p in params]
+        # a 0-d graph input is a 1-element 1-D kernel parameter: accept either shape
+        inputs = dict(inputs) if isinstance(inputs, dict) else inputs
+        if isinstance(inputs, dict):
+            for n, t in zip(names, types):
+                a = inputs.get(n)
+                if isinstance(a, np.ndarray) and a.ndim == 0 and t.shape == (1,):
+                    inputs[n] = a.reshape(1)
+        from ..nki_sim.jit import JitKernel
+
+        kname = next((k for k, v in vars(module).items() if isinstance(v, JitKernel)), "kernel")
+        inputs = check_signature(kname, names, types, inputs)
     args = {}
     for param, n in zip(params, names):
         a = inputs[n]

@@ -30,3 +30,8 @@ class ParseError(NkError):
 
 class InterpretError(NkError):
     """An interpreter could not run the graph: bad inputs or an illegal access at run time."""
+
+
+class NkWarning(UserWarning):
+    """Something nkigen_lite did that may surprise: a float64 array traced as float32, a number
+    argument that became a compile-time constant, ... (issued through ``warnings``)."""

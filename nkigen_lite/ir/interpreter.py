@@ -82,9 +82,18 @@ class Interpreter:
 
 def check_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Validate run-time inputs against the graph signature; returns them as arrays."""
+    return check_signature(graph.name, graph.input_names, [v.type for v in graph.inputs], inputs)
+
+
+def check_signature(name: str, names, types, inputs) -> dict[str, np.ndarray]:
+    """Validate ``inputs`` against a graph or kernel signature (input names and types).
+
+    The one check behind ``nk.run``, ``nk.nki.run``, ``Kernel.run`` / ``Kernel(...)`` and
+    ``nk.simulate``: the same mistake gives the same ``InterpretError`` on every path.
+    """
     if not isinstance(inputs, Mapping):
         raise InterpretError(f"inputs must be a dict {{name: array}}, got {type(inputs).__name__}")
-    names = graph.input_names
+    names = list(names)
     missing = [n for n in names if n not in inputs]
     extra = [n for n in inputs if n not in names]
     if missing or extra:
@@ -93,15 +102,14 @@ def check_inputs(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np
             parts.append(f"missing {missing}")
         if extra:
             parts.append(f"unexpected {extra}")
-        raise InterpretError(f"graph @{graph.name} inputs: {'; '.join(parts)} (expects {names})")
+        raise InterpretError(f"graph @{name} inputs: {'; '.join(parts)} (expects {names})")
     out = {}
-    for n, v in zip(names, graph.inputs):
+    for n, t in zip(names, types):
         a = inputs[n]
         if not isinstance(a, (np.ndarray, np.generic)):
             raise InterpretError(f"input {n!r} must be a NumPy array, got {type(a).__name__}")
         a = np.asarray(a)
-        t = v.type
-        if tuple(a.shape) != t.shape:
+        if tuple(a.shape) != tuple(t.shape):
             raise InterpretError(f"input {n!r} has shape {tuple(a.shape)}, expected {t.shape}")
         want = t.dtype.np_dtype
         if a.dtype != want:

@@ -172,7 +172,17 @@ def _return(_it: I, _op, _args):
 
 
 def run(graph: Graph, inputs: Mapping[str, np.ndarray], mode: str = "faithful") -> dict[str, np.ndarray]:
-    """Run a tensor graph on NumPy; returns ``{output name: array}``."""
+    """Run a tensor graph on NumPy; returns ``{output name: array}``. (A compiled ``Kernel``
+    is run on the NKI interpreter instead, as ``kernel.run(inputs)``.)"""
+    if not isinstance(graph, Graph) and hasattr(graph, "nki_source"):
+        if mode != "faithful":
+            raise InterpretError(f"nk.run(kernel, mode={mode!r}): a compiled Kernel runs on the "
+                                 "NKI interpreter; use nk.run(graph, inputs, mode=...) for the "
+                                 "tensor interpreter's modes")
+        return graph.run(inputs)
+    if not isinstance(graph, Graph):
+        raise InterpretError(f"nk.run takes a tensor Graph (or a compiled Kernel), got "
+                             f"{type(graph).__name__}")
     it = TensorInterpreter(mode)
     arrays = check_inputs(graph, inputs)
     ret = graph.return_op

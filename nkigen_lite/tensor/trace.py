@@ -24,12 +24,13 @@ import inspect
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..ir.dtypes import DType, from_numpy
-from ..ir.errors import BuildError
+from ..ir.errors import BuildError, NkWarning
 from ..ir.graph import Graph
 from ..ir.value import sanitize_hint
 from . import trace_functions  # noqa: F401  (registers the NumPy function handlers)
@@ -60,7 +61,7 @@ class TracedFunction:
             raise BuildError(f"nk.trace needs a function, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
         self.fn = fn
-        self.signature = inspect.signature(fn)
+        self.signature = _signature(fn)
         self.graph_name = sanitize_hint(name or getattr(fn, "__name__", None)) or "traced"
         if isinstance(static_argnames, str):
             static_argnames = (static_argnames,)
@@ -76,6 +77,11 @@ class TracedFunction:
 
     def trace(self, *args, **kwargs) -> Graph:
         """Build the Graph for example arguments (arrays or specs give the inputs)."""
+        return self.trace_with(args, kwargs)
+
+    def trace_with(self, args, kwargs, warn_constants: bool = True) -> Graph:
+        """``trace(*args, **kwargs)``; ``warn_constants=False`` drops the NkWarning about a
+        number argument becoming a compile-time constant (``nk.jit`` treats them as static)."""
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
@@ -88,6 +94,8 @@ class TracedFunction:
             param = self.signature.parameters[pname]
             if pname in self.static_argnames:
                 continue
+            if warn_constants:
+                _warn_if_constant(self.graph_name, pname, val)
             if param.kind is inspect.Parameter.VAR_POSITIONAL:
                 bound.arguments[pname] = tuple(
                     _inputs(b, names, v, f"{pname}_{i}") for i, v in enumerate(val))
@@ -138,15 +146,51 @@ class _Names:
         return name
 
 
+def _signature(fn) -> inspect.Signature:
+    """``inspect.signature(fn)``; NumPy ufuncs have none before Python 3.11 / NumPy 2, so theirs
+    is made from ``nin`` (``x`` or ``x1, x2, ...``), as NumPy's own text signature names them."""
+    try:
+        return inspect.signature(fn)
+    except (ValueError, TypeError):
+        if isinstance(fn, np.ufunc):
+            names = ["x"] if fn.nin == 1 else [f"x{i + 1}" for i in range(fn.nin)]
+            return inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY)
+                                      for n in names])
+        raise BuildError(f"nk.trace: cannot read the parameters of {fn!r}; wrap it in a "
+                         "Python function (def f(x): ...)") from None
+
+
+def _stacklevel() -> int:
+    """The ``warnings`` stacklevel of the first frame outside nkigen_lite's tracer."""
+    f, level = sys._getframe(1), 1
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    while f is not None and f.f_code.co_filename.startswith(_SKIP_DIRS + (pkg,)):
+        f, level = f.f_back, level + 1
+    return level
+
+
+def _warn_if_constant(fname: str, pname: str, val) -> None:
+    if isinstance(val, (bool, int, float, complex, np.generic)) and not isinstance(val, np.ndarray):
+        warnings.warn(
+            f"nk.trace({fname}): argument {pname!r} = {val!r} is a {type(val).__name__}, not an "
+            "array, so it is a compile-time constant and the graph has no input for it; pass an "
+            "array or a (shape, dtype) spec to make it an input, or name it in static_argnames",
+            NkWarning, stacklevel=_stacklevel())
+
+
 def _spec(x) -> TensorType | None:
     """The input type an example argument stands for, or None for a constant."""
     if isinstance(x, TensorType):
         return x
     if isinstance(x, np.ndarray):
         try:
-            return TensorType(x.shape, from_numpy(x.dtype))
+            t = TensorType(x.shape, from_numpy(x.dtype))
         except BuildError as e:
             raise BuildError(f"example array of dtype {x.dtype}: {e}") from None
+        if x.dtype.itemsize == 8 and x.dtype.kind in "fiu":
+            warnings.warn(f"example array of dtype {x.dtype} becomes a {t.dtype} input (trn2 has "
+                          "no 64-bit types)", NkWarning, stacklevel=_stacklevel())
+        return t
     if (isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (tuple, list))
             and all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in x[0])
             and _is_dtype(x[1])):

@@ -12,7 +12,6 @@ import nkigen_lite as nk
 from nkigen_lite.emit import emit_nki_source, load_module
 from nkigen_lite.emit.names import comment, identifier
 from nkigen_lite.nki import ops as K
-from nkigen_lite.nki_sim import NkiSimError
 from nkigen_lite.workloads import get_workload
 
 from .helpers import three_way
@@ -201,11 +200,15 @@ def test_zero_dim_tensors_are_one_element_tensors_in_the_kernel():
 def test_simulate_reports_wrong_inputs():
     k = _kernel("rmsnorm")
     x = get_workload("rmsnorm").inputs(get_workload("rmsnorm").graph())
-    with pytest.raises(nk.BuildError, match=r"missing \['w'\].*unexpected \['q'\]"):
+    # the same check and wording as Kernel.run and nk.run (tests/test_run_paths.py)
+    with pytest.raises(nk.InterpretError, match=r"missing \['w'\].*unexpected \['q'\]"):
         nk.simulate(k, {"x": x["x"], "q": x["w"]})
-    with pytest.raises(NkiSimError, match="input 'x' is float32\\[128, 512\\] but the kernel expects "
-                                           "float32\\[128, 1024\\]"):
+    with pytest.raises(nk.InterpretError, match=r"input 'x' has shape \(128, 512\), expected "
+                                                 r"\(128, 1024\)"):
         nk.simulate(k, {"x": x["x"][:, :512], "w": x["w"]})
+    with pytest.raises(nk.InterpretError, match=r"input 'x' has shape \(128, 512\), expected "
+                                                 r"\(128, 1024\)"):
+        nk.simulate(k.nki_source(), {"x": x["x"][:, :512], "w": x["w"]})
     with pytest.raises(nk.BuildError, match="NKI source text or a Kernel"):
         nk.simulate(k.nki, x)
     with pytest.raises(nk.BuildError, match="no INPUT_NAMES"):
