@@ -55,14 +55,15 @@ def simulate(source_or_kernel, inputs: dict[str, np.ndarray]) -> dict[str, np.nd
         raise BuildError("simulate: the module defines no INPUT_NAMES / INPUT_SPECS (not emitted by "
                          "nkigen_lite?); use nkigen_lite.nki_sim.simulate with parameter names")
     params = list(specs)
-    if isinstance(source_or_kernel, Kernel):
+    if _is_kernel(source_or_kernel) and hasattr(source_or_kernel, "check_inputs"):
         inputs = source_or_kernel.check_inputs(inputs)  # the same check as Kernel.run / nk.run
     else:
         from ..ir.dtypes import get_dtype
         from ..ir.interpreter import check_signature
-        from ..tensor.types import TensorType
+        from types import SimpleNamespace
 
-        types = [TensorType(specs[p][0], get_dtype(specs[p][1])) for p in params]
+        types = [SimpleNamespace(shape=tuple(specs[p][0]), dtype=get_dtype(specs[p][1]))
+                 for p in params]
         # a 0-d graph input is a 1-element 1-D kernel parameter: accept either shape
         inputs = dict(inputs) if isinstance(inputs, dict) else inputs
         if isinstance(inputs, dict):
