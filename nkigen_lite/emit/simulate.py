@@ -58,9 +58,10 @@ def simulate(source_or_kernel, inputs: dict[str, np.ndarray]) -> dict[str, np.nd
     if _is_kernel(source_or_kernel) and hasattr(source_or_kernel, "check_inputs"):
         inputs = source_or_kernel.check_inputs(inputs)  # the same check as Kernel.run / nk.run
     else:
+        from types import SimpleNamespace
+
         from ..ir.dtypes import get_dtype
         from ..ir.interpreter import check_signature
-        from types import SimpleNamespace
 
         types = [SimpleNamespace(shape=tuple(specs[p][0]), dtype=get_dtype(specs[p][1]))
                  for p in params]
