@@ -46,8 +46,8 @@ from .ir.value import Value
 from .jit import jit
 from .nki.target import TRN2, Target
 from .nki_sim.errors import NkiSimError
-from .perf.costmodel import Estimate
 from .parallel import run_ranks
+from .perf.costmodel import Estimate
 from .perf.stats import KernelStats
 from .tensor.builder import Builder
 from .tensor.interpret import run
