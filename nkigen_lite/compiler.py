@@ -119,12 +119,13 @@ class Kernel:
 
         return dumps(describe(self))
 
-    def build_kb(self, target: str = "trn2"):
+    def build_kb(self, target: str = "trn2", unroll: bool = True):
         """The NISA MLIR module from the Neuron SDK's Kernel Builder (raises NeuronSdkMissing,
-        an ImportError, when the SDK is not installed)."""
+        an ImportError, when the SDK is not installed). ``unroll`` (default True, the
+        workaround for a neuronx-cc rolled-loop bug; docs/emit.md) goes to every fori_loop."""
         from .emit.kernel_builder import build_kb
 
-        return build_kb(self.nki, target)
+        return build_kb(self.nki, target, unroll=unroll)
 
     def estimate(self):
         """Estimated trn2 execution time from the cost model (see perf/costmodel.py)."""

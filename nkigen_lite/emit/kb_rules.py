@@ -148,4 +148,4 @@ def _loop(w, op) -> None:
         w.env[op.index] = k if (lo, step) == (0, 1) else k * step + lo
         w.block(op.body)
 
-    getattr(w.nb, T.FORI_LOOP)(op.trip_count, body)
+    getattr(w.nb, T.FORI_LOOP)(op.trip_count, body, **{T.FORI_LOOP_UNROLL: w.unroll})

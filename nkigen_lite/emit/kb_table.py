@@ -16,7 +16,8 @@ TENSOR_SPEC = "Tensor"                 # nb.Tensor(shape, dtype)
 HBM_ALLOC = "ndarray"                  # nb.ndarray(shape, dtype, memspace=nb.hbm)
 TILE_ALLOC = ("compiler", "alloc")     # nb.compiler.alloc(shape, dtype, space=nb.sbuf | nb.psum)
 TILE_RELEASE = ("compiler", "release")  # nb.compiler.release(t)
-FORI_LOOP = "fori_loop"                # nb.fori_loop(n, body_fn)
+FORI_LOOP = "fori_loop"                # nb.fori_loop(n, body_fn, unroll=)
+FORI_LOOP_UNROLL = "unroll"            # keyword seen in NKIPy's use (fori_loop(unroll=True)); undocumented
 DS = "ds"                              # nb.ds(start, size)
 MEMSPACE = {"sbuf": "sbuf", "psum": "psum", "hbm": "hbm"}
 

@@ -39,13 +39,23 @@ def import_kernel_builder():
     return kernel_builder
 
 
-def build_kb(graph, target: str = "trn2"):
+# Default of the ``unroll=`` option: True. NKIPy's move from nki 0.3.0 to 0.6.0b1 needed
+# ``fori_loop(unroll=True)`` to work around a neuronx-cc bug with rolled Kernel Builder loops
+# (reference sheet nkipy_ops_and_workloads.md §5, "Toolchain / version pinning"); pass
+# ``unroll=False`` to get rolled loops once a compiler without that bug is in use.
+DEFAULT_UNROLL = True
+
+
+def build_kb(graph, target: str = "trn2", unroll: bool = DEFAULT_UNROLL):
     """Build the NISA MLIR module of an NKI graph with the real Kernel Builder."""
-    return emit_kb(graph, import_kernel_builder(), target)
+    return emit_kb(graph, import_kernel_builder(), target, unroll=unroll)
 
 
-def emit_kb(graph, nb, target: str = "trn2"):
-    """Drive builder module ``nb`` over an NKI graph; returns ``nb.build_kernel(...)``'s result."""
+def emit_kb(graph, nb, target: str = "trn2", unroll: bool = DEFAULT_UNROLL):
+    """Drive builder module ``nb`` over an NKI graph; returns ``nb.build_kernel(...)``'s result.
+    ``unroll`` is passed to every ``nb.fori_loop`` (see DEFAULT_UNROLL for the reason)."""
+    if not isinstance(unroll, bool):
+        raise BuildError(f"emit_kb: unroll must be True or False, got {unroll!r}")
     func_name, names = kernel_names(graph)
     outputs = {v: names[v] for v in graph.outputs.values()}
 
@@ -61,7 +71,7 @@ def emit_kb(graph, nb, target: str = "trn2"):
 
     def kernel(*args, **kwargs):
         tensors = signature.bind(*args, **kwargs).arguments  # the builder may pass either way
-        _Walker(nb, names, outputs, tensors, graph.inputs).block(graph.body)
+        _Walker(nb, names, outputs, tensors, graph.inputs, unroll).block(graph.body)
 
     kernel.__signature__ = signature
     kernel.__name__ = kernel.__qualname__ = func_name
@@ -79,8 +89,9 @@ def _dtype(nb, dtype, what: str):
 class _Walker:
     """Replays the ops of an NKI graph as builder calls inside the traced kernel function."""
 
-    def __init__(self, nb, names: dict, outputs: dict, tensors: dict, inputs):
+    def __init__(self, nb, names: dict, outputs: dict, tensors: dict, inputs, unroll: bool):
         self.nb, self.isa = nb, nb.isa
+        self.unroll = unroll
         self.names = names
         self.outputs = outputs
         self.tensors = tensors            # kernel parameters by name (inputs and outputs)

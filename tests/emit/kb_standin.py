@@ -238,7 +238,9 @@ class FakeKernelBuilder:
     def fori_loop(self, n, body_fn, unroll=False):
         if not isinstance(n, int) or n < 1:
             raise SurfaceError(f"fori_loop trip count {n!r}")
-        self.rec.calls.append(Call("fori_loop", (n,), {}))
+        if not isinstance(unroll, bool):
+            raise SurfaceError(f"fori_loop unroll {unroll!r}")
+        self.rec.calls.append(Call("fori_loop", (n,), {"unroll": unroll}))
         self.loops += 1
         body_fn(Sym({f"k{self.loops}": 1}))
         self.rec.calls.append(Call("end_loop", (), {}))  # marks where the traced body ends

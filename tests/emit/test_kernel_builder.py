@@ -153,10 +153,26 @@ def test_kernel_builder_surface_check(name):
         elif kind == "compiler.release":
             assert call.args == (detail,)
         elif kind == "fori_loop":
-            assert call.args == (detail,)
+            assert call.args == (detail,) and call.kwargs == {"unroll": True}  # the default
         elif kind.startswith("isa."):
             _check_call(call, detail, names, views, loops)
     assert any(isinstance(c.kwargs.get("dst"), FakeTensor) for c in calls)
+
+
+@pytest.mark.parametrize("unroll", [True, False])
+def test_unroll_option_reaches_every_fori_loop(unroll):
+    """``unroll=`` (default True: the neuronx-cc rolled-loop workaround) on every nb.fori_loop."""
+    k = nk.compile(get_workload("softmax").graph(shape=(512, 512)))
+    nb = FakeKernelBuilder()
+    emit_kb(k.nki, nb, unroll=unroll)
+    loops = [c for c in nb.rec.calls if c.name == "fori_loop"]
+    assert loops and all(c.kwargs == {"unroll": unroll} for c in loops)
+
+
+def test_unroll_must_be_a_bool():
+    k = nk.compile(get_workload("softmax").graph(shape=(256, 512)))
+    with pytest.raises(nk.BuildError, match="unroll must be True or False, got 'yes'"):
+        emit_kb(k.nki, FakeKernelBuilder(), unroll="yes")
 
 
 def test_loop_offsets_reach_the_builder_as_traced_index_arithmetic():
