@@ -46,7 +46,7 @@ from .ir.value import Value
 from .jit import jit
 from .nki.target import TRN2, Target
 from .nki_sim.errors import NkiSimError
-from .parallel import run_ranks
+from .parallel import run_ranks, shard
 from .perf.costmodel import Estimate
 from .perf.stats import KernelStats
 from .tensor.builder import Builder
@@ -64,6 +64,6 @@ __all__ = [
     "uint8", "uint16", "uint32", "BuildError", "InterpretError", "NkError", "ParseError",
     "VerifyError", "Graph", "parse", "Pass", "PassContext", "Pipeline", "get_pass",
     "print_graph", "Value", "Builder", "run", "TensorType", "Kernel", "compile", "KernelStats", "nki",
-    "simulate", "trace", "ops", "define_op", "run_ranks", "jit", "TraceError", "NkiSimError",
-    "NeuronSdkMissing", "NkWarning", "TRN2", "Target", "Estimate",
+    "simulate", "trace", "ops", "define_op", "run_ranks", "shard", "jit", "TraceError",
+    "NkiSimError", "NeuronSdkMissing", "NkWarning", "TRN2", "Target", "Estimate",
 ]

@@ -10,6 +10,7 @@ from .collective_ops import (
     ReduceScatterOp,
 )
 from .run_ranks import run_ranks
+from .shard import PARTIAL, ShardedGraph, shard
 
 __all__ = ["COLLECTIVE_OPS", "AllGatherOp", "AllReduceOp", "AllToAllOp", "CollectiveOp",
-           "ReduceScatterOp", "run_ranks"]
+           "ReduceScatterOp", "run_ranks", "PARTIAL", "ShardedGraph", "shard"]
