@@ -174,7 +174,7 @@ def compile(graph, *examples, target: Target = TRN2, knobs: dict | None = None, 
     "tile_size": t}}`` (docs/lowering.md, "Knobs"); any other key is rejected by name.
     ``verbose=True`` prints per-stage progress to stderr once a compile has taken over a second.
     Returns a ``Kernel``: ``k(x, w)`` / ``k.run({...})`` run it, ``k.ir(stage)``, ``k.stats()``,
-    ``k.estimate()``, ``k.nki_source()``, ``k.report(path)``.
+    ``k.estimate()``, ``k.nki_source()``.
     """
     if not isinstance(graph, Graph):
         if callable(graph):

@@ -1,5 +1,5 @@
 """The ``nkigen-lite`` command line (docs/cli.md): compile a Python function or IR text to an NKI
-kernel, run passes (opt), verify, run on arrays, write an HTML report, list workloads, demo.
+kernel, run passes (opt), verify, run on arrays, list workloads, demo.
 
 Artifacts go to stdout or ``-o FILE``; statistics, timings and progress go to stderr. Errors
 are one line ``nkigen-lite: error: FILE:LINE:COL: message`` (exit code 1); ``--debug`` shows the
