@@ -17,3 +17,16 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("NKIGEN_HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` (model-scale runs on the interpreters, tens of seconds each) run
+    only with NKIGEN_SLOW=1 or the ``thorough`` profile: ``NKIGEN_SLOW=1 uv run pytest -m slow``."""
+    if os.environ.get("NKIGEN_SLOW") == "1" or os.environ.get("NKIGEN_HYPOTHESIS_PROFILE") == "thorough":
+        return
+    import pytest
+
+    skip = pytest.mark.skip(reason="slow: set NKIGEN_SLOW=1 to run")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -28,6 +28,7 @@ from .liveness import peak_live_bytes
 from .matmul import lower_matmul
 from .pipeline import Pipeline, emit_pipeline, group_member, matmul_member
 from .plan import RowTooWide, fold_rows, is_row_local, make_plan
+from .remat import rematerialize
 from .views import VIEW_OPS, copy_home, is_layout_convert, lower_concat, lower_view, plan_concats
 
 
@@ -49,6 +50,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
     if layout is not None:
         ctx.tile_knobs = dict(layout.tile_knobs)
     part, plans, row_local = _partition_and_plan(ctx, graph, free_limit)
+    ctx.printer = Printer(graph)  # rematerialization may have added ops
     for name, v in zip(graph.input_names, graph.inputs):
         if any(d == 0 for d in v.type.shape):
             raise BuildError(f"input {name!r} has an empty dimension {v.type.shape}; NKI tensors "
@@ -110,6 +112,7 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
     SBUF is formed again with those reductions accumulating over free-dim chunks (they then end
     their group, and what reads them runs in a group of its own)."""
     demoted: set = set()
+    recomputed: set = set()
 
     def row_local(op) -> bool:
         return op not in demoted and is_row_local(op, free_limit)
@@ -128,6 +131,8 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
             if not more:
                 raise
             demoted |= more
+            continue
+        if rematerialize(graph, part, recomputed):
             continue
         return part, plans, row_local
 
