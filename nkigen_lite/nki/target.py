@@ -102,6 +102,7 @@ class Target:
     vector_memset_zero_factor: int      # memset of 0 into a 16-bit float tile
     matmul_peak_flops: tuple            # ((operand dtype, FLOP/s at peak), ...) for the roofline
     vector_gpsimd_shared_sbuf_port: bool  # VectorE perf mode and GpSimd share one SBUF bus
+    hbm_bytes: int = 24 * 2**30         # HBM one NeuronCore addresses: one 24 GB stack [CHIP-T2]
 
     # ---- derived views -------------------------------------------------------------------------
     @property

@@ -19,6 +19,7 @@ from ...ir.value import Value
 from ...nki.builder import Builder as NkiBuilder
 from ...nki.target import TRN2, Target
 from ...tensor import ops as T
+from .capacity import check_hbm_capacity
 from .context import LowerContext
 from .empty import fold_empty
 from .group_emit import GroupEmitter
@@ -38,6 +39,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
     Returns (kernel graph, constant arrays the kernel takes as extra inputs, graph outputs that
     are empty and so are not kernel outputs: name -> TensorType).
     """
+    check_hbm_capacity(graph, target)
     empty = fold_empty(graph)
     free_limit = (target.sbuf_bytes_per_partition * 3 // 4) // 16
 
