@@ -28,5 +28,5 @@ def pytest_collection_modifyitems(config, items):
 
     skip = pytest.mark.skip(reason="slow: set NKIGEN_SLOW=1 to run")
     for item in items:
-        if "slow" in item.keywords:
+        if item.get_closest_marker("slow") is not None:
             item.add_marker(skip)

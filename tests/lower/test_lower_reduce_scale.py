@@ -186,3 +186,21 @@ def test_softmax_over_128_vocabulary_rows_matches_float64(log):
     xv = (_normal((128, VOCAB)) * 4).astype(np.float32)
     check_three_ways(softmax_graph((128, VOCAB), log), {"x": xv}, softmax_reference(xv, log),
                      scale=4.0)
+
+
+# ---- reductions over more rows than the partitions hold, keeping free dims --------------------
+
+@pytest.mark.parametrize("shape,kind", [((20000, 8), "max"), ((20000, 200), "min"),
+                                        ((20000, 3, 5), "sum"), ((20000, 3, 5), "max"),
+                                        ((3000, 130), "prod")])
+def test_reduction_over_partitions_keeping_free_dims(shape, kind):
+    """Accumulated over partition chunks, finished across partitions by TensorE transposes
+    (max / min / prod: 128-column blocks) or a ones-matmul (sum); kept partition dims loop."""
+    b = Builder("keep_free")
+    x = b.add_input("x", shape, float32)
+    b.set_outputs({"y": getattr(b, kind)(x, axis=0)})
+    xv = _normal(shape)
+    if kind == "prod":
+        xv = (1 + 0.01 * xv).astype(np.float32)
+    ref = getattr(np, kind)(xv.astype(np.float64), axis=0)
+    check_three_ways(b.graph, {"x": xv}, {"y": ref}, scale=8.0)

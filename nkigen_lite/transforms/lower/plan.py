@@ -211,6 +211,11 @@ def _make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions:
     _free_broadcast_dims(roles, dom, set(broadcast_dims), partitions,
                          max(1, sbuf_budget // max(1, itemsize_sum)))
     _free_stored_broadcast_dims(roles, dom, store_exts)
+    # a reduction over partitions combines whole partitions: kept dims leave the partitions
+    if any(roles[d] == "P" and dom[d] > 1 for d in acc):
+        for d in range(len(dom)):
+            if roles[d] == "P" and d not in acc and dom[d] > 1:
+                roles[d] = "I"
     # an iota along a dim that shares the partitions with another dim is not an affine
     # function of the partition index: put that dim in the free dims instead
     for op in group.ops:

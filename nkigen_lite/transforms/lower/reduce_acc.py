@@ -95,8 +95,26 @@ def finish_accumulator(em, op: T.ReduceOp, inst) -> None:
             em.b.tensor_copy(dst=Access(out, (_ds(0, 1), _ds(j, w))), src=Access(ps, (_ds(0, 1), _ds(0, w))))
         return
     if n != 1:
-        raise BuildError(f"lowering: {op.name} ({kind}) across partitions keeps no free dims")
+        if len(free) != 1:
+            raise BuildError(f"lowering: {op.name}: partition reductions keep one free dim at most")
+        return _finish_by_transposes(em, kind, acc_t, out, rows, n)
     ps = em.b.alloc((1, rows), "f32", "psum", name="psum_t")
     em.b.nc_transpose(dst=ps, data=flat_acc)
     em.b.tensor_reduce(dst=Access(out, (_ds(0, 1),) + tuple(_ds(0, 1) for _ in free)),
                        op=COMBINE[kind], data=ps, axis=(1,), keepdims=True)
+
+
+def _finish_by_transposes(em, kind: str, acc_t, out, rows: int, n: int) -> None:
+    """Reduce an accumulator (rows, n) over its partitions for a non-sum kind: per block of up
+    to 128 columns, transpose it on TensorE (columns onto partitions), reduce along the free
+    dim, and transpose the resulting column back into the output row."""
+    p = em.ctx.partitions
+    for j in range(0, n, p):
+        w = min(p, n - j)
+        pt = em.b.alloc((w, rows), "f32", "psum", name="psum_t")
+        em.b.nc_transpose(dst=pt, data=Access(acc_t, (_ds(0, rows), _ds(j, w))))
+        col = em.b.alloc((w, 1), "f32", "sbuf", name="col")
+        em.b.tensor_reduce(dst=col, op=COMBINE[kind], data=pt, axis=(1,), keepdims=True)
+        back = em.b.alloc((1, w), "f32", "psum", name="psum_row")
+        em.b.nc_transpose(dst=back, data=col)
+        em.b.tensor_copy(dst=Access(out, (_ds(0, 1), _ds(j, w))), src=back)
