@@ -27,7 +27,7 @@ from .groups import FusionGroup, form_groups
 from .homes import HbmHome
 from .liveness import peak_live_bytes
 from .matmul import lower_matmul
-from .pipeline import Pipeline, emit_pipeline, group_member, matmul_member
+from .pipeline import RowPipeline, emit_pipeline, group_member, matmul_member
 from .plan import RowTooWide, fold_rows, is_row_local, make_plan
 from .remat import rematerialize
 from .views import VIEW_OPS, copy_home, is_layout_convert, lower_concat, lower_view, plan_concats
@@ -143,7 +143,7 @@ def _lower_items(ctx: LowerContext, part, plans, graph: Graph, row_local, output
     """Emit the partition's items in order, fusing runs of row-compatible matmuls and fusion
     groups into row pipelines (pipeline.py)."""
     budget = (ctx.target.sbuf_bytes_per_partition * 3) // 4
-    pipe = Pipeline()
+    pipe = RowPipeline()
 
     def flush() -> None:
         nonlocal pipe
@@ -158,7 +158,7 @@ def _lower_items(ctx: LowerContext, part, plans, graph: Graph, row_local, output
         for alias, root in pipe.alias.items():
             if root in ctx.homes and alias not in ctx.homes:
                 ctx.homes[alias] = ctx.homes[root]
-        pipe = Pipeline()
+        pipe = RowPipeline()
 
     for item in part.items:
         member = None

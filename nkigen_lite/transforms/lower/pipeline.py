@@ -71,7 +71,7 @@ def matmul_member(op: T.MatmulOp, partitions: int, homes: dict) -> Member | None
 
 
 @dataclass
-class Pipeline:
+class RowPipeline:
     """Members being collected, the values they produce, the ones passed, and aliases."""
 
     members: list[Member] = field(default_factory=list)
@@ -126,7 +126,7 @@ class Pipeline:
         return any(x in outputs or any(u.op not in inside for u in x.uses) for x in values)
 
 
-def emit_pipeline(ctx, pipe: Pipeline, outputs: set, row_local) -> None:
+def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local) -> None:
     """Emit the members in one shared loop nest (see module docstring)."""
     from .group_emit import GroupEmitter
     from .matmul import lower_matmul
@@ -164,7 +164,7 @@ def emit_pipeline(ctx, pipe: Pipeline, outputs: set, row_local) -> None:
 class _AliasedTiles(dict):
     """The pipeline's tile table seen through layout_convert aliases."""
 
-    def __init__(self, tiles: dict, pipe: Pipeline):
+    def __init__(self, tiles: dict, pipe: RowPipeline):
         super().__init__()
         self._tiles, self._pipe = tiles, pipe
 
