@@ -47,11 +47,14 @@ def _reads(group: FusionGroup) -> set[Value]:
 
 
 def rematerialize(graph: Graph, part: Partition, done: set) -> bool:
-    """Clone one profitable cone into its consumer group (see module docstring); True when the
-    graph changed (the caller forms the groups again). ``done`` holds the values already
-    rematerialized: each value is recomputed at most once, so the caller's loop ends."""
+    """Clone every profitable cone into its consumer group (see module docstring); True when
+    the graph changed (the caller forms the groups again). ``done`` holds the values already
+    rematerialized and their copies: each value is recomputed at most once, so the caller's
+    loop ends. The clones of one call read values outside their producer group only, so they
+    do not change what the other candidates of the same call read."""
     outputs = set(graph.outputs.values())
     order = {op: i for i, op in enumerate(graph.body)}
+    changed = False
     for item in part.items:
         if not isinstance(item, FusionGroup):
             continue
@@ -72,8 +75,8 @@ def rematerialize(graph: Graph, part: Partition, done: set) -> bool:
                 continue
             done.add(v)
             done.update(_clone_into(graph, cone, v, users, order))
-            return True
-    return False
+            changed = True
+    return changed
 
 
 def _clone_into(graph: Graph, cone: list[Op], v: Value, users: list[Op], order: dict) -> list[Value]:
