@@ -77,10 +77,12 @@ def _digest(meta_text: str, constants: dict[str, np.ndarray]) -> str:
 
 def store(directory: str, key: str, kernel) -> str | None:
     """Write ``kernel`` under ``key`` atomically; returns the path (None if not writable)."""
+    from .compiler import STAGES  # every stage's IR is kept (Kernel.ir prints them on request)
+
     meta = {
         "format": FORMAT, "key": key, "name": kernel.name, "target": kernel.target.name,
         "input_names": kernel.input_names, "output_names": kernel.output_names,
-        "stage_ir": kernel.stage_ir, "timings": kernel.timings,
+        "stage_ir": {s: kernel.ir(s) for s in STAGES}, "timings": kernel.timings,
         "input_types": {n: [list(t.shape), t.dtype.name] for n, t in kernel.input_types.items()},
         "empty_outputs": {n: [list(t.shape), t.dtype.name] for n, t in kernel.empty_outputs.items()},
         "constants": sorted(kernel.constants),

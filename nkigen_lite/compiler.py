@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .ir.errors import BuildError, InterpretError
+from .ir.clone import clone_graph
+from .ir.errors import BuildError, InterpretError, VerifyError
 from .ir.graph import Graph
 from .ir.parser import parse
 from .ir.passes import PassContext, Pipeline, get_pass
@@ -46,6 +47,8 @@ class Kernel:
     empty_outputs: dict = field(default_factory=dict)
     input_types: dict = field(default_factory=dict)  # input name -> TensorType (the signature)
     _stats: KernelStats | None = field(default=None, repr=False)
+    _source: Graph | None = field(default=None, repr=False)
+    _knobs: dict = field(default_factory=dict, repr=False)
 
     def check_inputs(self, inputs) -> dict[str, np.ndarray]:
         """Validate ``{input name: array}`` against the signature (the same check and wording
@@ -85,11 +88,22 @@ class Kernel:
 
     def ir(self, stage: str = "lower") -> str:
         """IR text after a stage: one of input, canonicalize, decompose, cleanup, layout, lower,
-        deallocs (``"nki"`` is the final kernel)."""
+        deallocs (``"nki"`` is the final kernel). Printed on first request: the earlier stages
+        by re-running the (deterministic) pipeline on the copy of the input the kernel keeps."""
         if stage == "nki":
             stage = "deallocs"
-        if stage not in self.stage_ir:
+        if stage not in STAGES:
             raise BuildError(f"Kernel.ir: unknown stage {stage!r}; stages: {', '.join(STAGES)}, nki")
+        if stage not in self.stage_ir:
+            if stage == STAGES[-1]:
+                self.stage_ir[stage] = str(self.nki)
+            elif stage == "input" and self._source is not None:
+                self.stage_ir[stage] = str(self._source)
+            elif self._source is not None:
+                _run_stages(clone_graph(self._source), self.target, self._knobs, self.stage_ir,
+                            stop=stage)
+            else:
+                raise BuildError(f"Kernel.ir: the IR after {stage!r} was not kept")
         return self.stage_ir[stage]
 
     def stats(self) -> KernelStats:
@@ -162,7 +176,7 @@ class _Progress:
 
 
 def compile(graph, *examples, target: Target = TRN2, knobs: dict | None = None,  # noqa: A001
-            verbose: bool = False) -> Kernel:
+            verbose: bool = False, verify: bool = False) -> Kernel:
     """Compile a tensor graph (or a NumPy function) to an NKI kernel for ``target`` (trn2).
 
     Forms::
@@ -173,6 +187,8 @@ def compile(graph, *examples, target: Target = TRN2, knobs: dict | None = None, 
     ``knobs`` seed the layout solver and the group tiling: ``{value name: {"partition_dim": d,
     "tile_size": t}}`` (docs/lowering.md, "Knobs"); any other key is rejected by name.
     ``verbose=True`` prints per-stage progress to stderr once a compile has taken over a second.
+    ``verify=True`` also checks the text round trip of the input and of the IR after every
+    stage (slower; by default a stage's IR is printed only when ``Kernel.ir`` asks for it).
     Returns a ``Kernel``: ``k(x, w)`` / ``k.run({...})`` run it, ``k.ir(stage)``, ``k.stats()``,
     ``k.estimate()``, ``k.nki_source()``.
     """
@@ -192,36 +208,69 @@ def compile(graph, *examples, target: Target = TRN2, knobs: dict | None = None, 
         if getattr(type(op), "not_lowered", ""):
             raise BuildError(f"{op.name} cannot be compiled: {type(op).not_lowered}")
     progress = _Progress(graph.name, verbose)
+    knobs = dict(knobs or {})
     t0 = time.perf_counter()
-    text = str(graph)
-    work = parse(text)
-    stage_ir = {"input": text}
-    timings = {"parse": time.perf_counter() - t0}
-    ctx = PassContext(target=target, knobs=dict(knobs or {}))
-    passes = [get_pass(p) for _, p in DEFAULT_STAGES]
-    names = [stage for stage, _ in DEFAULT_STAGES]
-    records: list = []
-
-    def record(name, ir_text):
-        records.append(ir_text)
-        progress.stage(name)
-
-    res = Pipeline(passes, verify_each=True, print_after="all", print_fn=record).run(work, ctx)
-    for n, rec, txt in zip(names, res.records, records):
-        stage_ir[n] = txt
-        timings[n] = rec.seconds
+    stage_ir: dict[str, str] = {}
+    if verify:
+        text = str(graph)
+        work = parse(text)
+        _check_round_trip("input", text, work)
+        stage_ir["input"] = text
+    else:
+        work = clone_graph(graph)
+        work.verify()
+    source = clone_graph(work)
+    timings = {"copy": time.perf_counter() - t0}
+    final, ctx = _run_stages(work, target, knobs, stage_ir if verify else None,
+                             timings=timings, on_stage=progress.stage)
+    if verify:
+        for name in STAGES[1:]:
+            _check_round_trip(name, stage_ir[name])
     t1 = time.perf_counter()
-    nki_verify(res.graph, target)
+    nki_verify(final, target)
     timings["verify"] = time.perf_counter() - t1
     progress.stage("verify")
     return Kernel(
-        name=graph.name, nki=res.graph, target=target,
+        name=graph.name, nki=final, target=target,
         constants=(ctx.get(KernelExtras) or KernelExtras()).constants,
         input_names=list(graph.input_names), output_names=list(graph.outputs),
         stage_ir=stage_ir, timings=timings, layout=ctx.get(LayoutAnalysis),
         empty_outputs=(ctx.get(KernelExtras) or KernelExtras()).empty_outputs,
         input_types={n: v.type for n, v in zip(graph.input_names, graph.inputs)},
+        _source=source, _knobs=knobs,
     )
+
+
+def _run_stages(work: Graph, target: Target, knobs: dict, stage_ir: dict | None,
+                stop: str | None = None, timings: dict | None = None, on_stage=None):
+    """Run the default pipeline on ``work`` (up to and including stage ``stop``), verifying
+    after each pass; records each stage's IR text into ``stage_ir`` when given, its seconds
+    into ``timings``, and calls ``on_stage(pass name)`` after it. Returns (graph, context)."""
+    if stage_ir is not None and "input" not in stage_ir:
+        stage_ir["input"] = str(work)
+    ctx = PassContext(target=target, knobs=dict(knobs))
+    graph = work
+    for name, pass_name in DEFAULT_STAGES:
+        p = get_pass(pass_name)
+        res = Pipeline([p], verify_each=True,
+                       print_after="all" if stage_ir is not None else ()).run(graph, ctx)
+        graph, rec = res.graph, res.records[0]
+        if timings is not None:
+            timings[name] = rec.seconds
+        if stage_ir is not None:
+            stage_ir[name] = rec.ir
+        if on_stage is not None:
+            on_stage(p.name)
+        if name == stop:
+            break
+    return graph, ctx
+
+
+def _check_round_trip(stage: str, text: str, parsed: Graph | None = None) -> None:
+    """The IR text of ``stage`` parses back to a graph that prints identically."""
+    again = str(parsed if parsed is not None else parse(text))
+    if again != text:
+        raise VerifyError(f"the IR after {stage!r} does not print back identically after parsing")
 
 
 def pack_outputs(out: dict):

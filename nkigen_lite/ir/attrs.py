@@ -25,11 +25,11 @@ class Ident(str):
 
 @dataclass(frozen=True)
 class DenseLiteral:
-    """A dense array literal as parsed: ``dense<2x3xf32, "hex bytes">``."""
+    """A dense array literal as parsed: ``dense<2x3xf32, "hex bytes">`` (``data``: the bytes)."""
 
     shape: tuple[int, ...]
     dtype: DType
-    hex: str
+    data: bytes
 
 
 class FrozenArray:
@@ -220,7 +220,7 @@ class _Dense(AttrKind):
         if isinstance(v, FrozenArray):
             return v
         if isinstance(v, DenseLiteral):
-            raw = bytes.fromhex(v.hex)
+            raw = v.data
             n = math.prod(v.shape)  # Python ints: no int64 overflow on absurd shapes
             if len(raw) != n * v.dtype.itemsize:
                 raise BuildError(

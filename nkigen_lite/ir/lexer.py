@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from typing import NamedTuple
 
 from .errors import ParseError
 
@@ -11,9 +12,17 @@ DIGITS = frozenset("0123456789")
 LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 WORD_CHARS = LETTERS | DIGITS | {"_"}
 
+# Every scan below is one regular-expression match, so the lexer's cost per token does not
+# depend on how long the token is (a dense constant's hex string is read in one call).
+_SPACE = re.compile(r"(?:[ \t\r\n]+|//[^\n]*)*")
+_WORD = re.compile(r"[A-Za-z0-9_]*")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+_PLAIN_STRING = re.compile(r'"([^"\\\n]*)"')
+_IN_STRING = re.compile(r'["\\]')
 
-@dataclass(frozen=True)
-class Token:
+
+class Token(NamedTuple):
     """One token: kind is value, symbol, ident, int, float, string, punct or eof."""
 
     kind: str
@@ -33,23 +42,17 @@ class Lexer:
         self.line_start = 0
 
     def _advance(self, n: int) -> None:
-        for _ in range(n):
-            if self.text[self.pos] == "\n":
-                self.line += 1
-                self.line_start = self.pos + 1
-            self.pos += 1
+        t, pos = self.text, self.pos
+        nl = t.count("\n", pos, pos + n)
+        if nl:
+            self.line += nl
+            self.line_start = t.rfind("\n", pos, pos + n) + 1
+        self.pos = pos + n
 
     def _skip_space(self) -> None:
-        t = self.text
-        while self.pos < len(t):
-            c = t[self.pos]
-            if c in " \t\r\n":
-                self._advance(1)
-            elif t.startswith("//", self.pos):
-                while self.pos < len(t) and t[self.pos] != "\n":
-                    self.pos += 1
-            else:
-                break
+        end = _SPACE.match(self.text, self.pos).end()
+        if end != self.pos:
+            self._advance(end - self.pos)
 
     @property
     def col(self) -> int:
@@ -60,60 +63,41 @@ class Lexer:
 
     def next(self) -> Token:
         self._skip_space()
-        t, start, line, col = self.text, self.pos, self.line, self.col
+        t, start, line = self.text, self.pos, self.line
+        col = start - self.line_start + 1
         if start >= len(t):
             return Token("eof", "", line, col)
         c = t[start]
         if c in "%@":
-            end = start + 1
-            while end < len(t) and t[end] in WORD_CHARS:
-                end += 1
+            end = _WORD.match(t, start + 1).end()
             if end == start + 1:
                 raise self.error(f"expected a name after {c!r}")
-            self._advance(end - start)
+            self.pos = end
             return Token("value" if c == "%" else "symbol", t[start + 1:end], line, col)
         if c in LETTERS or c == "_":
-            end = start + 1
-            while end < len(t) and (t[end] in WORD_CHARS or t[end] == "."):
-                end += 1
-            self._advance(end - start)
+            end = _IDENT.match(t, start).end()
+            self.pos = end
             return Token("ident", t[start:end], line, col)
         if c in DIGITS or (c == "-" and start + 1 < len(t) and t[start + 1] in DIGITS):
-            return self._number(start, line, col)
+            m = _NUMBER.match(t, start)
+            text = m.group()
+            self.pos = m.end()
+            if m.group(1) or m.group(2):
+                return Token("float", text, line, col, float(text))
+            return Token("int", text, line, col, int(text))
         if c == '"':
+            m = _PLAIN_STRING.match(t, start)
+            if m is not None:
+                self.pos = m.end()
+                return Token("string", m.group(), line, col, m.group(1))
             return self._string(start, line, col)
         if t.startswith("->", start):
-            self._advance(2)
+            self.pos = start + 2
             return Token("punct", "->", line, col)
         if c in PUNCT:
-            self._advance(1)
+            self.pos = start + 1
             return Token("punct", c, line, col)
         raise self.error(f"unexpected character {c!r}")
-
-    def _number(self, start: int, line: int, col: int) -> Token:
-        t = self.text
-        end = start + 1 if t[start] == "-" else start
-        while end < len(t) and t[end] in DIGITS:
-            end += 1
-        is_float = False
-        if end < len(t) and t[end] == "." and end + 1 < len(t) and t[end + 1] in DIGITS:
-            is_float = True
-            end += 1
-            while end < len(t) and t[end] in DIGITS:
-                end += 1
-        if end < len(t) and t[end] in "eE":
-            j = end + 1
-            if j < len(t) and t[j] in "+-":
-                j += 1
-            if j < len(t) and t[j] in DIGITS:
-                is_float = True
-                end = j
-                while end < len(t) and t[end] in DIGITS:
-                    end += 1
-        text = t[start:end]
-        self._advance(end - start)
-        return Token("float" if is_float else "int", text, line, col,
-                     float(text) if is_float else int(text))
 
     def _string(self, start: int, line: int, col: int) -> Token:
         t = self.text
@@ -145,28 +129,38 @@ class Lexer:
         return Token("string", t[start:i + 1], line, col, "".join(out))
 
     def read_raw_until_close(self, open_ch: str = "<", close_ch: str = ">") -> str:
-        """Return the raw text up to the matching ``close_ch`` (consumed, not returned)."""
+        """Return the raw text up to the matching ``close_ch`` (consumed, not returned); strings
+        inside it (with ``\\`` escapes) are skipped whole."""
         depth, start = 1, self.pos
         line, col = self.line, self.col
-        in_str = False
-        while self.pos < len(self.text):
-            c = self.text[self.pos]
-            if in_str:
-                if c == "\\":
-                    self._advance(1)
-                elif c == '"':
-                    in_str = False
-            elif c == '"':
-                in_str = True
-            elif c == open_ch:
-                depth += 1
-            elif c == close_ch:
-                depth -= 1
-                if depth == 0:
-                    raw = self.text[start:self.pos]
-                    self._advance(1)
-                    return raw
-            elif c == "\n":
+        t = self.text
+        stops = re.compile('["\\n' + re.escape(open_ch + close_ch) + "]")
+        i = start
+        while True:
+            m = stops.search(t, i)
+            if m is None or m.group() == "\n":
                 break
-            self._advance(1)
+            c, i = m.group(), m.start()
+            if c == '"':
+                i = self._skip_string_body(i + 1)
+                if i < 0:
+                    break
+                continue
+            depth += 1 if c == open_ch else -1
+            if depth == 0:
+                self._advance(i + 1 - start)
+                return t[start:i]
+            i += 1
+        self._advance((len(t) if m is None else m.start()) - start)
         raise ParseError(f"missing {close_ch!r} to close {open_ch!r}", line, col)
+
+    def _skip_string_body(self, i: int) -> int:
+        """Position after the closing quote of a string whose body starts at ``i`` (-1 if none)."""
+        t = self.text
+        while True:
+            m = _IN_STRING.search(t, i)
+            if m is None:
+                return -1
+            if m.group() == '"':
+                return m.end()
+            i = m.end() + 1  # a backslash escapes the next character

@@ -6,6 +6,8 @@ Errors are ``ParseError`` with line:column and what was expected.
 
 from __future__ import annotations
 
+import re
+
 from .attrs import DenseLiteral, Ident
 from .dtypes import get_dtype
 from .errors import BuildError, ParseError
@@ -15,6 +17,7 @@ from .op import OP_REGISTRY
 from .types import TYPE_REGISTRY, parse_shape_and_rest
 from .value import Value
 
+_INT_LIST_REST = re.compile(r"\s*(-?[0-9]+(?:\s*,\s*-?[0-9]+)*)?\s*\]")
 MAX_NESTING = 64  # attribute lists and regions nest at most this deep (bounds the recursion)
 
 
@@ -145,6 +148,12 @@ class Parser:
             raise self.error("expected a number after '-'", nxt)
         if self.at("["):
             self.enter(self.take())
+            lex = self.lex
+            m = _INT_LIST_REST.match(lex.text, lex.pos)
+            if m is not None:  # a flat list of integers (shapes, perms, ...): one regex match
+                lex._advance(m.end() - lex.pos)
+                self.depth -= 1
+                return tuple(int(x) for x in m.group(1).split(",")) if m.group(1) else ()
             items = []
             if not self.at("]"):
                 while True:
@@ -170,11 +179,10 @@ class Parser:
         try:
             shape, dt = parse_shape_and_rest(head)
             dtype = get_dtype(dt.strip())
-            hexdata = data[1:-1]
-            bytes.fromhex(hexdata)
+            raw = bytes.fromhex(data[1:-1])
         except (ValueError, BuildError) as e:
             raise self.error(f"bad dense literal: {e}", tok) from None
-        return DenseLiteral(shape, dtype, hexdata)
+        return DenseLiteral(shape, dtype, raw)
 
     def parse_attr_dict(self) -> dict:
         self.expect("{")

@@ -33,6 +33,7 @@ class Printer:
     def __init__(self, graph: Graph | None = None, root_ops=()):
         self.names: dict[Value, str] = {}
         self._taken: set[str] = set()
+        self._suffix: dict[str, int] = {}  # per hint: the last suffix tried (they only grow)
         self._counter = 0
         if graph is not None:
             for n, v in zip(graph.input_names, graph.body.args):
@@ -49,10 +50,13 @@ class Printer:
             return
         hint = hint or v.name_hint
         if hint:
-            cand, k = hint, 0
+            cand, k = hint, self._suffix.get(hint, 0)
+            if k:
+                cand = f"{hint}_{k}"
             while cand in self._taken:
                 k += 1
                 cand = f"{hint}_{k}"
+            self._suffix[hint] = k
         else:
             cand = str(self._counter)
             self._counter += 1

@@ -16,9 +16,16 @@ from .value import Use, Value
 class _Verifier:
     def __init__(self, graph: Graph):
         self.graph = graph
-        self.printer = Printer(graph)
+        self._printer: Printer | None = None
         self.attached: set[Op] = set()
         self.defined_values: list[Value] = []
+
+    @property
+    def printer(self) -> Printer:
+        """Value names for error messages (made only when a rule is broken)."""
+        if self._printer is None:
+            self._printer = Printer(self.graph)
+        return self._printer
 
     def fail(self, rule: str, op: Op | None = None) -> VerifyError:
         if op is None:
@@ -123,7 +130,12 @@ class _Verifier:
                 if b.parent is not region:
                     raise self.fail("block's parent pointer does not match its region", op)
                 self.check_args(b, op)
-                self.block(b, set(visible) | set(b.args), op)
+                # the nested block sees ``visible`` plus its own definitions, which are taken
+                # out again afterwards (no copy of the enclosing scope: linear in the graph)
+                mark = len(self.defined_values)
+                visible.update(b.args)
+                self.block(b, visible, op)
+                visible.difference_update(self.defined_values[mark - len(b.args):])
 
     def own_rules(self, op: Op) -> None:
         """The op's own ``verify``; any failure becomes a VerifyError naming the op."""
