@@ -238,6 +238,14 @@ class _Dense(AttrKind):
         shape = "".join(f"{d}x" for d in a.shape)
         return f'dense<{shape}{v.dtype.name}, "{a.astype(a.dtype.newbyteorder("<")).tobytes().hex()}">'
 
+    def format_elided(self, v: FrozenArray) -> str:
+        """The human-facing form of a large constant: shape and dtype, no data."""
+        shape = "".join(f"{d}x" for d in v.array.shape)
+        return f"dense<{shape}{v.dtype.name}, {ELIDED}>"
+
+
+ELIDED = "__elided__"  # stands for the data of a dense constant in human-facing text
+
 
 INT = _Int()
 FLOAT = _Float()

@@ -252,9 +252,24 @@ class Graph:
         verify_graph(self)
 
     def __str__(self) -> str:
+        """The text that ``nk.parse`` reads back (dense constants in full)."""
         from .printer import print_graph
 
         return print_graph(self)
+
+    def format(self, elide_constants: bool = True) -> str:
+        """The text for reading: dense constants over ``printer.ELIDE_DENSE_BYTES`` bytes show
+        only their shape and dtype (``dense<1024x1024xf32, __elided__>``); ``str(graph)`` or
+        ``format(elide_constants=False)`` is the form that parses."""
+        from .printer import ELIDE_DENSE_BYTES, print_graph
+
+        return print_graph(self, ELIDE_DENSE_BYTES if elide_constants else None)
+
+    def clone(self) -> Graph:
+        """A structural copy equal to ``parse(str(self))`` (see ``ir/clone.py``)."""
+        from .clone import clone_graph
+
+        return clone_graph(self)
 
     def __repr__(self) -> str:
         return f"<Graph @{self.name}: {len(self.body)} ops>"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .attrs import DenseLiteral, Ident
+from .attrs import ELIDED, DenseLiteral, Ident
 from .dtypes import get_dtype
 from .errors import BuildError, ParseError
 from .graph import Block, Graph, Region
@@ -174,6 +174,9 @@ class Parser:
     def _dense_literal(self, raw: str, tok: Token) -> DenseLiteral:
         head, sep, data = raw.partition(",")
         data = data.strip()
+        if data == ELIDED:
+            raise self.error("this dense constant was elided when printed for reading "
+                             "(Graph.format); str(graph) prints the form that parses", tok)
         if not sep or len(data) < 2 or data[0] != '"' or data[-1] != '"':
             raise self.error('expected dense<SHAPExDTYPE, "hex">', tok)
         try:

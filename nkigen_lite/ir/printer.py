@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .attrs import quote_string
+from .attrs import DENSE, FrozenArray, quote_string
 from .value import Value
 
 if TYPE_CHECKING:
@@ -25,12 +25,14 @@ if TYPE_CHECKING:
     from .op import Op
 
 INDENT = "  "
+ELIDE_DENSE_BYTES = 256  # human-facing text shows dense constants up to this size in full
 
 
 class Printer:
     """Assigns value names for one graph (or a detached op) and formats ops with them."""
 
-    def __init__(self, graph: Graph | None = None, root_ops=()):
+    def __init__(self, graph: Graph | None = None, root_ops=(), elide_dense: int | None = None):
+        self.elide_dense = elide_dense  # dense attributes over this many bytes print elided
         self.names: dict[Value, str] = {}
         self._taken: set[str] = set()
         self._suffix: dict[str, int] = {}  # per hint: the last suffix tried (they only grow)
@@ -88,7 +90,11 @@ class Printer:
             v = op.attrs.get(a.name)
             if not a.required and _same(v, a.default):
                 continue
-            items.append(f"{a.name} = {a.kind.format(v)}")
+            if (self.elide_dense is not None and isinstance(v, FrozenArray)
+                    and v.array.nbytes > self.elide_dense):
+                items.append(f"{a.name} = {DENSE.format_elided(v)}")
+            else:
+                items.append(f"{a.name} = {a.kind.format(v)}")
         return "{" + ", ".join(items) + "}" if items else ""
 
     def format_op(self, op: Op, indent: int = 0) -> list[str]:
@@ -121,9 +127,10 @@ def _same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
-def print_graph(graph: Graph) -> str:
-    """The whole graph as text (ends with a newline)."""
-    p = Printer(graph)
+def print_graph(graph: Graph, elide_dense: int | None = None) -> str:
+    """The whole graph as text (ends with a newline). With ``elide_dense``, dense constants over
+    that many bytes print as ``dense<SHAPExDTYPE, __elided__>`` (for people; it does not parse)."""
+    p = Printer(graph, elide_dense=elide_dense)
     args = ", ".join(f"{p.name(v)}: {v.type}" for v in graph.body.args)
     lines = [f"graph @{graph.name}({args}) {{"]
     lines.extend(p.format_block(graph.body, 1))
@@ -150,7 +157,8 @@ def root_graph(op: Op):
 def format_op(op: Op) -> str:
     """One op as text (its regions included), named consistently with its graph."""
     g = root_graph(op)
-    p = Printer(g) if g is not None else Printer(root_ops=[op])
+    p = Printer(g, elide_dense=ELIDE_DENSE_BYTES) if g is not None else Printer(
+        root_ops=[op], elide_dense=ELIDE_DENSE_BYTES)
     for v in op.operands:
         p._assign(v)
     return "\n".join(p.format_op(op))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .errors import VerifyError
 from .graph import Block, Graph, ReturnOp
 from .op import Op
-from .printer import Printer
+from .printer import ELIDE_DENSE_BYTES, Printer
 from .traits import Terminator
 from .value import Use, Value
 
@@ -24,7 +24,7 @@ class _Verifier:
     def printer(self) -> Printer:
         """Value names for error messages (made only when a rule is broken)."""
         if self._printer is None:
-            self._printer = Printer(self.graph)
+            self._printer = Printer(self.graph, elide_dense=ELIDE_DENSE_BYTES)
         return self._printer
 
     def fail(self, rule: str, op: Op | None = None) -> VerifyError:
