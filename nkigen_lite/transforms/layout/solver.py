@@ -92,6 +92,7 @@ class LayoutSolver:
         self.analysis = LayoutAnalysis(graph, partitions)
         self.knobs = self._parse_knobs(knobs or {})
         self.tile_knobs: list[tuple[int, int]] = []  # (P dim variable, tile rows)
+        self._printer: Printer | None = None  # names conversions after their source value
 
     # ---- variables and knobs --------------------------------------------------------------
     def register(self, v: Value) -> None:
@@ -186,7 +187,11 @@ class LayoutSolver:
     def _convert(self, v: Value, vars_: list[int], before: Op | None = None,
                  after: Op | None = None) -> Value:
         conv = LayoutConvertOp([v])
-        conv.result.name_hint = Printer(self.graph).name(v)[1:] + "_conv"
+        if self._printer is None:  # one naming of the graph for every conversion (linear)
+            self._printer = Printer(self.graph)
+        if v not in self._printer.names:
+            self._printer._assign(v)
+        conv.result.name_hint = self._printer.name(v)[1:] + "_conv"
         if before is not None:
             self.graph.body.insert_before(before, conv)
         else:
