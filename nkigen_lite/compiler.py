@@ -2,8 +2,10 @@
 
 Pipeline: ``transforms/pipeline.py::DEFAULT_STAGES`` (canonicalize → decompose → canonicalize
 (cleanup) → layout → lower → deallocs), then the hardware verifier. The input graph is never
-modified: compilation works on a copy made by printing and re-parsing it (which also detaches
-builder-only behaviour from the values).
+modified: compilation works on a structural copy (``ir/clone.py``) whose values belong to no
+builder, so compiler code never adds ops to the user's builder. ``verify=True`` makes the copy
+by printing and re-parsing instead and checks that the IR after every stage prints, parses and
+prints back identically.
 """
 
 from __future__ import annotations
