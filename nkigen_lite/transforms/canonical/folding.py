@@ -1,14 +1,15 @@
 """Constant folding: pure ops whose operands are all constants become constants.
 
-Values are computed by the tensor interpreter in its float64 mode. A uniform result becomes
-``tensor.full`` holding the float64 value (its attribute is a Python float), so the folded
-graph still computes in float64 in the oracle mode and rounds the constant to its dtype once
-in the faithful mode (instead of once per folded op). Other results become
-``tensor.constant`` only when the dtype holds their values exactly (``iota * 2`` folds,
-``exp(iota)`` does not: rounding it would change the oracle mode's answer), and only while
-that does not blow up the IR: a non-uniform result is folded when it has at most
-``MAX_FOLDED_ELEMENTS`` elements or no more than the largest dense constant it was computed
-from (``iota(4096) * 2`` stays as it is).
+Values are computed by the tensor interpreter in its faithful mode: in the program's dtypes,
+rounded on every write exactly as the interpreter (and the hardware) would round them when
+the ops ran, so a folded constant is the value the unfolded ops produce — a Dekker split of
+an f32 divisor stays an error-free f32 split, and ``cast(full(0.1, bf16), f32)`` holds
+bf16(0.1). A uniform result becomes ``tensor.full`` holding that value (exact in its dtype, so
+both interpreter modes read the same number). Other results become ``tensor.constant`` only
+when the float64 evaluation gives the same values (``iota * 2`` folds, ``exp(iota)`` does not:
+its values would be rounded), and only while that does not blow up the IR: a non-uniform
+result is folded when it has at most ``MAX_FOLDED_ELEMENTS`` elements or no more than the
+largest dense constant it was computed from (``iota(4096) * 2`` stays as it is).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ _SHAPE_OPS = (T.BroadcastToOp, T.ReshapeOp, T.TransposeOp, T.SliceOp)
 _ELEMENTWISE = (T.UnaryOp, T.BinaryOp, T.WhereOp, T.CastOp)
 
 
-def _evaluate(op, operand_arrays):
-    it = TensorInterpreter("float64")
+def _evaluate(op, operand_arrays, mode: str = "faithful"):
+    it = TensorInterpreter(mode)
     rule = it.rule_for(type(op))
     if rule is None:
         return None
@@ -41,13 +42,13 @@ def _evaluate(op, operand_arrays):
         return None
 
 
-def _source_array(op) -> np.ndarray:
-    return _evaluate(op, [])
+def _source_array(op, mode: str = "faithful") -> np.ndarray:
+    return _evaluate(op, [], mode)
 
 
 def _splat_array(op: T.FullOp) -> np.ndarray:
-    """A one-element array holding what ``op`` stores in each element."""
-    it = TensorInterpreter("float64")
+    """A one-element array holding what ``op`` stores in each element (rounded to its dtype)."""
+    it = TensorInterpreter("faithful")
     dt = op.result.dtype
     return it.store(np.full((1,), op.attrs["value"], it.compute_type(dt)), dt)
 
@@ -121,8 +122,10 @@ class FoldConstants(RewritePattern):
         if r.type.size > max(MAX_FOLDED_ELEMENTS, dense):
             return False
         stored = cast_array(out, r.dtype)
-        if r.dtype.is_float and not np.array_equal(stored.astype(np.float64), out, equal_nan=True):
-            return False  # the dtype cannot hold the exact values: folding would round them
+        if r.dtype.is_float:
+            exact = _evaluate(op, [_source_array(s, "float64") for s in srcs], "float64")
+            if exact is None or not np.array_equal(stored.astype(np.float64), exact, equal_nan=True):
+                return False  # the values are rounded: keep the ops (and the oracle's answer)
         value = FrozenArray(stored, r.dtype)
         return replace(rw, op, make(rw, T.ConstantOp, [], {"value": value}))
 

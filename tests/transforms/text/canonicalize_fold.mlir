@@ -10,7 +10,7 @@ graph @fold_splat(%x: tensor<4xf32>) {
   %y = tensor.add %x, %e : tensor<4xf32>
   return y = %y
 }
-// CHECK: %c = tensor.full {value = 403.4287934927351} : tensor<f32>
+// CHECK: %c = tensor.full {value = 403.42877197265625} : tensor<f32>
 // CHECK-NEXT: %add = tensor.add %x, %c : tensor<4xf32>
 
 // -----
