@@ -62,8 +62,26 @@ class Kernel:
 
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run the kernel on the NKI interpreter; returns ``{output name: array}``."""
+        arrays = self.kernel_inputs(inputs)
+        out = {}
+        if self.nki.outputs:  # none when every graph output is empty
+            out = nki_run(self.nki, {**arrays, **self.constants}, self.target, verify=False)
+        return self.with_empty_outputs(out)
+
+    @property
+    def empty_inputs(self) -> dict:
+        """Inputs with a zero-size dim: read by nothing the kernel computes, not kernel inputs."""
+        return {n: t for n, t in self.input_types.items() if t.size == 0}
+
+    def kernel_inputs(self, inputs) -> dict[str, np.ndarray]:
+        """``inputs`` checked against the signature, without the empty ones the kernel does
+        not take."""
         arrays = self.check_inputs(inputs)
-        out = nki_run(self.nki, {**arrays, **self.constants}, self.target, verify=False)
+        return {k: a for k, a in arrays.items() if k not in self.empty_inputs}
+
+    def with_empty_outputs(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The kernel's outputs plus the empty ones it does not compute, in output order."""
+        out = dict(out)
         for name, t in self.empty_outputs.items():
             out[name] = np.zeros(t.shape, t.dtype.np_dtype)
         return {n: out[n] for n in self.output_names}
@@ -119,7 +137,8 @@ class Kernel:
         ``nk.simulate(source, inputs)`` or under the Neuron SDK."""
         from .emit.nki_source import emit_nki_source
 
-        return emit_nki_source(self.nki, self.constants, self.input_names)
+        names = [n for n in self.input_names if n not in self.empty_inputs]
+        return emit_nki_source(self.nki, self.constants, names)
 
     def custom_call(self) -> dict:
         """A framework-neutral, JSON-serialisable description of a call of this kernel: target

@@ -37,11 +37,18 @@ def simulate(source_or_kernel, inputs: dict[str, np.ndarray]) -> dict[str, np.nd
 
     ``inputs`` maps graph input names to arrays; constants are supplied from the module.
     Returns ``{output name: array}`` (for a Kernel in the graph's output shapes: a 0-d output
-    is a 1-element 1-D tensor inside the kernel).
+    is a 1-element 1-D tensor inside the kernel; empty outputs, which the kernel does not
+    compute, are included as ``Kernel.run`` includes them, and empty inputs it does not read
+    are accepted).
     """
     shapes = None
+    kernel = None
     if _is_kernel(source_or_kernel):
-        source = source_or_kernel.nki_source()
+        kernel = source_or_kernel
+        inputs = kernel.kernel_inputs(inputs)  # the same check as Kernel.run / nk.run
+        if not kernel.nki.outputs:  # every output is empty: there is nothing to run
+            return kernel.with_empty_outputs({})
+        source = kernel.nki_source()
         shapes = {n: v.type.shape for n, v in source_or_kernel.nki.outputs.items()}
     elif isinstance(source_or_kernel, str):
         source = source_or_kernel
@@ -55,9 +62,7 @@ def simulate(source_or_kernel, inputs: dict[str, np.ndarray]) -> dict[str, np.nd
         raise BuildError("simulate: the module defines no INPUT_NAMES / INPUT_SPECS (not emitted by "
                          "nkigen_lite?); use nkigen_lite.nki_sim.simulate with parameter names")
     params = list(specs)
-    if _is_kernel(source_or_kernel) and hasattr(source_or_kernel, "check_inputs"):
-        inputs = source_or_kernel.check_inputs(inputs)  # the same check as Kernel.run / nk.run
-    else:
+    if kernel is None:
         from types import SimpleNamespace
 
         from ..ir.dtypes import get_dtype
@@ -85,4 +90,4 @@ def simulate(source_or_kernel, inputs: dict[str, np.ndarray]) -> dict[str, np.nd
     outputs = sim_run(module, args)
     if shapes:
         outputs = {n: a.reshape(shapes[n]) for n, a in outputs.items()}
-    return outputs
+    return kernel.with_empty_outputs(outputs) if kernel is not None else outputs

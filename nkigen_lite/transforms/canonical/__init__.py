@@ -1,10 +1,11 @@
 """The canonicalization rules, grouped by kind; ``PATTERNS`` is the full set in a fixed order."""
 
+from .empty import EMPTY_PATTERNS
 from .folding import FOLDING_PATTERNS
 from .identities import IDENTITY_PATTERNS
 from .recompose import RECOMPOSE_PATTERNS
 from .shapes import SHAPE_PATTERNS
 
-PATTERNS = FOLDING_PATTERNS + IDENTITY_PATTERNS + SHAPE_PATTERNS + RECOMPOSE_PATTERNS
+PATTERNS = EMPTY_PATTERNS + FOLDING_PATTERNS + IDENTITY_PATTERNS + SHAPE_PATTERNS + RECOMPOSE_PATTERNS
 
 __all__ = ["PATTERNS"]

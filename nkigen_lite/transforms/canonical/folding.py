@@ -79,6 +79,19 @@ class ShapeOfSplat(RewritePattern):
         return replace(rw, op, full(rw, src.attrs["value"], r.dtype, r.shape))
 
 
+class UnitIotaToFull(RewritePattern):
+    """iota(shape, axis) with shape[axis] == 1 → full(0): every element is index 0, however
+    the value is broadcast later (its dims of extent 1 carry no index)"""
+
+    root = T.IotaOp
+
+    def match_and_rewrite(self, op, rw):
+        r = op.result
+        if r.shape[op.attrs["axis"]] != 1:
+            return False
+        return replace(rw, op, full(rw, 0, r.dtype, r.shape))
+
+
 class FoldElementwiseSplats(RewritePattern):
     """f(full(a), full(b), …) → full(f(a, b, …)) for elementwise f"""
 
@@ -130,4 +143,5 @@ class FoldConstants(RewritePattern):
         return replace(rw, op, make(rw, T.ConstantOp, [], {"value": value}))
 
 
-FOLDING_PATTERNS = (ConstantToFull(), ShapeOfSplat(), FoldElementwiseSplats(), FoldConstants())
+FOLDING_PATTERNS = (ConstantToFull(), ShapeOfSplat(), UnitIotaToFull(), FoldElementwiseSplats(),
+                    FoldConstants())

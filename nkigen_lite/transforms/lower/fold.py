@@ -74,6 +74,8 @@ class FoldPlan:
             """(full operand, immediate or per-partition operand) of a binary op."""
             a, b = op.operands
             for full, other in ((a, b), (b, a)):
+                if immediate_of(full) is not None:
+                    continue  # a constant has no tile to be the activation's data
                 k = immediate_of(other)
                 if k is not None and em.ext(full) == em.ext(op.result):
                     return full, float(k)
