@@ -349,6 +349,9 @@ class Parser:
 
 def parse(text: str, verify: bool = True) -> Graph:
     """Parse IR text into a Graph (any registered dialect) and verify it."""
+    if not isinstance(text, str):
+        hint = " (decode bytes first: data.decode())" if isinstance(text, (bytes, bytearray)) else ""
+        raise ParseError(f"parse takes IR text (str), got {type(text).__name__}{hint}")
     graph = Parser(text).parse_graph()
     if verify:
         graph.verify()

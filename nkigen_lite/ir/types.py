@@ -84,6 +84,8 @@ def parse_shape_and_rest(text: str) -> tuple[tuple[int, ...], str]:
     for i, p in enumerate(parts):
         if p.isascii() and p.isdigit():
             dims.append(int(p))
+        elif p.startswith("-") and p[1:].isascii() and p[1:].isdigit() and i < len(parts) - 1:
+            raise ValueError(f"negative dimension {p} in {text!r}; dimensions are >= 0")
         else:
             return tuple(dims), "x".join(parts[i:])
     raise ValueError(f"missing element type in {text!r}")

@@ -71,7 +71,8 @@ def run_kernel(func, args: tuple, kwargs: dict) -> tuple[object, SimStats]:
         for pname, value in list(bound.arguments.items()):
             bound.arguments[pname] = _to_kernel_arg(value, pname, f"kernel input {name}({pname})",
                                                     run, inputs)
-        result = func(*bound.args, **bound.kwargs)
+        with np.errstate(all="ignore"):  # IEEE results (inf, nan) are the data, not warnings
+            result = func(*bound.args, **bound.kwargs)
         outputs = _collect_outputs(result, name, inputs)
     finally:
         stats = end_run(run)

@@ -116,7 +116,7 @@ class ActivationFunction(_Token):
         """f(x) for float32 x, computed in float64 and rounded to float32."""
         if self.domain is not None:
             lo, hi = self.domain
-            bad = ~((x >= lo) & (x <= hi))
+            bad = ~((x >= lo) & (x <= hi)) & ~np.isnan(x)  # NaN is no range: it propagates
             if bad.any():
                 v = float(x[bad].flat[0])
                 raise NkiSimError(

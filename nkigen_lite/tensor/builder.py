@@ -60,9 +60,13 @@ class Builder:
     # ---- graph signature -----------------------------------------------------------------------
     def add_input(self, name: str, shape: Sequence[int], dtype=float32) -> Value:
         """Declare a graph input (an HBM tensor when compiled)."""
-        if isinstance(shape, (int, np.integer)):
+        if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
             shape = (int(shape),)
-        v = self.graph.add_input(name, TensorType(tuple(shape), get_dtype(dtype)))
+        try:
+            t = TensorType(shape, get_dtype(dtype))
+        except BuildError as e:
+            raise BuildError(f"add_input {name!r}: {e}") from None
+        v = self.graph.add_input(name, t)
         v._builder = self
         return v
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir.dtypes import DType, get_dtype
 from ..ir.errors import BuildError
 from ..ir.types import ShapedType, format_shape, parse_shape_and_rest
@@ -14,6 +16,12 @@ class TensorType(ShapedType):
     __slots__ = ()
 
     def __init__(self, shape, dtype):
+        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+            raise BuildError(f"tensor shape must be a sequence of ints, got {shape!r}")
+        shape = tuple(shape)
+        bad = [d for d in shape if isinstance(d, bool) or not isinstance(d, (int, np.integer))]
+        if bad:
+            raise BuildError(f"tensor shape {shape} has a non-integer dimension {bad[0]!r}")
         shape = tuple(int(d) for d in shape)
         if any(d < 0 for d in shape):
             raise BuildError(f"tensor shape {shape} has a negative dimension")

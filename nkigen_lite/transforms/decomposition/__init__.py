@@ -9,6 +9,7 @@ from ...ir.registry import table
 from ..capabilities import Capabilities
 from .arith import DivToMulReciprocal, IntegerPowToMul
 from .composite import ExpandComposite
+from .contraction import DegenerateMatmul
 from .division import FloorDivideMod
 from .reductions import MeanToSum, ProdByTree, ReduceKeepdims, VarStdTwoPass
 from .rounding import CeilByFloorOrTrunc, FloorByTrunc
@@ -17,7 +18,7 @@ from .trig import ArctanRangeReduction, CosViaSin, SinRangeReduction
 PATTERN_CLASSES = (
     ReduceKeepdims, MeanToSum, VarStdTwoPass, ProdByTree, DivToMulReciprocal, IntegerPowToMul,
     FloorDivideMod, FloorByTrunc, CeilByFloorOrTrunc, CosViaSin, SinRangeReduction,
-    ArctanRangeReduction, ExpandComposite,
+    ArctanRangeReduction, ExpandComposite, DegenerateMatmul,
 )
 
 

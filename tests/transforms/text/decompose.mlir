@@ -258,3 +258,45 @@ graph @logsumexp(%x: tensor<4x8xbf16>) {
 // CHECK-NEXT: %reshape = tensor.reshape %add {shape = [8]} : tensor<8xf32>
 // CHECK-NEXT: %cast_1 = tensor.cast %reshape {dtype = bf16} : tensor<8xbf16>
 // CHECK-NOT: tensor.logsumexp
+
+// -----
+// a K = 1 matmul is a broadcast multiply (computed in f32, cast once)
+graph @matmul_k1(%a: tensor<5x3x1xbf16>, %b: tensor<1x4xbf16>) {
+  %c = tensor.matmul %a, %b : tensor<5x3x4xbf16>
+  return y = %c
+}
+// CHECK: tensor.cast %a {dtype = f32}
+// CHECK: tensor.cast %b {dtype = f32}
+// CHECK: tensor.mul
+// CHECK: tensor.cast {{.*}} {dtype = bf16} : tensor<5x3x4xbf16>
+// CHECK-NOT: tensor.matmul
+
+// -----
+// a batched matrix-vector product (N = 1) is a multiply and a row sum
+graph @matmul_n1(%a: tensor<6x3x8xf32>, %b: tensor<6x8x1xf32>) {
+  %c = tensor.matmul %a, %b : tensor<6x3x1xf32>
+  return y = %c
+}
+// CHECK: %transpose = tensor.transpose %b {perm = [0, 2, 1]} : tensor<6x1x8xf32>
+// CHECK-NEXT: %mul = tensor.mul %a, %transpose : tensor<6x3x8xf32>
+// CHECK-NEXT: %reduce = tensor.reduce %mul {axes = [2], kind = sum, keepdims = true} : tensor<6x3x1xf32>
+// CHECK-NOT: tensor.matmul
+
+// -----
+// a batched M = 1 product sums over the rows of B
+graph @matmul_m1(%a: tensor<6x1x8xf32>, %b: tensor<8x5xf32>) {
+  %c = tensor.matmul %a, %b : tensor<6x1x5xf32>
+  return y = %c
+}
+// CHECK: %transpose = tensor.transpose %a {perm = [0, 2, 1]} : tensor<6x8x1xf32>
+// CHECK-NEXT: %mul = tensor.mul %transpose, %b : tensor<6x8x5xf32>
+// CHECK-NEXT: %reduce = tensor.reduce %mul {axes = [1], kind = sum, keepdims = true} : tensor<6x1x5xf32>
+// CHECK-NOT: tensor.matmul
+
+// -----
+// a single 2-D matrix-vector product stays a matmul (the Tensor engine does it well)
+graph @matmul_mv(%a: tensor<64x32xf32>, %b: tensor<32x1xf32>) {
+  %c = tensor.matmul %a, %b : tensor<64x1xf32>
+  return y = %c
+}
+// CHECK: tensor.matmul %a, %b
