@@ -2,7 +2,10 @@
 
 ``mode="faithful"`` (default) computes floats in fp32 and rounds every op's result to its
 dtype, as the hardware does (bf16 sums accumulate in fp32). ``mode="float64"`` is the oracle:
-floats are computed and returned in float64 without rounding; integers stay exact.
+floats are computed and returned in float64 without rounding; integers stay exact. Values the
+program declares in a dtype are that dtype's values in both modes: constants (``full``,
+``constant``, ``iota``) and explicit ``cast`` results are rounded to their dtype, as NumPy
+rounds ``x.astype(bf16)`` and a weak scalar in ``x // 0.1`` (f32(0.1) for an f32 ``x``).
 """
 
 from __future__ import annotations
@@ -47,6 +50,13 @@ class TensorInterpreter(Interpreter):
         return cast_array(x, dtype)
 
 
+    def declare(self, x, dtype: DType) -> np.ndarray:
+        """A value the program declares in ``dtype`` (a constant, a cast result): rounded to
+        ``dtype`` in both modes (then widened to float64 in the float64 mode)."""
+        r = cast_array(np.asarray(x), dtype)
+        return r.astype(np.float64) if dtype.is_float and self.mode == "float64" else r
+
+
 I = TensorInterpreter
 
 
@@ -85,27 +95,27 @@ def _where(it: I, op, args):
 
 @I.impl(T.CastOp)
 def _cast(it: I, op, args):
-    return [it.store(args[0], op.attrs["dtype"])]  # store() is the reference cast (cast_array)
+    return [it.declare(args[0], op.attrs["dtype"])]  # declare() is the reference cast (cast_array)
 
 
 @I.impl(T.ConstantOp)
 def _constant(it: I, op, _args):
     t = op.results[0].type
     value = op.reference(t.shape, op.attrs["value"])
-    return [it.store(value.astype(it.compute_type(t.dtype)), t.dtype)]
+    return [it.declare(value.astype(it.compute_type(t.dtype)), t.dtype)]
 
 
 @I.impl(T.FullOp)
 def _full(it: I, op, _args):
     t = op.results[0].type
-    return [it.store(op.reference(t.shape, op.attrs["value"], it.compute_type(t.dtype)), t.dtype)]
+    return [it.declare(op.reference(t.shape, op.attrs["value"], it.compute_type(t.dtype)), t.dtype)]
 
 
 @I.impl(T.IotaOp)
 def _iota(it: I, op, _args):
     t = op.results[0].type
     idx = op.reference(t.shape, op.attrs["axis"])
-    return [it.store(idx.astype(it.compute_type(t.dtype)), t.dtype)]
+    return [it.declare(idx.astype(it.compute_type(t.dtype)), t.dtype)]
 
 
 @I.impl(T.ReduceOp)

@@ -22,6 +22,15 @@ Contract of the generated graphs:
 - ``smooth=True`` keeps only ops whose results are continuous in the inputs (see
   ``SMOOTH_OPS``; no any/all reductions; casts only between floats), so two computations
   with different rounding stay within tolerance of each other: use it for differential tests.
+- ``boundary_dims=True`` sometimes draws a dim from ``BOUNDARY_DIMS`` (sizes around the 128
+  partitions and SBUF/PSUM tile sizes), keeping every value's size <= ``max_elements``;
+  ``empty=True`` sometimes draws a 0-size dim (inputs and sources; ops then propagate it).
+  Sources (``full``, ``iota``) and inputs often take another value's shape with some dims
+  set to 1, so they are broadcast (size-1 → n) by their users.
+  These graphs also draw the Python scalar 0.1 (not exact in any float dtype).
+- ``graph_inputs(g, grid=True)`` draws floats only from the grid k/8 (|k| <= 24): exact in
+  every float dtype down to e4m3, so floor / ceil / comparisons / floor_divide / mod see the
+  same operands in every computation; the end-to-end properties use it.
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ _GUARDED_DENOM = {"div", "floor_divide", "mod"}
 _FLOAT_SCALARS = (2.0, 0.5, -1.5, 3.0, 0.25)
 _INT_SCALARS = (2, 1, 3, -3, 5)
 _POS_GRID = 24  # float inputs are k/8 for |k| <= 24, or floats in [-3, 3]
+BOUNDARY_DIMS: tuple[int, ...] = (127, 128, 129, 300, 513, 4096)
 
 
 def _broadcast(*shapes) -> tuple[int, ...] | None:
@@ -78,9 +88,11 @@ def _infers(cls, types, attrs=None) -> bool:
 class _Gen:
     """State of one graph being drawn: the builder, the value pool and known-positive values."""
 
-    def __init__(self, draw, dtypes, names, max_rank, max_dim, smooth):
+    def __init__(self, draw, dtypes, names, max_rank, max_dim, smooth, boundary_dims=False,
+                 empty=False, max_elements=1 << 14):
         self.draw, self.dtypes, self.names = draw, tuple(dtypes), names
         self.max_rank, self.max_dim, self.smooth = max_rank, max_dim, smooth
+        self.boundary_dims, self.empty, self.max_elements = boundary_dims, empty, max_elements
         self.b = Builder("random")
         self.pool: list = []
         self.positive: set = set()
@@ -97,16 +109,36 @@ class _Gen:
         i = self.draw(st.integers(0, len(cands) - 1))
         return cands[len(cands) - 1 - i]
 
+    def dim(self) -> int:
+        if self.boundary_dims or self.empty:
+            r = self.draw(st.integers(0, 11))
+            if self.empty and r == 0:
+                return 0
+            if self.boundary_dims and r == 1:
+                return self.pick(BOUNDARY_DIMS)
+        return self.draw(st.integers(1, self.max_dim))
+
     def shape(self, min_rank=0):
         rank = self.draw(st.integers(min_rank, max(min_rank, self.max_rank)))
-        return tuple(self.draw(st.lists(st.integers(1, self.max_dim), min_size=rank, max_size=rank)))
+        dims = [self.dim() for _ in range(rank)]
+        while math.prod(dims) > self.max_elements:  # keep sizes modest: shrink the largest dim
+            k = dims.index(max(dims))
+            dims[k] = max(1, dims[k] // 4)
+        wide = self.boundary_dims or self.empty
+        if wide and self.pool and self.draw(st.integers(0, 2)) == 0:  # a broadcastable relative
+            base = self.value().shape
+            suffix = base[len(base) - self.draw(st.integers(0, len(base))):]
+            if len(suffix) >= min_rank:
+                return tuple(1 if self.draw(st.integers(0, 2)) == 0 else d for d in suffix)
+        return tuple(dims)
 
     def scalar(self, dt: DType):
         """A weak Python scalar that keeps ``dt`` (never zero; never negative for uints)."""
         if dt.is_bool:
             return self.pick((True, False))
         if dt.is_float and self.draw(st.booleans()):
-            return self.pick(_FLOAT_SCALARS)
+            wide = self.boundary_dims or self.empty  # 0.1: not dyadic, rounds in every dtype
+            return self.pick(_FLOAT_SCALARS + ((0.1,) if wide else ()))
         return self.pick([s for s in _INT_SCALARS if dt.is_signed or s > 0])
 
     def data(self, shape, dt: DType) -> np.ndarray:
@@ -239,7 +271,7 @@ class _Gen:
                        and (v.shape[-2] if v.ndim >= 2 else v.shape[0]) == k
                        and _broadcast(a.shape[:-2], v.shape[:-2]) is not None)
         if c is None or self.draw(st.booleans()):
-            shape = (k,) if self.draw(st.booleans()) else (k, self.draw(st.integers(1, self.max_dim)))
+            shape = (k,) if self.draw(st.booleans()) else (k, self.dim())
             c = self.b.constant(self.data(shape, a.dtype), a.dtype)
         return a @ c
 
@@ -255,7 +287,7 @@ class _Gen:
         return self.b.transpose(v, perm)
 
     def reshape(self):
-        v = self.value()
+        v = self.value(lambda v: v.type.size > 0)
         if v is None:
             return None
         factors = _prime_factors(v.type.size)
@@ -272,12 +304,14 @@ class _Gen:
         if v is None:
             return None
         lead = self.draw(st.integers(0, self.max_rank - v.ndim))
-        shape = [self.draw(st.integers(1, self.max_dim)) for _ in range(lead)]
-        shape += [self.draw(st.integers(1, self.max_dim)) if d == 1 else d for d in v.shape]
+        shape = [self.dim() for _ in range(lead)]
+        shape += [self.dim() if d == 1 else d for d in v.shape]
+        if math.prod(shape) > self.max_elements:
+            return None
         return self.b.broadcast_to(v, shape)
 
     def slice(self):
-        v = self.value(lambda v: v.ndim >= 1)
+        v = self.value(lambda v: v.ndim >= 1 and 0 not in v.shape)
         if v is None:
             return None
         key = [self.slice_index(n) for n in v.shape]
@@ -355,8 +389,9 @@ def _prime_factors(n: int) -> list[int]:
 
 
 @st.composite
-def _graphs(draw, max_ops, dtypes, names, max_rank, max_dim, smooth):
-    gen = _Gen(draw, dtypes, names, max_rank, max_dim, smooth)
+def _graphs(draw, max_ops, dtypes, names, max_rank, max_dim, smooth, boundary_dims=False,
+            empty=False, max_elements=1 << 14, max_outputs=2):
+    gen = _Gen(draw, dtypes, names, max_rank, max_dim, smooth, boundary_dims, empty, max_elements)
     base = gen.shape()
     for i in range(draw(st.integers(1, 3))):
         if draw(st.booleans()):  # a suffix of a common shape, some dims 1: broadcasts
@@ -371,20 +406,24 @@ def _graphs(draw, max_ops, dtypes, names, max_rank, max_dim, smooth):
         if r is not None:
             last = gen.add(r)
     outs = {"y0": last if last is not None else gen.pool[-1]}
-    if draw(st.booleans()):
-        second = gen.value(lambda v: v is not outs["y0"])
-        if second is not None:
-            outs["y1"] = second
+    for k in range(1, draw(st.integers(1, max_outputs))):
+        other = gen.value(lambda v: all(v is not o for o in outs.values()))
+        if other is not None:
+            outs[f"y{k}"] = other
     gen.b.set_outputs(outs)
     return gen.b.graph
 
 
 def tensor_graphs(max_ops: int = 8, dtypes=(float32,), ops=None, max_rank: int = 3,
-                  max_dim: int = 8, *, smooth: bool = False) -> st.SearchStrategy[Graph]:
+                  max_dim: int = 8, *, smooth: bool = False, boundary_dims: bool = False,
+                  empty: bool = False, max_elements: int = 1 << 14,
+                  max_outputs: int = 2) -> st.SearchStrategy[Graph]:
     """Random valid tensor graphs (see the module docstring for what they contain).
 
     ``dtypes``: element types of inputs, sources and cast targets; ``ops``: op short names
-    to draw from (``OP_NAMES``; default all, or ``SMOOTH_OPS`` with ``smooth=True``).
+    to draw from (``OP_NAMES``; default all, or ``SMOOTH_OPS`` with ``smooth=True``);
+    ``boundary_dims`` / ``empty`` / ``max_elements``: see the module docstring;
+    ``max_outputs``: 1 to that many graph outputs.
     """
     allowed = set(OP_NAMES if ops is None else ops)
     unknown = allowed - set(OP_NAMES)
@@ -395,10 +434,13 @@ def tensor_graphs(max_ops: int = 8, dtypes=(float32,), ops=None, max_rank: int =
     names = tuple(n for n in OP_NAMES if n in allowed)
     if not names or max_ops < 1 or max_rank < 1 or max_dim < 1 or not dtypes:
         raise ValueError("tensor_graphs needs ops, dtypes, max_ops >= 1, max_rank >= 1, max_dim >= 1")
-    return _graphs(max_ops, tuple(dtypes), names, max_rank, max_dim, smooth)
+    if max_outputs < 1 or max_elements < 1:
+        raise ValueError("tensor_graphs needs max_outputs >= 1 and max_elements >= 1")
+    return _graphs(max_ops, tuple(dtypes), names, max_rank, max_dim, smooth, boundary_dims,
+                   empty, max_elements, max_outputs)
 
 
-def _array(dt: DType, shape, positive: bool) -> st.SearchStrategy[np.ndarray]:
+def _array(dt: DType, shape, positive: bool, grid: bool = False) -> st.SearchStrategy[np.ndarray]:
     size = math.prod(shape)
     if dt.is_bool:
         elems = st.booleans()
@@ -407,9 +449,9 @@ def _array(dt: DType, shape, positive: bool) -> st.SearchStrategy[np.ndarray]:
         elems = st.integers(lo, 20 if not dt.is_signed else 10)
     else:
         lo = 1 if positive else -_POS_GRID
-        grid = st.integers(lo, _POS_GRID).map(lambda k: k / 8)
+        on_grid = st.integers(lo, _POS_GRID).map(lambda k: k / 8)
         smooth = st.floats(1 / 16 if positive else -3, 3, width=32)
-        elems = st.one_of(grid, smooth)
+        elems = on_grid if grid else st.one_of(on_grid, smooth)
     if size <= 24:
         values = st.lists(elems, min_size=size, max_size=size)
         return values.map(lambda xs: cast_array(np.array(xs).reshape(shape), dt))
@@ -421,15 +463,19 @@ def _array(dt: DType, shape, positive: bool) -> st.SearchStrategy[np.ndarray]:
         if dt.is_int:
             lo = 1 if positive else (-10 if dt.is_signed else 0)
             return rng.integers(lo, 11 if dt.is_signed else 21, size=shape).astype(dt.np_dtype)
+        if grid:
+            return cast_array(rng.integers(1 if positive else -_POS_GRID, _POS_GRID + 1, size=shape) / 8, dt)
         x = rng.uniform(1 / 16, 3, shape) if positive else rng.uniform(-3, 3, shape)
         return cast_array(x, dt)
 
     return st.integers(0, 2**32 - 1).map(from_seed)
 
 
-def graph_inputs(graph: Graph, *, positive: bool = False) -> st.SearchStrategy[dict[str, np.ndarray]]:
+def graph_inputs(graph: Graph, *, positive: bool = False,
+                 grid: bool = False) -> st.SearchStrategy[dict[str, np.ndarray]]:
     """Inputs for ``graph``: right shapes and storage dtypes; floats finite in [-3, 3]
-    (``positive``: in [1/16, 3]), signed ints in [-10, 10], uints in [0, 20] (both from 1
-    when ``positive``), random bools."""
-    parts = {n: _array(v.dtype, v.shape, positive) for n, v in zip(graph.input_names, graph.inputs)}
+    (``positive``: in [1/16, 3]; ``grid``: only multiples of 1/8 there), signed ints in
+    [-10, 10], uints in [0, 20] (both from 1 when ``positive``), random bools."""
+    parts = {n: _array(v.dtype, v.shape, positive, grid)
+             for n, v in zip(graph.input_names, graph.inputs)}
     return st.fixed_dictionaries(parts)

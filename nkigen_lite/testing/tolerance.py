@@ -71,6 +71,23 @@ def _overflow_ok(g: np.ndarray, e: np.ndarray, dt: DType | str) -> np.ndarray:
     return over & hit
 
 
+def close_mask(got, ref, dtype, rtol: float, atol: float) -> np.ndarray:
+    """Per element: does ``got`` pass against ``ref`` under the rule of the module docstring
+    (same shapes; ``dtype`` as for ``assert_close``)."""
+    dt = _resolve(dtype)
+    g = np.asarray(got).astype(np.float64)
+    e = np.asarray(ref).astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(g - e)
+        allowed = atol + rtol * np.abs(e)
+        # an infinite reference must be matched exactly (its "allowed" error is infinite)
+        ok = (np.isfinite(e) & (err <= allowed)) | (g == e) | (np.isnan(g) & np.isnan(e))
+        if dt != ORACLE and not dt.is_float:
+            ok = (g == e) | (np.isnan(g) & np.isnan(e))
+        ok |= _overflow_ok(g, e, dt)
+    return ok
+
+
 def _label(what: str, dt, rtol: float, atol: float) -> str:
     name = dt if isinstance(dt, str) else dt.name
     head = f"{what}: " if what else ""
@@ -95,14 +112,10 @@ def assert_close(got, ref, dtype, *, what: str = "", rtol: float | None = None,
         raise AssertionError(f"{label} shape {g_arr.shape} differs from the reference's {e_arr.shape}")
     g = g_arr.astype(np.float64)
     e = e_arr.astype(np.float64)
+    ok = close_mask(g, e, dt, rtol, atol)
     with np.errstate(invalid="ignore", over="ignore"):
         err = np.abs(g - e)
         allowed = atol + rtol * np.abs(e)
-        # an infinite reference must be matched exactly (its "allowed" error is infinite)
-        ok = (np.isfinite(e) & (err <= allowed)) | (g == e) | (np.isnan(g) & np.isnan(e))
-        if dt != ORACLE and not dt.is_float:
-            ok = (g == e) | (np.isnan(g) & np.isnan(e))
-        ok |= _overflow_ok(g, e, dt)
     bad = ~ok
     n_bad = int(bad.sum())
     if not n_bad:

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import nkigen_lite as nk
 from nkigen_lite.testing import assert_close
-from nkigen_lite.testing.tolerance import tolerance_for
 from nkigen_lite.testing.strategies import graph_inputs, tensor_graphs
+from nkigen_lite.testing.tolerance import tolerance_for
 from nkigen_lite.transforms import canonicalize, decompose, solve_layout
 
 from .helpers import copy_graph
