@@ -6,6 +6,7 @@ import numpy as np
 
 import nkigen_lite as nk
 from nkigen_lite.testing import assert_close
+from nkigen_lite.testing.tolerance import tolerance_for
 
 
 def copy_graph(g):
@@ -13,16 +14,26 @@ def copy_graph(g):
     return nk.parse(str(g))
 
 
+def _coarsest_tolerance(*graphs) -> tuple[float, float]:
+    vals = [v for g in graphs for v in list(g.inputs) + [r for op in g.walk() for r in op.results]]
+    tols = [tolerance_for(v.dtype) for v in vals if v.dtype.is_float]
+    return max(tols) if tols else (0.0, 0.0)
+
+
 def assert_same_semantics(before, after, feed, *, f64_tol=None, what=""):
-    """Outputs of ``after`` match ``before``: float64 mode with the oracle tolerance (or
-    ``f64_tol`` as (rtol, atol)), faithful mode with each output dtype's tolerance."""
+    """Outputs of ``after`` match ``before``: float64 mode with ``f64_tol`` as (rtol, atol),
+    by default the tolerance of the least precise float dtype of any value in either graph
+    (the float64 mode rounds constants and casts to their dtype, so a decomposition's f32
+    constants and its casts back to a narrow dtype round there too), faithful mode with each
+    output dtype's tolerance."""
+    f64_default = _coarsest_tolerance(before, after)
     for mode in ("float64", "faithful"):
         ref = nk.run(before, feed, mode)
         got = nk.run(after, feed, mode)
         for name, v in before.outputs.items():
             label = f"{what or before.name} {mode} {name}"
             if mode == "float64" and v.dtype.is_float:
-                rtol, atol = f64_tol if f64_tol else (None, None)
+                rtol, atol = f64_tol if f64_tol else f64_default
                 assert_close(got[name], ref[name], "float64", what=label, rtol=rtol, atol=atol)
             else:
                 assert_close(got[name], ref[name], v.dtype, what=label)
