@@ -93,7 +93,9 @@ def test_one_op_prints_parses_and_interprets(name, attrs):
     want = REF[name](x.astype(np.float64), **attrs)
     for gg in (g, g2):
         close(nk.run(gg, {"x": x})["y"], want, 2e-5)
-    close(nk.run(g, {"x": x}, mode="float64")["y"], want, 1e-12)
+    # the float64 mode holds the expansion's constants (eps, 1/N, sqrt(2/pi)) as the f32
+    # values they are: a relative 1e-7 apart from the float64 reference
+    close(nk.run(g, {"x": x}, mode="float64")["y"], want, 1e-6)
 
 
 @pytest.mark.parametrize("name, attrs", CASES, ids=IDS)
