@@ -13,7 +13,7 @@ from nkigen_lite.parallel.qwen3 import (
     qwen3_reference,
 )
 
-TOL = 1e-12  # float64 mode: sharding only reorders float64 sums (relative to max |y|)
+TOL = 1e-6  # float64 mode vs float64 NumPy: the graph holds its constants as f32 values
 
 
 @pytest.fixture(scope="module")
