@@ -100,8 +100,9 @@ def main() -> None:
         prof.disable()
         pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
         return
-    print("| case | tensor ops | compile s (wall) | compile s (CPU) | CPU ms / op "
-          "| slowest stages (wall s) |")
+    print(
+        "| case | tensor ops | compile s (wall) | compile s (CPU) | CPU ms / op | slowest stages (wall s) |"
+    )
     print("|---|---|---|---|---|---|")
     for name, build in table.items():
         g = build()
@@ -114,8 +115,10 @@ def main() -> None:
     text = str(g)
     _, c_print, _ = best_of(lambda: str(g), args.repeat)
     _, c_parse, _ = best_of(lambda: nk.parse(text), args.repeat)
-    print(f"\n1024x1024 f32 dense constant: print {c_print:.3f} s, parse {c_parse:.3f} s CPU, "
-          f"{len(text) / 2**20:.1f} MiB of text")
+    print(
+        f"\n1024x1024 f32 dense constant: print {c_print:.3f} s, parse {c_parse:.3f} s CPU, "
+        f"{len(text) / 2**20:.1f} MiB of text"
+    )
 
 
 if __name__ == "__main__":

@@ -36,9 +36,12 @@ def _normal(shape, seed=0):
 def _rms(h, dt):
     def make():
         g = residual_rmsnorm(h, dt)
-        ins = {n: _normal(v.type.shape, i).astype(dt.np_dtype)
-               for i, (n, v) in enumerate(zip(g.input_names, g.inputs))}
+        ins = {
+            n: _normal(v.type.shape, i).astype(dt.np_dtype)
+            for i, (n, v) in enumerate(zip(g.input_names, g.inputs))
+        }
         return g, ins, residual_rmsnorm_reference(ins["x"], ins["r"], ins["w"], dt)
+
     return make
 
 
@@ -47,6 +50,7 @@ def _softmax(rows, log):
         g = softmax_graph((rows, 151_936), log)
         x = _normal((rows, 151_936)) * 4
         return g, {"x": x}, softmax_reference(x, log)
+
     return make
 
 
@@ -57,6 +61,7 @@ def _simple(name, shape, body, ref):
         b.set_outputs(body(b, x))
         xv = _normal(shape)
         return b.graph, {"x": xv}, ref(xv.astype(np.float64))
+
     return make
 
 
@@ -71,6 +76,7 @@ def _chain():
         for i in range(1000):
             x = x * 1.0001 if i % 2 == 0 else x + 0.5
         return {"y": x}
+
     return _simple("chain", (1024, 1024), body, ref)
 
 
@@ -82,18 +88,34 @@ def _qwen3():
 
 
 CASES = {
-    **{f"residual+rmsnorm 1x128x{h} {dt.name}": _rms(h, dt)
-       for dt in (bfloat16, float32) for h in (4096, 8192, 16384)},
-    **{f"{'log_' if log else ''}softmax {r}x151936 f32": _softmax(r, log)
-       for log in (False, True) for r in (4, 128)},
-    "var+std 200x300": _simple("var_std", (200, 300), lambda b, x: {"v": b.var(x), "s": b.std(x)},
-                               lambda x: {"v": np.var(x), "s": np.std(x)}),
+    **{
+        f"residual+rmsnorm 1x128x{h} {dt.name}": _rms(h, dt)
+        for dt in (bfloat16, float32)
+        for h in (4096, 8192, 16384)
+    },
+    **{
+        f"{'log_' if log else ''}softmax {r}x151936 f32": _softmax(r, log)
+        for log in (False, True)
+        for r in (4, 128)
+    },
+    "var+std 200x300": _simple(
+        "var_std",
+        (200, 300),
+        lambda b, x: {"v": b.var(x), "s": b.std(x)},
+        lambda x: {"v": np.var(x), "s": np.std(x)},
+    ),
     "row max + column max 256x384": _simple(
-        "row_col", (256, 384), lambda b, x: {"r": b.max(x, axis=1), "c": b.max(x, axis=0)},
-        lambda x: {"r": x.max(1), "c": x.max(0)}),
-    "x.max(1).sum(0) 300x300": _simple("max_sum", (300, 300),
-                                       lambda b, x: {"y": b.sum(b.max(x, axis=1), axis=0)},
-                                       lambda x: {"y": x.max(1).sum()}),
+        "row_col",
+        (256, 384),
+        lambda b, x: {"r": b.max(x, axis=1), "c": b.max(x, axis=0)},
+        lambda x: {"r": x.max(1), "c": x.max(0)},
+    ),
+    "x.max(1).sum(0) 300x300": _simple(
+        "max_sum",
+        (300, 300),
+        lambda b, x: {"y": b.sum(b.max(x, axis=1), axis=0)},
+        lambda x: {"y": x.max(1).sum()},
+    ),
     "1,000-op chain 1024x1024 f32": _chain(),
     "Qwen3-Embedding-8B layer seq 128 bf16": _qwen3,
 }
@@ -124,11 +146,12 @@ def main() -> None:
         err = ""
         if RUN and ref is not None:
             out = k.run(ins)
-            err = max(float(np.abs(out[n].astype(np.float64) - r).max() / max(1.0, np.abs(r).max()))
-                      for n, r in ref.items())
+            err = max(
+                float(np.abs(out[n].astype(np.float64) - r).max() / max(1.0, np.abs(r).max()))
+                for n, r in ref.items()
+            )
             err = f"{err:.1e}"
-        print(f"| {name} | yes | {err} | {s.hbm_traffic_ratio:.3f} | "
-              f"{s.instructions_dynamic:,} | {ms:.0f} |")
+        print(f"| {name} | yes | {err} | {s.hbm_traffic_ratio:.3f} | {s.instructions_dynamic:,} | {ms:.0f} |")
 
 
 if __name__ == "__main__":

@@ -48,8 +48,7 @@ def attention_f32(q, k, v):
     return softmax(q @ k.T / np.sqrt(q.shape[-1])) @ v
 
 
-def qwen3_layer(h, w_in, w_q, w_k, w_v, w_o, w_qn, w_kn, cos, sin, w_post, w_gu, w_dn,
-                heads=16, kv_heads=8):
+def qwen3_layer(h, w_in, w_q, w_k, w_v, w_o, w_qn, w_kn, cos, sin, w_post, w_gu, w_dn, heads=16, kv_heads=8):
     """A Qwen3 decoder layer: h (1, S, D) bf16, head dim from w_qn."""
     _, seq, _ = h.shape
     hd = w_qn.shape[0]
@@ -76,8 +75,21 @@ def decode_step(x, w_in, w_qkv):
 
 
 def _qwen(seq, d=1024, heads=16, kv=8, hd=128, inter=3072):
-    args = _zeros((1, seq, d), (d,), (d, heads * hd), (d, kv * hd), (d, kv * hd), (heads * hd, d),
-                  (hd,), (hd,), (seq, hd // 2), (seq, hd // 2), (d,), (d, 2 * inter), (inter, d))
+    args = _zeros(
+        (1, seq, d),
+        (d,),
+        (d, heads * hd),
+        (d, kv * hd),
+        (d, kv * hd),
+        (heads * hd, d),
+        (hd,),
+        (hd,),
+        (seq, hd // 2),
+        (seq, hd // 2),
+        (d,),
+        (d, 2 * inter),
+        (inter, d),
+    )
     return nk.trace(qwen3_layer).trace(*args)
 
 
@@ -90,28 +102,39 @@ TARGETS = [
     ("softmax 2048x4096 f32", lambda: get_workload("softmax").graph(shape=(2048, 4096))),
     ("rmsnorm 2048x4096 f32", lambda: get_workload("rmsnorm").graph(shape=(2048, 4096))),
     ("layernorm 512x1024 f32", lambda: get_workload("layernorm").graph(shape=(512, 1024))),
-    ("SwiGLU MLP 128x1024x3072 f32",
-     lambda: get_workload("swiglu_mlp").graph(tokens=128, hidden=1024, inter=3072)),
-    ("matmul 1024x4096x1024 bf16",
-     lambda: get_workload("matmul").graph(m=1024, k=4096, n=1024, dtype=nk.bfloat16)),
-    ("matmul 4096x4096x4096 bf16",
-     lambda: get_workload("matmul").graph(m=4096, k=4096, n=4096, dtype=nk.bfloat16)),
+    (
+        "SwiGLU MLP 128x1024x3072 f32",
+        lambda: get_workload("swiglu_mlp").graph(tokens=128, hidden=1024, inter=3072),
+    ),
+    (
+        "matmul 1024x4096x1024 bf16",
+        lambda: get_workload("matmul").graph(m=1024, k=4096, n=1024, dtype=nk.bfloat16),
+    ),
+    (
+        "matmul 4096x4096x4096 bf16",
+        lambda: get_workload("matmul").graph(m=4096, k=4096, n=4096, dtype=nk.bfloat16),
+    ),
     ("attention s512 d128 f32", lambda: get_workload("attention").graph(seq=512, d=128)),
-    ("causal GQA 16q/8kv s128 d128 bf16 (np.repeat)",
-     lambda: _trace(gqa_causal, *_zeros((16, 128, 128), (8, 128, 128), (8, 128, 128)))),
+    (
+        "causal GQA 16q/8kv s128 d128 bf16 (np.repeat)",
+        lambda: _trace(gqa_causal, *_zeros((16, 128, 128), (8, 128, 128), (8, 128, 128))),
+    ),
     ("x.sum() 512x512 f32", lambda: _trace(lambda x: x.sum(), np.zeros((512, 512), np.float32))),
-    ("x.sum(0) 1024x256 f32",
-     lambda: _trace(lambda x: x.sum(0), np.zeros((1024, 256), np.float32))),
+    ("x.sum(0) 1024x256 f32", lambda: _trace(lambda x: x.sum(0), np.zeros((1024, 256), np.float32))),
     ("softmax 4x151936 f32", lambda: get_workload("softmax").graph(shape=(4, 151936))),
     ("Qwen3-0.6B layer bf16 seq 128", lambda: _qwen(128)),
     ("Qwen3-0.6B layer bf16 seq 512", lambda: _qwen(512)),
     ("Qwen3-0.6B layer bf16 seq 2048", lambda: _qwen(2048)),
-    ("decode: rmsnorm + QKV 1024->4096 bf16",
-     lambda: _trace(decode_step, *_zeros((1, 1024), (1024,), (1024, 4096)))),
+    (
+        "decode: rmsnorm + QKV 1024->4096 bf16",
+        lambda: _trace(decode_step, *_zeros((1, 1024), (1024,), (1024, 4096))),
+    ),
 ]
 
-HEADER = ("| graph | traffic / min | old estimate us (lower bound) | scheduled us | roofline us "
-          "| scheduled / roofline | critical | executed instr | warnings | compile s |")
+HEADER = (
+    "| graph | traffic / min | old estimate us (lower bound) | scheduled us | roofline us "
+    "| scheduled / roofline | critical | executed instr | warnings | compile s |"
+)
 
 
 def row(name: str, build) -> tuple[str, list]:
@@ -123,13 +146,15 @@ def row(name: str, build) -> tuple[str, list]:
         secs = time.perf_counter() - t
         e, s = k.estimate(), k.stats()
         ws = k.warnings()
-    except Exception as exc:                     # report, do not stop the table
+    except Exception as exc:  # report, do not stop the table
         msg = str(exc).splitlines()[0][:100] if str(exc) else type(exc).__name__
         return f"| {name} | does not compile: {msg} | | | | | | | | |", []
     us = 1e-3
-    return (f"| {name} | {s.hbm_traffic_ratio:.2f} | {e.lower_bound_ns * us:,.1f} | "
-            f"{e.scheduled_ns * us:,.1f} | {e.roofline_ns * us:,.1f} | {e.ratio:.2f} | "
-            f"{e.critical_engine} | {s.instructions_dynamic:,} | {len(ws)} | {secs:.1f} |"), ws
+    return (
+        f"| {name} | {s.hbm_traffic_ratio:.2f} | {e.lower_bound_ns * us:,.1f} | "
+        f"{e.scheduled_ns * us:,.1f} | {e.roofline_ns * us:,.1f} | {e.ratio:.2f} | "
+        f"{e.critical_engine} | {s.instructions_dynamic:,} | {len(ws)} | {secs:.1f} |"
+    ), ws
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Time the NKI interpreter on a hand-written 2048x4096 fp32 row softmax (128-row tiles).
 
-    uv run python benchmarks/nki_interpreter.py [--rows 2048] [--cols 4096] [--repeat 5]
+uv run python benchmarks/nki_interpreter.py [--rows 2048] [--cols 4096] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -54,9 +54,11 @@ def main() -> None:
     ref = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
     ref /= ref.sum(axis=1, keepdims=True)
     err = float(np.abs(out - ref).max())
-    print(f"softmax {args.rows}x{args.cols} f32: verify {t_verify * 1e3:.1f} ms, run best "
-          f"{min(times) * 1e3:.1f} ms / median {sorted(times)[len(times) // 2] * 1e3:.1f} ms "
-          f"over {args.repeat}; max abs error vs float64 {err:.2e}")
+    print(
+        f"softmax {args.rows}x{args.cols} f32: verify {t_verify * 1e3:.1f} ms, run best "
+        f"{min(times) * 1e3:.1f} ms / median {sorted(times)[len(times) // 2] * 1e3:.1f} ms "
+        f"over {args.repeat}; max abs error vs float64 {err:.2e}"
+    )
 
 
 if __name__ == "__main__":

@@ -51,10 +51,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--markdown", help="also write the table to this file")
     args = ap.parse_args()
-    header = ("| workload | shape | tensor ops | NKI instr static | executed | DMAs | DMA MiB "
-              "| traffic / min | SBUF B/part | PSUM B/part | old estimate us (lower bound) "
-              "| scheduled us | roofline us | scheduled / roofline | critical | compile ms "
-              "| interp ms | rel err |")
+    header = (
+        "| workload | shape | tensor ops | NKI instr static | executed | DMAs | DMA MiB "
+        "| traffic / min | SBUF B/part | PSUM B/part | old estimate us (lower bound) "
+        "| scheduled us | roofline us | scheduled / roofline | critical | compile ms "
+        "| interp ms | rel err |"
+    )
     rows = [header, "|" + "---|" * 18]
     print("\n".join(rows), flush=True)
     for name, opts in CASES:
@@ -67,8 +69,10 @@ def main() -> None:
         inputs = w.inputs(g, seed=0)
         t_run, out = best_of(lambda k=k, inputs=inputs: k.run(inputs))
         ref = w.reference(**inputs)
-        err = max(float(np.max(np.abs(out[o].astype(np.float64) - r)) / max(np.max(np.abs(r)), 1e-30))
-                  for o, r in ref.items())
+        err = max(
+            float(np.max(np.abs(out[o].astype(np.float64) - r)) / max(np.max(np.abs(r)), 1e-30))
+            for o, r in ref.items()
+        )
         shape = ",".join(f"{v}" for k_, v in opts.items() if k_ != "dtype")
         dt = opts.get("dtype", nk.float32)
         rows.append(
@@ -77,7 +81,8 @@ def main() -> None:
             f"{s.hbm_traffic_ratio:.3f} | {s.peak_sbuf_bytes:,} | {s.peak_psum_bytes:,} | "
             f"{e.lower_bound_ns * 1e-3:,.2f} | {e.scheduled_ns * 1e-3:,.2f} | "
             f"{e.roofline_ns * 1e-3:,.2f} | {e.ratio:.2f} | {e.critical_engine} | "
-            f"{t_compile * 1e3:.1f} | {t_run * 1e3:.1f} | {err:.1e} |")
+            f"{t_compile * 1e3:.1f} | {t_run * 1e3:.1f} | {err:.1e} |"
+        )
         print(rows[-1], flush=True)
     text = "\n".join(rows) + "\n"
     if args.markdown:

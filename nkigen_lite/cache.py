@@ -59,8 +59,13 @@ def compiler_fingerprint() -> str:
 
 def cache_key(graph_text: str, target_name: str, knobs: dict | None) -> str:
     h = hashlib.sha256()
-    for part in (f"format {FORMAT}", compiler_fingerprint(), target_name,
-                 json.dumps(knobs or {}, sort_keys=True, default=str), graph_text):
+    for part in (
+        f"format {FORMAT}",
+        compiler_fingerprint(),
+        target_name,
+        json.dumps(knobs or {}, sort_keys=True, default=str),
+        graph_text,
+    ):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -80,9 +85,14 @@ def store(directory: str, key: str, kernel) -> str | None:
     from .compiler import STAGES  # every stage's IR is kept (Kernel.ir prints them on request)
 
     meta = {
-        "format": FORMAT, "key": key, "name": kernel.name, "target": kernel.target.name,
-        "input_names": kernel.input_names, "output_names": kernel.output_names,
-        "stage_ir": {s: kernel.ir(s) for s in STAGES}, "timings": kernel.timings,
+        "format": FORMAT,
+        "key": key,
+        "name": kernel.name,
+        "target": kernel.target.name,
+        "input_names": kernel.input_names,
+        "output_names": kernel.output_names,
+        "stage_ir": {s: kernel.ir(s) for s in STAGES},
+        "timings": kernel.timings,
         "input_types": {n: [list(t.shape), t.dtype.name] for n, t in kernel.input_types.items()},
         "empty_outputs": {n: [list(t.shape), t.dtype.name] for n, t in kernel.empty_outputs.items()},
         "constants": sorted(kernel.constants),
@@ -91,8 +101,12 @@ def store(directory: str, key: str, kernel) -> str | None:
     digest = _digest(meta_text, kernel.constants)
     buf = io.BytesIO()
     arrays = {f"c_{i}": np.asarray(kernel.constants[n]) for i, n in enumerate(meta["constants"])}
-    np.savez(buf, meta=np.frombuffer(meta_text.encode(), np.uint8),
-             digest=np.frombuffer(digest.encode(), np.uint8), **arrays)
+    np.savez(
+        buf,
+        meta=np.frombuffer(meta_text.encode(), np.uint8),
+        digest=np.frombuffer(digest.encode(), np.uint8),
+        **arrays,
+    )
     try:
         os.makedirs(directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=directory)
@@ -102,8 +116,7 @@ def store(directory: str, key: str, kernel) -> str | None:
         os.replace(tmp, path)
         return path
     except OSError as e:
-        warnings.warn(f"nk.jit: cannot write the kernel cache in {directory}: {e}", NkWarning,
-                      stacklevel=3)
+        warnings.warn(f"nk.jit: cannot write the kernel cache in {directory}: {e}", NkWarning, stacklevel=3)
         return None
 
 
@@ -114,11 +127,22 @@ def load(directory: str, key: str, target):
         return None
     try:
         return _load(path, key, target)
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, NkError,
-            UnicodeDecodeError, TypeError) as e:
-        warnings.warn(f"nk.jit: ignoring corrupt cache entry {path} ({type(e).__name__}: "
-                      f"{str(e).splitlines()[0] if str(e) else ''}); recompiling", NkWarning,
-                      stacklevel=3)
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        zipfile.BadZipFile,
+        EOFError,
+        NkError,
+        UnicodeDecodeError,
+        TypeError,
+    ) as e:
+        warnings.warn(
+            f"nk.jit: ignoring corrupt cache entry {path} ({type(e).__name__}: "
+            f"{str(e).splitlines()[0] if str(e) else ''}); recompiling",
+            NkWarning,
+            stacklevel=3,
+        )
         return None
 
 
@@ -144,7 +168,15 @@ def _load(path: str, key: str, target):
     def types(d):
         return {n: TensorType(tuple(s), get_dtype(dt)) for n, (s, dt) in d.items()}
 
-    return Kernel(name=meta["name"], nki=nki, target=target, constants=constants,
-                  input_names=meta["input_names"], output_names=meta["output_names"],
-                  stage_ir=meta["stage_ir"], timings=meta["timings"],
-                  empty_outputs=types(meta["empty_outputs"]), input_types=types(meta["input_types"]))
+    return Kernel(
+        name=meta["name"],
+        nki=nki,
+        target=target,
+        constants=constants,
+        input_names=meta["input_names"],
+        output_names=meta["output_names"],
+        stage_ir=meta["stage_ir"],
+        timings=meta["timings"],
+        empty_outputs=types(meta["empty_outputs"]),
+        input_types=types(meta["input_types"]),
+    )

@@ -57,8 +57,9 @@ class Kernel:
         as ``nk.run`` and ``nk.simulate``); returns the arrays."""
         from .ir.interpreter import check_signature
 
-        return check_signature(self.name, self.input_names,
-                               [self.input_types[n] for n in self.input_names], inputs)
+        return check_signature(
+            self.name, self.input_names, [self.input_types[n] for n in self.input_names], inputs
+        )
 
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run the kernel on the NKI interpreter; returns ``{output name: array}``."""
@@ -90,11 +91,15 @@ class Kernel:
         """``k(x, w)``: run on the NKI interpreter with the inputs in order; returns the output
         (one output ``y``), a tuple (``y0, y1, ...``) or a dict (named outputs)."""
         if len(arrays) == 1 and isinstance(arrays[0], dict):
-            raise BuildError(f"{self.name}(...) takes arrays in order ({', '.join(self.input_names)}); "
-                             "for a dict of inputs use kernel.run(inputs)")
+            raise BuildError(
+                f"{self.name}(...) takes arrays in order ({', '.join(self.input_names)}); "
+                "for a dict of inputs use kernel.run(inputs)"
+            )
         if len(arrays) != len(self.input_names):
-            raise InterpretError(f"graph @{self.name} takes {len(self.input_names)} arrays "
-                                 f"({', '.join(self.input_names)}), got {len(arrays)}")
+            raise InterpretError(
+                f"graph @{self.name} takes {len(self.input_names)} arrays "
+                f"({', '.join(self.input_names)}), got {len(arrays)}"
+            )
         return pack_outputs(self.run(dict(zip(self.input_names, arrays))))
 
     def __repr__(self) -> str:
@@ -102,9 +107,11 @@ class Kernel:
             return ", ".join(f"{n}: {_type_text(types.get(n))}" for n in names)
 
         outs = {n: v.type for n, v in self.nki.outputs.items()}
-        return (f"<Kernel {self.name}({sig(self.input_names, self.input_types)}) -> "
-                f"{sig(self.output_names, outs)} for {self.target.name}, "
-                f"{sum(1 for _ in self.nki.walk())} NKI ops>")
+        return (
+            f"<Kernel {self.name}({sig(self.input_names, self.input_types)}) -> "
+            f"{sig(self.output_names, outs)} for {self.target.name}, "
+            f"{sum(1 for _ in self.nki.walk())} NKI ops>"
+        )
 
     def ir(self, stage: str = "lower") -> str:
         """IR text after a stage: one of input, canonicalize, decompose, cleanup, layout, lower,
@@ -120,8 +127,7 @@ class Kernel:
             elif stage == "input" and self._source is not None:
                 self.stage_ir[stage] = str(self._source)
             elif self._source is not None:
-                _run_stages(clone_graph(self._source), self.target, self._knobs, self.stage_ir,
-                            stop=stage)
+                _run_stages(clone_graph(self._source), self.target, self._knobs, self.stage_ir, stop=stage)
             else:
                 raise BuildError(f"Kernel.ir: the IR after {stage!r} was not kept")
         return self.stage_ir[stage]
@@ -188,16 +194,24 @@ class _Progress:
         if not self.verbose:
             return
         now = time.perf_counter()
-        self.pending.append(f"nkigen-lite: {self.name}: {stage:12s} {(now - self.last) * 1e3:9.1f} ms"
-                            f" (total {now - self.t0:.2f} s)")
+        self.pending.append(
+            f"nkigen-lite: {self.name}: {stage:12s} {(now - self.last) * 1e3:9.1f} ms"
+            f" (total {now - self.t0:.2f} s)"
+        )
         self.last = now
         if now - self.t0 >= self.after:
             print("\n".join(self.pending), file=sys.stderr, flush=True)
             self.pending.clear()
 
 
-def compile(graph, *examples, target: Target = TRN2, knobs: dict | None = None,  # noqa: A001
-            verbose: bool = False, verify: bool = False) -> Kernel:
+def compile(
+    graph,
+    *examples,
+    target: Target = TRN2,
+    knobs: dict | None = None,  # noqa: A001
+    verbose: bool = False,
+    verify: bool = False,
+) -> Kernel:
     """Compile a tensor graph (or a NumPy function) to an NKI kernel for ``target`` (trn2).
 
     Forms::
@@ -220,11 +234,12 @@ def compile(graph, *examples, target: Target = TRN2, knobs: dict | None = None, 
             tf = graph if isinstance(graph, TracedFunction) else trace(graph)
             graph = tf.trace(*examples)
         else:
-            raise BuildError(f"compile takes a tensor Graph or a NumPy function, got "
-                             f"{type(graph).__name__}")
+            raise BuildError(f"compile takes a tensor Graph or a NumPy function, got {type(graph).__name__}")
     elif examples:
-        raise BuildError("compile(graph) takes no example arguments (they are for a function: "
-                         "nk.compile(f, *examples)); pass target= and knobs= by keyword")
+        raise BuildError(
+            "compile(graph) takes no example arguments (they are for a function: "
+            "nk.compile(f, *examples)); pass target= and knobs= by keyword"
+        )
     for op in graph.walk():  # ops with no lowering yet say so (collectives: nkigen_lite/parallel)
         if getattr(type(op), "not_lowered", ""):
             raise BuildError(f"{op.name} cannot be compiled: {type(op).not_lowered}")
@@ -242,8 +257,9 @@ def compile(graph, *examples, target: Target = TRN2, knobs: dict | None = None, 
         work.verify()
     source = clone_graph(work)
     timings = {"copy": time.perf_counter() - t0}
-    final, ctx = _run_stages(work, target, knobs, stage_ir if verify else None,
-                             timings=timings, on_stage=progress.stage)
+    final, ctx = _run_stages(
+        work, target, knobs, stage_ir if verify else None, timings=timings, on_stage=progress.stage
+    )
     if verify:
         for name in STAGES[1:]:
             _check_round_trip(name, stage_ir[name])
@@ -252,18 +268,31 @@ def compile(graph, *examples, target: Target = TRN2, knobs: dict | None = None, 
     timings["verify"] = time.perf_counter() - t1
     progress.stage("verify")
     return Kernel(
-        name=graph.name, nki=final, target=target,
+        name=graph.name,
+        nki=final,
+        target=target,
         constants=(ctx.get(KernelExtras) or KernelExtras()).constants,
-        input_names=list(graph.input_names), output_names=list(graph.outputs),
-        stage_ir=stage_ir, timings=timings, layout=ctx.get(LayoutAnalysis),
+        input_names=list(graph.input_names),
+        output_names=list(graph.outputs),
+        stage_ir=stage_ir,
+        timings=timings,
+        layout=ctx.get(LayoutAnalysis),
         empty_outputs=(ctx.get(KernelExtras) or KernelExtras()).empty_outputs,
         input_types={n: v.type for n, v in zip(graph.input_names, graph.inputs)},
-        _source=source, _knobs=knobs,
+        _source=source,
+        _knobs=knobs,
     )
 
 
-def _run_stages(work: Graph, target: Target, knobs: dict, stage_ir: dict | None,
-                stop: str | None = None, timings: dict | None = None, on_stage=None):
+def _run_stages(
+    work: Graph,
+    target: Target,
+    knobs: dict,
+    stage_ir: dict | None,
+    stop: str | None = None,
+    timings: dict | None = None,
+    on_stage=None,
+):
     """Run the default pipeline on ``work`` (up to and including stage ``stop``), verifying
     after each pass; records each stage's IR text into ``stage_ir`` when given, its seconds
     into ``timings``, and calls ``on_stage(pass name)`` after it. Returns (graph, context)."""
@@ -273,8 +302,9 @@ def _run_stages(work: Graph, target: Target, knobs: dict, stage_ir: dict | None,
     graph = work
     for name, pass_name in DEFAULT_STAGES:
         p = get_pass(pass_name)
-        res = Pipeline([p], verify_each=True,
-                       print_after="all" if stage_ir is not None else ()).run(graph, ctx)
+        res = Pipeline([p], verify_each=True, print_after="all" if stage_ir is not None else ()).run(
+            graph, ctx
+        )
         graph, rec = res.graph, res.records[0]
         if timings is not None:
             timings[name] = rec.seconds

@@ -37,17 +37,34 @@ from .tensor.trace import TracedFunction
 BACKENDS = ("interpreter", "simulator", "device")
 
 
-def jit(fn=None, *, backend: str = "interpreter", knobs: dict | None = None,
-        static_argnames: Sequence[str] = (), target: Target = TRN2, cache: bool = True,
-        verbose: bool = False, name: str | None = None):
+def jit(
+    fn=None,
+    *,
+    backend: str = "interpreter",
+    knobs: dict | None = None,
+    static_argnames: Sequence[str] = (),
+    target: Target = TRN2,
+    cache: bool = True,
+    verbose: bool = False,
+    name: str | None = None,
+):
     """Compile ``fn`` per argument signature and run it as an NKI kernel (see module doc).
 
     Use as ``@nk.jit``, ``@nk.jit(backend="simulator")`` or ``nk.jit(fn)``. ``cache=False``
     keeps kernels in memory only.
     """
+
     def wrap(f):
-        return JitFunction(f, backend=backend, knobs=knobs, static_argnames=static_argnames,
-                           target=target, cache=cache, verbose=verbose, name=name)
+        return JitFunction(
+            f,
+            backend=backend,
+            knobs=knobs,
+            static_argnames=static_argnames,
+            target=target,
+            cache=cache,
+            verbose=verbose,
+            name=name,
+        )
 
     return wrap if fn is None else wrap(fn)
 
@@ -55,8 +72,18 @@ def jit(fn=None, *, backend: str = "interpreter", knobs: dict | None = None,
 class JitFunction:
     """A function compiled per signature; call it like the NumPy function it wraps."""
 
-    def __init__(self, fn, *, backend="interpreter", knobs=None, static_argnames=(), target=TRN2,
-                 cache=True, verbose=False, name=None):
+    def __init__(
+        self,
+        fn,
+        *,
+        backend="interpreter",
+        knobs=None,
+        static_argnames=(),
+        target=TRN2,
+        cache=True,
+        verbose=False,
+        name=None,
+    ):
         if backend not in BACKENDS:
             raise BuildError(f"nk.jit: backend {backend!r} is not one of {', '.join(BACKENDS)}")
         if isinstance(fn, TracedFunction):
@@ -70,8 +97,10 @@ class JitFunction:
         self.counts = {"traces": 0, "compiles": 0, "disk_hits": 0, "memory_hits": 0}
 
     def __repr__(self) -> str:
-        return (f"<nk.jit {self.traced.graph_name}{self.traced.signature} backend={self.backend}, "
-                f"{len(self._kernels)} compiled>")
+        return (
+            f"<nk.jit {self.traced.graph_name}{self.traced.signature} backend={self.backend}, "
+            f"{len(self._kernels)} compiled>"
+        )
 
     def __call__(self, *args, **kwargs):
         kernel, arrays = self._kernel(args, kwargs)
@@ -173,13 +202,20 @@ def _run_on_device(kernel: Kernel, inputs: dict) -> dict:
             "nk.jit(backend='device') needs the Neuron SDK (nki, neuronx-cc) and a Trainium "
             "device; install it with `pip install nki neuronx-cc --extra-index-url "
             "https://pip.repos.neuron.amazonaws.com`, or use backend='interpreter' / "
-            "'simulator'") from None
+            "'simulator'"
+        ) from None
     import types
 
     module = types.ModuleType(f"nkigen_{kernel.name}")
     exec(compile(kernel.nki_source(), f"<{kernel.name}>", "exec"), vars(module))  # our own code
-    fn = next(v for k, v in vars(module).items() if callable(v) and not k.startswith("_")
-              and not isinstance(v, types.ModuleType) and getattr(v, "__module__", None) is None)
+    fn = next(
+        v
+        for k, v in vars(module).items()
+        if callable(v)
+        and not k.startswith("_")
+        and not isinstance(v, types.ModuleType)
+        and getattr(v, "__module__", None) is None
+    )
     params = list(module.INPUT_SPECS)
     kwargs = {p: inputs[n] for p, n in zip(params, module.INPUT_NAMES)}
     kwargs.update(getattr(module, "CONSTANTS", {}))

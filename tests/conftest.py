@@ -12,21 +12,29 @@ import os
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
-    "ci", max_examples=25, deadline=None, derandomize=True,
+    "ci",
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile(
-    "thorough", max_examples=400, deadline=None,
+    "thorough",
+    max_examples=400,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile(
-    "long", max_examples=10_000, deadline=None,
+    "long",
+    max_examples=10_000,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 _profile = os.environ.get("NKIGEN_HYPOTHESIS_PROFILE", "ci")
 if os.environ.get("NKIGEN_HYPOTHESIS_EXAMPLES"):
-    settings.register_profile("override", settings.get_profile(_profile),
-                              max_examples=int(os.environ["NKIGEN_HYPOTHESIS_EXAMPLES"]))
+    settings.register_profile(
+        "override", settings.get_profile(_profile), max_examples=int(os.environ["NKIGEN_HYPOTHESIS_EXAMPLES"])
+    )
     _profile = "override"
 settings.load_profile(_profile)
 

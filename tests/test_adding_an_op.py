@@ -25,9 +25,15 @@ def _blocks() -> list[str]:
 
 
 def _snapshot() -> dict:
-    return {"ops": dict(OP_REGISTRY), "tensor": dict(T.TENSOR_OPS), "unary": dict(T.UNARY_OPS),
-            "interp": dict(TensorInterpreter.rules), "layout": dict(LAYOUT_RULES),
-            "patterns": all_pattern_classes(), "builder": set(vars(Builder))}
+    return {
+        "ops": dict(OP_REGISTRY),
+        "tensor": dict(T.TENSOR_OPS),
+        "unary": dict(T.UNARY_OPS),
+        "interp": dict(TensorInterpreter.rules),
+        "layout": dict(LAYOUT_RULES),
+        "patterns": all_pattern_classes(),
+        "builder": set(vars(Builder)),
+    }
 
 
 def test_the_doc_adds_two_complete_ops_and_leaves_the_registries_untouched():

@@ -10,8 +10,17 @@ import nkigen_lite as nk
 from nkigen_lite.compiler import STAGES
 from nkigen_lite.workloads import get_workload
 
-NAMES = ["softmax", "rmsnorm", "layernorm", "rope", "attention", "swiglu_mlp", "matmul",
-         "gelu_tanh", "clamped_swiglu"]
+NAMES = [
+    "softmax",
+    "rmsnorm",
+    "layernorm",
+    "rope",
+    "attention",
+    "swiglu_mlp",
+    "matmul",
+    "gelu_tanh",
+    "clamped_swiglu",
+]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -42,12 +42,17 @@ _ids = {"ids": lambda c: c.name}
 def test_tensor_interpreter_has_a_rule(cls):
     assert TensorInterpreter.rule_for(cls) is not None, (
         f"{cls.name} has no tensor interpreter rule: add @TensorInterpreter.impl({cls.__name__}) "
-        "in nkigen_lite/tensor/interpret.py (or inherit a family's rule)")
+        "in nkigen_lite/tensor/interpret.py (or inherit a family's rule)"
+    )
 
 
 def test_the_not_lowered_list_is_the_documented_one():
     assert sorted(c.name for c in NOT_LOWERED) == [
-        "tensor.all_gather", "tensor.all_reduce", "tensor.all_to_all", "tensor.reduce_scatter"]
+        "tensor.all_gather",
+        "tensor.all_reduce",
+        "tensor.all_to_all",
+        "tensor.reduce_scatter",
+    ]
 
 
 @pytest.mark.parametrize("cls", NOT_LOWERED, **_ids)
@@ -62,7 +67,8 @@ def test_compile_refuses_a_not_lowered_op_naming_it(cls):
 def test_layout_has_a_rule(cls):
     assert layout_rule_for(cls) is not None, (
         f"{cls.name} has no layout rule: add @layout_rule({cls.__name__}) in "
-        "nkigen_lite/transforms/layout/constraints.py")
+        "nkigen_lite/transforms/layout/constraints.py"
+    )
 
 
 def _decomposition_roots() -> set[type]:
@@ -82,7 +88,8 @@ def test_decompose_handles_every_op_trn2_lacks(cls):
     assert covered, (
         f"{cls.name} needs {cls.needs}, which trn2 lacks, and no decomposition pattern has it "
         "as root: add one in nkigen_lite/transforms/decomposition/ (PATTERN_CLASSES or "
-        "@decomposition)")
+        "@decomposition)"
+    )
 
 
 def test_decompose_leaves_only_native_ops_for_an_instance_of_every_op():
@@ -114,6 +121,7 @@ def test_layout_names_a_tensor_op_without_a_rule():
     from nkigen_lite.transforms.layout.constraints import op_constraints
 
     with scratch_tables():
+
         class NoLayoutOp(T.TensorOp):
             """An op nobody gave a layout rule."""
 
@@ -126,8 +134,11 @@ def test_layout_names_a_tensor_op_without_a_rule():
         b = nk.Builder("g")
         x = b.add_input("x", (4,), nk.float32)
         op = b.emit(NoLayoutOp, [x]).owner
-        with pytest.raises(nk.BuildError, match=r"tensor\.no_layout_probe has no layout rule.*"
-                                                r"layout/constraints\.py"):
+        with pytest.raises(
+            nk.BuildError,
+            match=r"tensor\.no_layout_probe has no layout rule.*"
+            r"layout/constraints\.py",
+        ):
             op_constraints(op)
     assert "tensor.no_layout_probe" not in T.TENSOR_OPS
 
@@ -136,17 +147,19 @@ def test_layout_names_a_tensor_op_without_a_rule():
 def test_docs_list_every_op(cls):
     table = op_docs.op_table()
     assert f"`{cls.name}`" in table and f"`{cls.name}`" in op_docs.DOC.read_text(), (
-        f"{cls.name} is missing from docs/tensor_ops.md: run "
-        "`uv run python -m nkigen_lite.tensor.op_docs`")
+        f"{cls.name} is missing from docs/tensor_ops.md: run `uv run python -m nkigen_lite.tensor.op_docs`"
+    )
 
 
 # ---- NKI ops ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("cls", NKI_OPS, **_ids)
 def test_nki_interpreter_has_a_rule(cls):
     assert NkiInterpreter.rule_for(cls) is not None, (
         f"{cls.name} has no NKI interpreter rule: add @NkiInterpreter.impl({cls.__name__}) in "
-        "nkigen_lite/nki/interpret.py or nki/interpret_compute.py")
+        "nkigen_lite/nki/interpret.py or nki/interpret_compute.py"
+    )
 
 
 STRUCTURAL = (N.AllocOp, N.DeallocOp, N.HbmViewOp, N.ForiLoopOp, ReturnOp)
@@ -156,19 +169,20 @@ STRUCTURAL = (N.AllocOp, N.DeallocOp, N.HbmViewOp, N.ForiLoopOp, ReturnOp)
 def test_hardware_verifier_has_a_rule(cls):
     assert cls in STRUCTURAL or cls in OP_RULES, (
         f"{cls.name} has no hardware legality rule: add @rule({cls.__name__}) in "
-        "nkigen_lite/nki/verify_ops.py")
+        "nkigen_lite/nki/verify_ops.py"
+    )
 
 
 @pytest.mark.parametrize("cls", NKI_OPS, **_ids)
 def test_nki_source_emitter_has_a_rule(cls):
     assert cls in SOURCE_RULES, (
-        f"{cls.name} has no NKI-source rule: add one in nkigen_lite/emit/source_rules.py")
+        f"{cls.name} has no NKI-source rule: add one in nkigen_lite/emit/source_rules.py"
+    )
 
 
 @pytest.mark.parametrize("cls", NKI_OPS, **_ids)
 def test_kernel_builder_emitter_has_a_rule(cls):
-    assert cls in KB_RULES, (
-        f"{cls.name} has no Kernel Builder rule: add one in nkigen_lite/emit/kb_rules.py")
+    assert cls in KB_RULES, f"{cls.name} has no Kernel Builder rule: add one in nkigen_lite/emit/kb_rules.py"
 
 
 @pytest.mark.parametrize("cls", NKI_OPS, **_ids)
@@ -179,11 +193,13 @@ def test_simulator_implements_what_the_source_rule_writes(cls):
         module, attr = call.split(".")
         assert hasattr(short[module], attr), (
             f"{cls.name}: the emitter writes {call}, which the simulator lacks: add it under "
-            "nkigen_lite/nki_sim/ (language.py or isa_*.py)")
+            "nkigen_lite/nki_sim/ (language.py or isa_*.py)"
+        )
 
 
 @pytest.mark.parametrize("cls", NKI_OPS, **_ids)
 def test_cost_model_has_a_rule(cls):
     assert (cls in COST_RULES) + (cls in FREE_OPS) + (cls is N.ForiLoopOp) == 1, (
         f"{cls.name} has no cost rule: add one to COST_RULES (or FREE_OPS) in "
-        "nkigen_lite/perf/instruction_cost.py")
+        "nkigen_lite/perf/instruction_cost.py"
+    )

@@ -53,13 +53,20 @@ def test_subpackages_import_only_the_layers_below_them():
                 internal = (ROOT / target).is_dir() or (ROOT / f"{target}.py").is_file()
                 if target != pkg and internal and target not in allowed:
                     wrong.append(f"nkigen_lite/{'/'.join(rel)}:{line} imports {target}")
-    assert wrong == [], (f"imports against the layering (allowed: {ALLOWED}); move the shared "
-                         "code down a layer:\n" + "\n".join(wrong))
+    assert wrong == [], (
+        f"imports against the layering (allowed: {ALLOWED}); move the shared "
+        "code down a layer:\n" + "\n".join(wrong)
+    )
 
 
 def test_the_checker_sees_wrong_way_imports():
-    src = ("from ...tensor.ops import TensorOp\nfrom ..types import X\n"
-           "from nkigen_lite.compiler import Kernel\nfrom ... import emit\n")
+    src = (
+        "from ...tensor.ops import TensorOp\nfrom ..types import X\n"
+        "from nkigen_lite.compiler import Kernel\nfrom ... import emit\n"
+    )
     assert imported_subpackages(src, ("nki", "ops", "base.py")) == [
-        (1, "tensor"), (3, "compiler"), (4, "emit")]
+        (1, "tensor"),
+        (3, "compiler"),
+        (4, "emit"),
+    ]
     assert imported_subpackages("from ..ir import x\n", ("nki", "verify.py")) == [(1, "ir")]

@@ -1,7 +1,8 @@
 """Lint in the test suite: ruff over the package and the tests with the project's rule set
 (pyproject.toml): pyflakes / pycodestyle / bugbear / pyupgrade, import order (I), unused
-arguments (ARG) and McCabe complexity at most 15 (C901). Skipped only when ruff is not
-installed (it is in the dev dependency group, so ``uv run pytest`` runs it)."""
+arguments (ARG), McCabe complexity at most 15 (C901), and the `ruff format` check. Skipped
+only when ruff is not installed (it is in the dev dependency group, so ``uv run pytest`` runs
+it)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,23 @@ def test_ruff_finds_nothing_in_the_package_and_the_tests():
     cmd = _ruff()
     if cmd is None:
         pytest.skip("ruff is not installed (uv sync --group dev)")
-    res = subprocess.run([*cmd, "check", "--no-cache", "--output-format", "concise",
-                          "nkigen_lite", "tests"], cwd=REPO, capture_output=True, text=True)
+    res = subprocess.run(
+        [*cmd, "check", "--no-cache", "--output-format", "concise", "nkigen_lite", "tests"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, f"ruff check failed:\n{res.stdout}{res.stderr}"
+
+
+def test_ruff_format_leaves_the_package_and_the_tests_unchanged():
+    cmd = _ruff()
+    if cmd is None:
+        pytest.skip("ruff is not installed (uv sync --group dev)")
+    res = subprocess.run(
+        [*cmd, "format", "--check", "--no-cache", "nkigen_lite", "tests", "benchmarks"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, f"ruff format --check failed (run `uv run ruff format`):\n{res.stdout}"

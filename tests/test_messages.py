@@ -23,17 +23,25 @@ X = np.ones((128, 64), np.float32)
 W = np.ones((64, 32), np.float32)
 
 
-@pytest.mark.parametrize("inputs, message", [
-    ({"x": X}, r"graph @tanh_mm inputs: missing \['w'\] \(expects \['x', 'w'\]\)"),
-    ({"x": X, "w": W, "z": W}, r"graph @tanh_mm inputs: unexpected \['z'\]"),
-    ({"x": X[:, :32], "w": W}, r"input 'x' has shape \(128, 32\), expected \(128, 64\)"),
-    ({"x": X.astype(np.float16), "w": W}, r"input 'x' has dtype float16, expected float32"),
-    ({"x": [[1.0]], "w": W}, r"input 'x' must be a NumPy array, got list"),
-])
+@pytest.mark.parametrize(
+    "inputs, message",
+    [
+        ({"x": X}, r"graph @tanh_mm inputs: missing \['w'\] \(expects \['x', 'w'\]\)"),
+        ({"x": X, "w": W, "z": W}, r"graph @tanh_mm inputs: unexpected \['z'\]"),
+        ({"x": X[:, :32], "w": W}, r"input 'x' has shape \(128, 32\), expected \(128, 64\)"),
+        ({"x": X.astype(np.float16), "w": W}, r"input 'x' has dtype float16, expected float32"),
+        ({"x": [[1.0]], "w": W}, r"input 'x' must be a NumPy array, got list"),
+    ],
+)
 def test_three_run_paths_raise_the_same_error(kernel_and_graph, inputs, message):
     k, g = kernel_and_graph
-    paths = [lambda: nk.run(g, inputs), lambda: k.run(inputs), lambda: nk.simulate(k, inputs),
-             lambda: nk.simulate(k.nki_source(), inputs), lambda: nk.run(k, inputs)]
+    paths = [
+        lambda: nk.run(g, inputs),
+        lambda: k.run(inputs),
+        lambda: nk.simulate(k, inputs),
+        lambda: nk.simulate(k.nki_source(), inputs),
+        lambda: nk.run(k, inputs),
+    ]
     texts = set()
     for run in paths:
         with pytest.raises(nk.InterpretError, match=message) as e:
@@ -47,8 +55,9 @@ def test_nk_run_on_a_kernel_runs_it(kernel_and_graph):
     x = np.random.default_rng(0).standard_normal((128, 64)).astype(np.float32)
     w = np.random.default_rng(1).standard_normal((64, 32)).astype(np.float32)
     got = nk.run(k, {"x": x, "w": w})["y"]
-    np.testing.assert_allclose(got, np.tanh(x.astype(np.float64) @ w.astype(np.float64)),
-                               rtol=0, atol=2e-5)  # f32 matmul of 64 terms
+    np.testing.assert_allclose(
+        got, np.tanh(x.astype(np.float64) @ w.astype(np.float64)), rtol=0, atol=2e-5
+    )  # f32 matmul of 64 terms
     with pytest.raises(nk.InterpretError, match="a compiled Kernel runs on the NKI interpreter"):
         nk.run(k, {"x": x, "w": w}, mode="float64")
     with pytest.raises(nk.InterpretError, match="takes a tensor Graph"):
@@ -59,8 +68,9 @@ def test_kernel_repr_is_one_line_and_ir_lists_stages(kernel_and_graph):
     k, _ = kernel_and_graph
     r = repr(k)
     assert "\n" not in r and r.startswith("<Kernel tanh_mm(x: 128x64 f32, w: 64x32 f32) -> y: 128x32 f32")
-    with pytest.raises(nk.BuildError, match="stages: input, canonicalize, decompose, cleanup, "
-                                            "layout, lower, deallocs, nki"):
+    with pytest.raises(
+        nk.BuildError, match="stages: input, canonicalize, decompose, cleanup, layout, lower, deallocs, nki"
+    ):
         k.ir("bogus")
 
 

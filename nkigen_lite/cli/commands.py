@@ -30,8 +30,10 @@ def _max_rel_error(got: np.ndarray, ref: np.ndarray) -> float:
 
 def _report_errors(label: str, got: dict, ref: dict) -> None:
     for name, r in ref.items():
-        print(f"# {label} vs float64 NumPy: output {name!r} "
-              f"max |err| / max |ref| = {_max_rel_error(got[name], r):.3e}")
+        print(
+            f"# {label} vs float64 NumPy: output {name!r} "
+            f"max |err| / max |ref| = {_max_rel_error(got[name], r):.3e}"
+        )
 
 
 def is_nki(g: Graph) -> bool:
@@ -58,7 +60,7 @@ def cmd_demo(args) -> int:
         print(f"#   {line}")
     for line in k.estimate().summary().splitlines():
         print(f"#   {line}")
-    for warning in k.warnings():                # performance warnings on stderr
+    for warning in k.warnings():  # performance warnings on stderr
         print(warning, file=sys.stderr)
     inputs = w.inputs(g, seed=0)
     ref = w.reference(**inputs)
@@ -84,14 +86,14 @@ def load_graph(args) -> Graph:
         specs = [parse_input_spec(s) for s in args.input or []]
         return trace_function(fn, specs, getattr(fn, "__name__", args.file))
     if args.input:
-        raise CliError("--input gives the shapes of a Python function's arguments; IR text "
-                       "already declares its inputs")
+        raise CliError(
+            "--input gives the shapes of a Python function's arguments; IR text already declares its inputs"
+        )
     text = read_text(args.file)
     args.source = "<stdin>" if args.file == "-" else args.file
     g, args.positions = parse_ir(text, args.source)
     if is_nki(g):
-        raise CliError("this is NKI IR (already compiled); use `nkigen-lite verify` or `run`",
-                       args.source)
+        raise CliError("this is NKI IR (already compiled); use `nkigen-lite verify` or `run`", args.source)
     return g
 
 
@@ -103,8 +105,9 @@ def cmd_compile(args) -> int:
     knobs = parse_knobs(args.knobs)
     if args.passes:
         if args.emit not in (None, "ir"):
-            raise CliError(f"-p runs passes and prints IR; --emit {args.emit} needs the full "
-                           "compile (drop -p)")
+            raise CliError(
+                f"-p runs passes and prints IR; --emit {args.emit} needs the full compile (drop -p)"
+            )
         from ..ir.passes import PassContext, Pipeline, get_pass
         from ..nki.target import TRN2
         from ..transforms import pipeline as _tensor  # noqa: F401  (registers passes)
@@ -119,7 +122,7 @@ def cmd_compile(args) -> int:
     if stage != "nki" and stage not in STAGES:
         raise CliError(f"--stage {stage!r} is not a stage; stages: {', '.join(STAGES)}, nki")
     k = nk_compile(g, knobs=knobs, verbose=args.verbose)
-    for warning in k.warnings():                # performance warnings on stderr
+    for warning in k.warnings():  # performance warnings on stderr
         print(warning, file=sys.stderr)
     emit = args.emit or ("nki" if (args.output or "").endswith(".py") else "ir")
     if emit == "nki":
@@ -133,8 +136,11 @@ def cmd_compile(args) -> int:
         print(k.stats().summary(), file=sys.stderr)
     _timings(args, k.timings)
     if args.output and args.output != "-" and not args.quiet:
-        print(f"nkigen-lite: wrote {args.output} ({emit}, kernel {k.name}: "
-              f"{len(k.input_names)} inputs, {len(k.output_names)} outputs)", file=sys.stderr)
+        print(
+            f"nkigen-lite: wrote {args.output} ({emit}, kernel {k.name}: "
+            f"{len(k.input_names)} inputs, {len(k.output_names)} outputs)",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -157,9 +163,12 @@ def cmd_verify(args) -> int:
     if args.print:
         write_output(str(g), args.output)
     else:
-        what = (f"NKI kernel @{g.name} passes the trn2 hardware verifier "
-                f"(peak SBUF {peaks.sbuf_bytes:,} B/partition, PSUM {peaks.psum_banks} banks)"
-                if nki else f"tensor graph @{g.name} verifies")
+        what = (
+            f"NKI kernel @{g.name} passes the trn2 hardware verifier "
+            f"(peak SBUF {peaks.sbuf_bytes:,} B/partition, PSUM {peaks.psum_banks} banks)"
+            if nki
+            else f"tensor graph @{g.name} verifies"
+        )
         write_output(f"ok: {what}, {sum(1 for _ in g.walk())} ops\n", args.output)
     return 0
 
@@ -208,15 +217,18 @@ def _write_arrays(out: dict, path: str | None) -> None:
     try:
         if path.endswith(".npy"):
             if len(out) != 1:
-                raise CliError(f"{len(out)} outputs ({', '.join(out)}) do not fit one .npy file; "
-                               "write a .npz", path)
+                raise CliError(
+                    f"{len(out)} outputs ({', '.join(out)}) do not fit one .npy file; write a .npz", path
+                )
             np.save(path, next(iter(out.values())))
         else:
             np.savez(path, **out)
     except OSError as e:
         raise CliError(f"cannot write: {e.strerror}", path) from None
-    print(f"nkigen-lite: wrote {path} ({', '.join(f'{n} {a.shape} {a.dtype}' for n, a in out.items())})",
-          file=sys.stderr)
+    print(
+        f"nkigen-lite: wrote {path} ({', '.join(f'{n} {a.shape} {a.dtype}' for n, a in out.items())})",
+        file=sys.stderr,
+    )
 
 
 def cmd_workloads(_args) -> int:

@@ -32,8 +32,9 @@ def first_line(text: str) -> str:
     return f"{head} (at: {at})" if at else head
 
 
-def error_location(exc: BaseException, source: str | None, positions: dict | None,
-                   user_file: str | None = None) -> str | None:
+def error_location(
+    exc: BaseException, source: str | None, positions: dict | None, user_file: str | None = None
+) -> str | None:
     """``FILE:LINE:COL`` for ``exc`` when it has a location, else ``FILE`` / None."""
     if isinstance(exc, CliError):
         return exc.where
@@ -46,8 +47,7 @@ def error_location(exc: BaseException, source: str | None, positions: dict | Non
         return f"{exc.filename}:{exc.lineno}:{exc.offset or 1}"
     if user_file is not None:
         target = os.path.abspath(user_file)
-        frames = [f for f in traceback.extract_tb(exc.__traceback__)
-                  if os.path.abspath(f.filename) == target]
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if os.path.abspath(f.filename) == target]
         if frames:
             f = frames[-1]
             col = getattr(f, "colno", None)
@@ -56,8 +56,9 @@ def error_location(exc: BaseException, source: str | None, positions: dict | Non
     return source
 
 
-def describe(exc: BaseException, source: str | None = None, positions: dict | None = None,
-             user_file: str | None = None) -> str:
+def describe(
+    exc: BaseException, source: str | None = None, positions: dict | None = None, user_file: str | None = None
+) -> str:
     """The one-line error text (without the ``nkigen-lite: error:`` prefix)."""
     msg = first_line(exc if isinstance(exc, NkError) else f"{type(exc).__name__}: {exc}")
     if isinstance(exc, ParseError) and exc.line:

@@ -41,7 +41,7 @@ def split_chunks(text: str, split: bool) -> list[tuple[int, str]]:
         return [(1, text)]
     chunks, start, line = [], 0, 1
     for m in SPLIT.finditer(text):
-        chunks.append((line, text[start:m.start()]))
+        chunks.append((line, text[start : m.start()]))
         line += text.count("\n", start, m.end()) + 1
         start = m.end() + 1
     chunks.append((line, text[start:]))
@@ -65,8 +65,10 @@ def expectations(chunk: str, first_line: int, source: str) -> list[Expectation]:
             elif re.fullmatch(r"@[+-]\d+", at):
                 target = here + int(at[1:])
             else:
-                raise CliError(f"bad expected-{kind} location {at!r} (use @+N, @-N, @above, "
-                               "@below or @unknown)", f"{source}:{here}:{m.start() + 1}")
+                raise CliError(
+                    f"bad expected-{kind} location {at!r} (use @+N, @-N, @above, @below or @unknown)",
+                    f"{source}:{here}:{m.start() + 1}",
+                )
             out.append(Expectation(kind, target, msg, here))
     return out
 
@@ -97,8 +99,7 @@ def run_chunk(chunk: str, first_line: int, source: str, args, knobs: dict):
 
     positions: dict = {}
     try:
-        pipe = tensor_pipeline(names, print_after="all" if args.print_after_all else (),
-                               print_fn=after)
+        pipe = tensor_pipeline(names, print_after="all" if args.print_after_all else (), print_fn=after)
         g, positions = parse_ir(padded, source)
         result = pipe.run(g, PassContext(target=TRN2, knobs=knobs))
     except NkError as e:
@@ -117,23 +118,35 @@ def cmd_opt(args) -> int:
         graph, err, positions, result = run_chunk(chunk, first_line, source, args, knobs)
         if err is not None:
             line, msg = _error_line(err, positions)
-            match = next((x for x in expected if x.kind == "error" and not x.seen
-                          and x.line == line and x.text in msg), None)
+            match = next(
+                (
+                    x
+                    for x in expected
+                    if x.kind == "error" and not x.seen and x.line == line and x.text in msg
+                ),
+                None,
+            )
             if match is not None:
                 match.seen = True
             else:
                 failed = True
                 where = f"{source}:{line}" if line else source
                 what = "unexpected error" if args.verify_diagnostics else "error"
-                print(f"nkigen-lite: error: {where}: {what}: {describe(err)}"
-                      if args.verify_diagnostics else
-                      f"nkigen-lite: error: {describe(err, source, positions)}", file=sys.stderr)
+                print(
+                    f"nkigen-lite: error: {where}: {what}: {describe(err)}"
+                    if args.verify_diagnostics
+                    else f"nkigen-lite: error: {describe(err, source, positions)}",
+                    file=sys.stderr,
+                )
         for x in expected:
             if not x.seen:
                 failed = True
                 where = f"line {x.line}" if x.line else "an unknown location"
-                print(f"nkigen-lite: error: {source}:{x.at}: expected {x.kind} at {where} was "
-                      f"not produced: {{{{{x.text}}}}}", file=sys.stderr)
+                print(
+                    f"nkigen-lite: error: {source}:{x.at}: expected {x.kind} at {where} was "
+                    f"not produced: {{{{{x.text}}}}}",
+                    file=sys.stderr,
+                )
         if graph is not None:
             out = str(graph)
             if args.print_layout:

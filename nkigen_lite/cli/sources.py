@@ -24,8 +24,10 @@ def read_text(path: str) -> str:
         if sys.stdin is None:
             raise CliError("no input: give a file name (stdin is closed)")
         if sys.stdin.isatty():
-            print("nkigen-lite: reading IR from stdin (end with Ctrl-D; pass a FILE to avoid "
-                  "this)", file=sys.stderr)
+            print(
+                "nkigen-lite: reading IR from stdin (end with Ctrl-D; pass a FILE to avoid this)",
+                file=sys.stderr,
+            )
         data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
         source = "<stdin>"
     else:
@@ -46,8 +48,9 @@ def read_text(path: str) -> str:
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise CliError(f"not UTF-8 text (byte 0x{data[e.start]:02x} cannot be decoded)",
-                       f"{source}:{line}:{col}") from None
+        raise CliError(
+            f"not UTF-8 text (byte 0x{data[e.start]:02x} cannot be decoded)", f"{source}:{line}:{col}"
+        ) from None
 
 
 def parse_ir(text: str, _source: str, verify: bool = True) -> tuple[Graph, dict]:
@@ -90,21 +93,27 @@ def load_function(target: str):
     finally:
         sys.path.pop(0)
     if fname is None:
-        funcs = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
-                 and getattr(v, "__module__", None) == mod_name]
+        funcs = [
+            n
+            for n, v in vars(module).items()
+            if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == mod_name
+        ]
         traced = [n for n, v in vars(module).items() if type(v).__name__ == "TracedFunction"]
         choices = traced or funcs
         if len(choices) != 1:
-            raise CliError(f"name the function to compile as {path}:NAME (it defines "
-                           f"{', '.join(sorted(choices)) or 'no functions'})", path)
+            raise CliError(
+                f"name the function to compile as {path}:NAME (it defines "
+                f"{', '.join(sorted(choices)) or 'no functions'})",
+                path,
+            )
         fname = choices[0]
     obj = module
     for part in fname.split("."):
         if not hasattr(obj, part):
-            names = sorted(n for n, v in vars(module).items()
-                           if callable(v) and not n.startswith("_"))
-            raise CliError(f"no function {fname!r} here (it defines: "
-                           f"{', '.join(names) or 'nothing callable'})", path)
+            names = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
+            raise CliError(
+                f"no function {fname!r} here (it defines: {', '.join(names) or 'nothing callable'})", path
+            )
         obj = getattr(obj, part)
     if not callable(obj):
         raise CliError(f"{fname!r} is a {type(obj).__name__}, not a function", path)
@@ -137,8 +146,10 @@ def parse_input_spec(text: str) -> InputSpec:
             if any(d <= 0 for d in shape):
                 raise ValueError
     except ValueError:
-        raise CliError(f"--input {text!r}: shape {shape_s!r} is not dimensions like 256x512 "
-                       "(positive integers joined by 'x')") from None
+        raise CliError(
+            f"--input {text!r}: shape {shape_s!r} is not dimensions like 256x512 "
+            "(positive integers joined by 'x')"
+        ) from None
     try:
         dtype = get_dtype(dtype_s or "f32")
     except (BuildError, KeyError, TypeError) as e:
@@ -190,13 +201,17 @@ def trace_function(fn, specs: list[InputSpec], fname: str) -> Graph:
     var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     unknown = [n for n in given if n not in params and not var_kw]
     if unknown:
-        raise CliError(f"--input {', '.join(sorted(unknown))}: {fname}{tf.signature} has no such "
-                       "parameter")
-    missing = [n for n, p in params.items() if n not in given and p.default is p.empty
-               and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        raise CliError(f"--input {', '.join(sorted(unknown))}: {fname}{tf.signature} has no such parameter")
+    missing = [
+        n
+        for n, p in params.items()
+        if n not in given and p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
     if missing:
-        raise CliError(f"{fname}{tf.signature} needs --input for {', '.join(missing)} "
-                       "(e.g. --input " + f"{missing[0]}=128x512:f32)")
+        raise CliError(
+            f"{fname}{tf.signature} needs --input for {', '.join(missing)} "
+            "(e.g. --input " + f"{missing[0]}=128x512:f32)"
+        )
     kwargs = {s.name: TensorType(s.shape, s.dtype) for s in specs}
     return tf.trace(**kwargs)
 

@@ -28,8 +28,11 @@ def is_reshape_view(op: HbmViewOp) -> bool:
     """True when the view covers its whole root tensor contiguously (a reshape)."""
     out = op.results[0].type
     root = op.operand(0).type
-    return (op.attrs["offset"] == 0 and out.size == root.size
-            and _same_strides(out.shape, tuple(op.attrs["strides"])))
+    return (
+        op.attrs["offset"] == 0
+        and out.size == root.size
+        and _same_strides(out.shape, tuple(op.attrs["strides"]))
+    )
 
 
 def _same_strides(shape, strides) -> bool:
@@ -89,8 +92,13 @@ def access_pattern(acc: Access, views: dict) -> tuple[object, list[tuple[int, in
 def _covers_contiguously(pattern, offset: Affine, root) -> bool:
     """True when the pattern walks all of HBM tensor ``root`` in storage order (a reshape)."""
     sizes = [n for _, n in pattern]
-    return (isinstance(root.type, HbmType) and offset.is_const and offset.const == 0
-            and math.prod(sizes) == root.type.size and _same_strides(sizes, [s for s, _ in pattern]))
+    return (
+        isinstance(root.type, HbmType)
+        and offset.is_const
+        and offset.const == 0
+        and math.prod(sizes) == root.type.size
+        and _same_strides(sizes, [s for s, _ in pattern])
+    )
 
 
 class AccessFormatter:
@@ -128,5 +136,6 @@ class AccessFormatter:
             offset = offset + d.offset * st
         pairs = [(per_part, acc.partitions)] + (free or [(1, 1)])
         text = ", ".join(f"[{st}, {n}]" for st, n in pairs)
-        return (f"{self.name_of(acc.tensor)}.ap(pattern=[{text}], "
-                f"offset={format_affine(offset, self.name_of)})")
+        return (
+            f"{self.name_of(acc.tensor)}.ap(pattern=[{text}], offset={format_affine(offset, self.name_of)})"
+        )

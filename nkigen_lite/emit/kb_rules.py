@@ -17,6 +17,7 @@ def rule(op_cls):
     def register(fn):
         KB_RULES[op_cls] = fn
         return fn
+
     return register
 
 
@@ -25,17 +26,17 @@ def _alloc(w, op) -> None:
     v = op.result
     t = v.type
     if v in w.outputs:
-        w.env[v] = w.tensors[w.outputs[v]]      # outputs are kernel parameters
+        w.env[v] = w.tensors[w.outputs[v]]  # outputs are kernel parameters
         return
     dtype = getattr(w.nb, T.DTYPES[t.dtype.numpy_name])
     if isinstance(t, HbmType):
-        w.env[v] = getattr(w.nb, T.HBM_ALLOC)(kernel_shape(t), dtype,
-                                              memspace=getattr(w.nb, T.MEMSPACE["hbm"]),
-                                              name=w.names[v])
+        w.env[v] = getattr(w.nb, T.HBM_ALLOC)(
+            kernel_shape(t), dtype, memspace=getattr(w.nb, T.MEMSPACE["hbm"]), name=w.names[v]
+        )
     else:
-        w.env[v] = T.resolve(w.nb, T.TILE_ALLOC)(kernel_shape(t), dtype,
-                                                 space=getattr(w.nb, T.MEMSPACE[t.space.value]),
-                                                 name=w.names[v])
+        w.env[v] = T.resolve(w.nb, T.TILE_ALLOC)(
+            kernel_shape(t), dtype, space=getattr(w.nb, T.MEMSPACE[t.space.value]), name=w.names[v]
+        )
 
 
 @rule(K.DeallocOp)
@@ -71,14 +72,24 @@ def _memset(w, op) -> None:
 
 @rule(K.IotaOp)
 def _iota(w, op) -> None:
-    w.isa_call(T.IOTA, dst=w.access(op, "dst"), pattern=[list(p) for p in op.attrs["pattern"]],
-               offset=w.affine(op.affine("offset")), channel_multiplier=op.attrs["channel_multiplier"])
+    w.isa_call(
+        T.IOTA,
+        dst=w.access(op, "dst"),
+        pattern=[list(p) for p in op.attrs["pattern"]],
+        offset=w.affine(op.affine("offset")),
+        channel_multiplier=op.attrs["channel_multiplier"],
+    )
 
 
 @rule(K.MatmulOp)
 def _matmul(w, op) -> None:
-    w.isa_call(T.MATMUL, dst=w.access(op, "dst"), stationary=w.access(op, "stationary"),
-               moving=w.access(op, "moving"), accum=bool(op.attrs["accumulate"]))
+    w.isa_call(
+        T.MATMUL,
+        dst=w.access(op, "dst"),
+        stationary=w.access(op, "stationary"),
+        moving=w.access(op, "moving"),
+        accum=bool(op.attrs["accumulate"]),
+    )
 
 
 @rule(K.TransposeOp)
@@ -89,55 +100,92 @@ def _transpose(w, op) -> None:
 @rule(K.ActivationOp)
 def _activation(w, op) -> None:
     isa = w.isa
-    kwargs = dict(dst=w.access(op, "dst"), src=w.access(op, "data"),
-                  bias=w.access(op, "bias") if op.access("bias") is not None else None,
-                  scale=w.operand(op, "scale"),
-                  op=getattr(getattr(isa, T.ACTIVATION_ENUM), op.attrs["op"]))
+    kwargs = dict(
+        dst=w.access(op, "dst"),
+        src=w.access(op, "data"),
+        bias=w.access(op, "bias") if op.access("bias") is not None else None,
+        scale=w.operand(op, "scale"),
+        op=getattr(getattr(isa, T.ACTIVATION_ENUM), op.attrs["op"]),
+    )
     if op.access("reduce_res") is not None:
-        kwargs.update(reduce_op=getattr(getattr(isa, T.ACT_REDUCE_ENUM), T.ACT_REDUCE_ADD),
-                      reduce_res=w.access(op, "reduce_res"),
-                      reduce_cmd=getattr(getattr(isa, T.REDUCE_CMD_ENUM), T.RESET_REDUCE))
+        kwargs.update(
+            reduce_op=getattr(getattr(isa, T.ACT_REDUCE_ENUM), T.ACT_REDUCE_ADD),
+            reduce_res=w.access(op, "reduce_res"),
+            reduce_cmd=getattr(getattr(isa, T.REDUCE_CMD_ENUM), T.RESET_REDUCE),
+        )
     w.isa_call(T.ACTIVATION, **kwargs)
 
 
 @rule(K.TensorTensorOp)
 def _tensor_tensor(w, op) -> None:
     name = op.attrs["op"]
-    w.isa_call(T.TENSOR_TENSOR[T.alu_kind(name)], dst=w.access(op, "dst"), lhs=w.access(op, "data1"),
-               rhs=w.access(op, "data2"), op=w.alu(name), engine=w.engine(op))
+    w.isa_call(
+        T.TENSOR_TENSOR[T.alu_kind(name)],
+        dst=w.access(op, "dst"),
+        lhs=w.access(op, "data1"),
+        rhs=w.access(op, "data2"),
+        op=w.alu(name),
+        engine=w.engine(op),
+    )
 
 
 @rule(K.TensorScalarOp)
 def _tensor_scalar(w, op) -> None:
     op0 = op.attrs["op0"]
-    kwargs = dict(dst=w.access(op, "dst"), src=w.access(op, "data"), op0=w.alu(op0),
-                  operand0=w.operand(op, "operand0"), reverse0=bool(op.attrs["reverse0"]))
+    kwargs = dict(
+        dst=w.access(op, "dst"),
+        src=w.access(op, "data"),
+        op0=w.alu(op0),
+        operand0=w.operand(op, "operand0"),
+        reverse0=bool(op.attrs["reverse0"]),
+    )
     if op.attrs["op1"] is not None:
-        kwargs.update(op1=w.alu(op.attrs["op1"]), operand1=w.operand(op, "operand1"),
-                      reverse1=bool(op.attrs["reverse1"]))
+        kwargs.update(
+            op1=w.alu(op.attrs["op1"]),
+            operand1=w.operand(op, "operand1"),
+            reverse1=bool(op.attrs["reverse1"]),
+        )
     w.isa_call(T.TENSOR_SCALAR[T.alu_kind(op0)], engine=w.engine(op), **kwargs)
 
 
 @rule(K.TensorReduceOp)
 def _tensor_reduce(w, op) -> None:
     name = op.attrs["op"]
-    w.isa_call(T.TENSOR_REDUCE[T.alu_kind(name)], dst=w.access(op, "dst"), src=w.access(op, "data"),
-               op=w.alu(name), num_r_dim=len(op.attrs["axis"]), negated=bool(op.attrs["negate"]))
+    w.isa_call(
+        T.TENSOR_REDUCE[T.alu_kind(name)],
+        dst=w.access(op, "dst"),
+        src=w.access(op, "data"),
+        op=w.alu(name),
+        num_r_dim=len(op.attrs["axis"]),
+        negated=bool(op.attrs["negate"]),
+    )
 
 
 @rule(K.SelectOp)
 def _select(w, op) -> None:
     kw = {"reverse_pred": True} if op.attrs["reverse_pred"] else {}
-    w.isa_call(T.SELECT, dst=w.access(op, "dst"), predicate=w.access(op, "predicate"),
-               on_true=w.access(op, "on_true"), on_false=w.operand(op, "on_false"), **kw)
+    w.isa_call(
+        T.SELECT,
+        dst=w.access(op, "dst"),
+        predicate=w.access(op, "predicate"),
+        on_true=w.access(op, "on_true"),
+        on_false=w.operand(op, "on_false"),
+        **kw,
+    )
 
 
 @rule(K.AffineSelectOp)
 def _affine_select(w, op) -> None:
-    w.isa_call(T.AFFINE_SELECT, dst=w.access(op, "dst"), on_true_tile=w.access(op, "on_true_tile"),
-               pattern=[list(p) for p in op.attrs["pattern"]],
-               channel_multiplier=op.attrs["channel_multiplier"], offset=w.affine(op.affine("offset")),
-               cmp_op=w.alu(op.attrs["cmp_op"]), on_false_value=float(op.attrs["on_false_value"]))
+    w.isa_call(
+        T.AFFINE_SELECT,
+        dst=w.access(op, "dst"),
+        on_true_tile=w.access(op, "on_true_tile"),
+        pattern=[list(p) for p in op.attrs["pattern"]],
+        channel_multiplier=op.attrs["channel_multiplier"],
+        offset=w.affine(op.affine("offset")),
+        cmp_op=w.alu(op.attrs["cmp_op"]),
+        on_false_value=float(op.attrs["on_false_value"]),
+    )
 
 
 @rule(K.ForiLoopOp)

@@ -11,46 +11,59 @@ from __future__ import annotations
 from ..nki.ops.alu import BITVEC_OPS
 
 # Builder entry points and memory spaces (module ``nb`` = nki.compiler.kernel_builder).
-BUILD_KERNEL = "build_kernel"          # nb.build_kernel(fn, input_specs=, output_specs=, target=)
-TENSOR_SPEC = "Tensor"                 # nb.Tensor(shape, dtype)
-HBM_ALLOC = "ndarray"                  # nb.ndarray(shape, dtype, memspace=nb.hbm)
-TILE_ALLOC = ("compiler", "alloc")     # nb.compiler.alloc(shape, dtype, space=nb.sbuf | nb.psum)
+BUILD_KERNEL = "build_kernel"  # nb.build_kernel(fn, input_specs=, output_specs=, target=)
+TENSOR_SPEC = "Tensor"  # nb.Tensor(shape, dtype)
+HBM_ALLOC = "ndarray"  # nb.ndarray(shape, dtype, memspace=nb.hbm)
+TILE_ALLOC = ("compiler", "alloc")  # nb.compiler.alloc(shape, dtype, space=nb.sbuf | nb.psum)
 TILE_RELEASE = ("compiler", "release")  # nb.compiler.release(t)
-FORI_LOOP = "fori_loop"                # nb.fori_loop(n, body_fn, unroll=)
-FORI_LOOP_UNROLL = "unroll"            # keyword seen in NKIPy's use (fori_loop(unroll=True)); undocumented
-DS = "ds"                              # nb.ds(start, size)
+FORI_LOOP = "fori_loop"  # nb.fori_loop(n, body_fn, unroll=)
+FORI_LOOP_UNROLL = "unroll"  # keyword seen in NKIPy's use (fori_loop(unroll=True)); undocumented
+DS = "ds"  # nb.ds(start, size)
 MEMSPACE = {"sbuf": "sbuf", "psum": "psum", "hbm": "hbm"}
 
 # NISA instructions (``nb.isa.<name>``).
 DMA_COPY = "dma_copy"
 TENSOR_COPY = "tensor_copy"
 MEMSET = "memset"
-IOTA = "iota"                          # assumed keyword names: pattern, offset, channel_multiplier
-MATMUL = "matmul"                      # accum= flag
-TRANSPOSE = {"tensor": "transpose",    # assumed: the PE transpose of nc_transpose(engine=tensor)
-             "vector": "stream_transpose"}
+IOTA = "iota"  # assumed keyword names: pattern, offset, channel_multiplier
+MATMUL = "matmul"  # accum= flag
+TRANSPOSE = {
+    "tensor": "transpose",  # assumed: the PE transpose of nc_transpose(engine=tensor)
+    "vector": "stream_transpose",
+}
 ACTIVATION = "activation"
 TENSOR_TENSOR = {"arith": "tensor_tensor_arith", "bitvec": "tensor_tensor_bitvec"}
 TENSOR_SCALAR = {"arith": "tensor_scalar_arith", "bitvec": "tensor_scalar_bitvec"}
 TENSOR_REDUCE = {"arith": "tensor_reduce_arith", "bitvec": "tensor_reduce_bitvec"}  # bitvec: assumed
 SELECT = "select_reduce"
-AFFINE_SELECT = "affine_select"        # assumed
+AFFINE_SELECT = "affine_select"  # assumed
 
 # Enumerations (``nb.isa.<enum>.<member>``).
 ENGINE_ENUM = "engine"
 ENGINES = {"tensor": "Tensor", "vector": "Vector", "scalar": "Scalar", "gpsimd": "Gpsimd"}
 ARITH_ENUM = "arith_op"
 BITVEC_ENUM = "bitvec_op"
-ACTIVATION_ENUM = "activation_function"   # members keep the NKI function names (exp, rsqrt, ...)
+ACTIVATION_ENUM = "activation_function"  # members keep the NKI function names (exp, rsqrt, ...)
 ACT_REDUCE_ENUM, ACT_REDUCE_ADD = "activation_reduce_op", "Add"
 REDUCE_CMD_ENUM, RESET_REDUCE = "reduce_cmd", "ResetReduce"
 
 # nb dtype attribute per DType name (bool_ is a uint8 tensor on the chip).
 DTYPES = {
-    "float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "tfloat32": "tfloat32",
-    "float8_e4m3": "float8_e4m3", "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
-    "float8_e3m4": "float8_e3m4", "int8": "int8", "int16": "int16", "int32": "int32",
-    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "bool_": "uint8",
+    "float32": "float32",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "tfloat32": "tfloat32",
+    "float8_e4m3": "float8_e4m3",
+    "float8_e4m3fn": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
+    "float8_e3m4": "float8_e3m4",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "bool_": "uint8",
 }
 
 

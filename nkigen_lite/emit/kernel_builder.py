@@ -35,7 +35,8 @@ def import_kernel_builder():
         raise NeuronSdkMissing(
             f"the Kernel Builder path needs the Neuron SDK package 'nki' (module "
             f"nki.compiler.kernel_builder), which is not importable here ({e}). It is published "
-            f"only in the Neuron repository: {SDK_INSTALL}") from None
+            f"only in the Neuron repository: {SDK_INSTALL}"
+        ) from None
     return kernel_builder
 
 
@@ -65,9 +66,14 @@ def emit_kb(graph, nb, target: str = "trn2", unroll: bool = DEFAULT_UNROLL):
     input_specs = {names[v]: spec(v) for v in graph.inputs}
     output_specs = {name: spec(v) for v, name in outputs.items()}
 
-    signature = inspect.Signature([
-        inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=getattr(nb, T.TENSOR_SPEC))
-        for n in list(input_specs) + list(output_specs)])
+    signature = inspect.Signature(
+        [
+            inspect.Parameter(
+                n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=getattr(nb, T.TENSOR_SPEC)
+            )
+            for n in list(input_specs) + list(output_specs)
+        ]
+    )
 
     def kernel(*args, **kwargs):
         tensors = signature.bind(*args, **kwargs).arguments  # the builder may pass either way
@@ -75,8 +81,9 @@ def emit_kb(graph, nb, target: str = "trn2", unroll: bool = DEFAULT_UNROLL):
 
     kernel.__signature__ = signature
     kernel.__name__ = kernel.__qualname__ = func_name
-    return getattr(nb, T.BUILD_KERNEL)(kernel, input_specs=input_specs, output_specs=output_specs,
-                                       target=target)
+    return getattr(nb, T.BUILD_KERNEL)(
+        kernel, input_specs=input_specs, output_specs=output_specs, target=target
+    )
 
 
 def _dtype(nb, dtype, what: str):
@@ -94,7 +101,7 @@ class _Walker:
         self.unroll = unroll
         self.names = names
         self.outputs = outputs
-        self.tensors = tensors            # kernel parameters by name (inputs and outputs)
+        self.tensors = tensors  # kernel parameters by name (inputs and outputs)
         self.env: dict = {v: tensors[names[v]] for v in inputs}
         self.views: dict = {}
 
@@ -148,4 +155,3 @@ class _Walker:
 
     def isa_call(self, name: str, **kwargs) -> None:
         getattr(self.isa, name)(**kwargs)
-

@@ -50,8 +50,11 @@ def _carried(loop: ForiLoopOp, ranges: dict, views: dict) -> bool:
         return False
     inside = {r for op in loop.body.walk() for r in op.results}
     nested = [op for op in loop.body.walk() if isinstance(op, ForiLoopOp)]
-    ctx = _Loop(loop, {**ranges, **{op.index: (op.attrs["lower"], op.last) for op in nested}},
-                {id(op.index) for op in nested})
+    ctx = _Loop(
+        loop,
+        {**ranges, **{op.index: (op.attrs["lower"], op.last) for op in nested}},
+        {id(op.index) for op in nested},
+    )
     windows = []
     for op in loop.body.walk():
         if not isinstance(op, NkiOp):
@@ -61,8 +64,7 @@ def _carried(loop: ForiLoopOp, ranges: dict, views: dict) -> bool:
             root = views[acc.tensor].operand(0) if acc.tensor in views else acc.tensor
             if root not in inside:
                 windows.append(_Window(root, acc.tensor, acc, name in op.writes, views))
-    return any(w.write and x.root is w.root and ctx.may_overlap(w, x)
-               for w in windows for x in windows)
+    return any(w.write and x.root is w.root and ctx.may_overlap(w, x) for w in windows for x in windows)
 
 
 def _flat(win: _Window) -> tuple[Affine, int]:
@@ -89,9 +91,10 @@ class _Loop:
 
     def may_overlap(self, w: _Window, x: _Window) -> bool:
         if w.via is x.via:
-            return all(self.dim_overlap(a.offset, (a.size - 1) * a.stride,
-                                        b.offset, (b.size - 1) * b.stride)
-                       for a, b in zip(w.access.dims, x.access.dims))
+            return all(
+                self.dim_overlap(a.offset, (a.size - 1) * a.stride, b.offset, (b.size - 1) * b.stride)
+                for a, b in zip(w.access.dims, x.access.dims)
+            )
         (sw, ew), (sx, ex) = _flat(w), _flat(x)
         return self.dim_overlap(sw, ew, sx, ex)
 

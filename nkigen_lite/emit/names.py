@@ -12,12 +12,24 @@ import keyword
 import re
 
 # Names the emitted module itself uses at top level.
-MODULE_NAMES = frozenset({
-    "nki", "nl", "nisa", "np", "ml_dtypes", "INPUT_NAMES", "OUTPUT_NAMES", "INPUT_SPECS",
-    "CONSTANTS", "INF", "NEG_INF", "NAN", "range",
-})
-RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(
-    dir(builtins)) | MODULE_NAMES
+MODULE_NAMES = frozenset(
+    {
+        "nki",
+        "nl",
+        "nisa",
+        "np",
+        "ml_dtypes",
+        "INPUT_NAMES",
+        "OUTPUT_NAMES",
+        "INPUT_SPECS",
+        "CONSTANTS",
+        "INF",
+        "NEG_INF",
+        "NAN",
+        "range",
+    }
+)
+RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins)) | MODULE_NAMES
 
 _BAD = re.compile(r"[^A-Za-z0-9_]+")
 

@@ -28,10 +28,20 @@ INDENT = "    "
 
 # DType name -> the nki.language dtype attribute (trn2 NKI dtypes; float8_e3m4 has none).
 NL_DTYPES = {
-    "float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "tfloat32": "tfloat32",
-    "float8_e4m3": "float8_e4m3", "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
-    "int8": "int8", "int16": "int16", "int32": "int32", "uint8": "uint8", "uint16": "uint16",
-    "uint32": "uint32", "bool_": "bool_",
+    "float32": "float32",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "tfloat32": "tfloat32",
+    "float8_e4m3": "float8_e4m3",
+    "float8_e4m3fn": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "bool_": "bool_",
 }
 
 
@@ -102,11 +112,14 @@ class SourceEmitter:
         params = [n for n in graph.input_names if n not in self.constants]
         self.graph_input_names = list(input_names if input_names is not None else params)
         if len(self.graph_input_names) != len(params):
-            raise BuildError(f"emit: {len(self.graph_input_names)} input names for the {len(params)} "
-                             f"non-constant inputs of kernel {graph.name}")
+            raise BuildError(
+                f"emit: {len(self.graph_input_names)} input names for the {len(params)} "
+                f"non-constant inputs of kernel {graph.name}"
+            )
         if not graph.outputs:
-            raise BuildError(f"emit: kernel {graph.name} has no outputs; an NKI kernel returns at "
-                             "least one tensor")
+            raise BuildError(
+                f"emit: kernel {graph.name} has no outputs; an NKI kernel returns at least one tensor"
+            )
         self.func_name, self.names = kernel_names(graph)
         self.views = {op.result: op for op in graph.walk() if isinstance(op, HbmViewOp)}
         self.accesses = AccessFormatter(self.name, self.views)
@@ -114,7 +127,7 @@ class SourceEmitter:
         self.outputs = {v: n for n, v in graph.outputs.items()}
         self.lines: list[str] = []
         self.depth = 1
-        self.loc: str | None = None          # location named by the last comment
+        self.loc: str | None = None  # location named by the last comment
         self.pending_loc: str | None = None  # location to name before the next line
 
     # ---- helpers for the rules -----------------------------------------------------------

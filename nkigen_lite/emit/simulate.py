@@ -53,14 +53,17 @@ def simulate(source_or_kernel, inputs: dict[str, np.ndarray]) -> dict[str, np.nd
     elif isinstance(source_or_kernel, str):
         source = source_or_kernel
     else:
-        raise BuildError(f"simulate takes emitted NKI source text or a Kernel, got "
-                         f"{type(source_or_kernel).__name__}")
+        raise BuildError(
+            f"simulate takes emitted NKI source text or a Kernel, got {type(source_or_kernel).__name__}"
+        )
     module = load_module(source)
     names = getattr(module, "INPUT_NAMES", None)
     specs = getattr(module, "INPUT_SPECS", None)
     if names is None or specs is None:
-        raise BuildError("simulate: the module defines no INPUT_NAMES / INPUT_SPECS (not emitted by "
-                         "nkigen_lite?); use nkigen_lite.nki_sim.simulate with parameter names")
+        raise BuildError(
+            "simulate: the module defines no INPUT_NAMES / INPUT_SPECS (not emitted by "
+            "nkigen_lite?); use nkigen_lite.nki_sim.simulate with parameter names"
+        )
     params = list(specs)
     if kernel is None:
         from types import SimpleNamespace
@@ -68,8 +71,7 @@ def simulate(source_or_kernel, inputs: dict[str, np.ndarray]) -> dict[str, np.nd
         from ..ir.dtypes import get_dtype
         from ..ir.interpreter import check_signature
 
-        types = [SimpleNamespace(shape=tuple(specs[p][0]), dtype=get_dtype(specs[p][1]))
-                 for p in params]
+        types = [SimpleNamespace(shape=tuple(specs[p][0]), dtype=get_dtype(specs[p][1])) for p in params]
         # a 0-d graph input is a 1-element 1-D kernel parameter: accept either shape
         inputs = dict(inputs) if isinstance(inputs, dict) else inputs
         if isinstance(inputs, dict):

@@ -30,6 +30,7 @@ def rule(op_cls, *calls: str):
     def register(fn):
         SOURCE_RULES[op_cls] = SourceRule(fn, calls)
         return fn
+
     return register
 
 
@@ -49,9 +50,10 @@ def _alloc(e: SourceEmitter, op) -> None:
         buffer = "nl.shared_hbm" if v in e.outputs else "nl.hbm"
     else:
         buffer = f"nl.{t.space.value}"
-    e.call(f"{e.name(v)} = nl.ndarray", [("", repr(kernel_shape(t))),
-                                         ("dtype", nl_dtype(t.dtype, e.name(v))),
-                                         ("buffer", buffer)])
+    e.call(
+        f"{e.name(v)} = nl.ndarray",
+        [("", repr(kernel_shape(t))), ("dtype", nl_dtype(t.dtype, e.name(v))), ("buffer", buffer)],
+    )
 
 
 @rule(K.DeallocOp)
@@ -75,8 +77,7 @@ def _dma_copy(e: SourceEmitter, op) -> None:
 
 @rule(K.TensorCopyOp, "nisa.tensor_copy", "nisa.engine")
 def _tensor_copy(e: SourceEmitter, op) -> None:
-    e.call("nisa.tensor_copy", [("dst", e.access(op, "dst")), ("src", e.access(op, "src")),
-                                _engine(op)])
+    e.call("nisa.tensor_copy", [("dst", e.access(op, "dst")), ("src", e.access(op, "src")), _engine(op)])
 
 
 @rule(K.MemsetOp, "nisa.memset", "nisa.engine")
@@ -101,16 +102,20 @@ def _iota(e: SourceEmitter, op) -> None:
 @rule(K.MatmulOp, "nisa.nc_matmul")
 def _matmul(e: SourceEmitter, op) -> None:
     two_d = e.accesses.format_2d  # operands are documented as 2-D: collapse extra free dims
-    e.call("nisa.nc_matmul", [("dst", two_d(op.access("dst"))),
-                              ("stationary", two_d(op.access("stationary"))),
-                              ("moving", two_d(op.access("moving"))),
-                              ("accumulate", repr(bool(op.attrs["accumulate"])))])
+    e.call(
+        "nisa.nc_matmul",
+        [
+            ("dst", two_d(op.access("dst"))),
+            ("stationary", two_d(op.access("stationary"))),
+            ("moving", two_d(op.access("moving"))),
+            ("accumulate", repr(bool(op.attrs["accumulate"]))),
+        ],
+    )
 
 
 @rule(K.TransposeOp, "nisa.nc_transpose", "nisa.engine")
 def _transpose(e: SourceEmitter, op) -> None:
-    e.call("nisa.nc_transpose", [("dst", e.access(op, "dst")), ("data", e.access(op, "data")),
-                                 _engine(op)])
+    e.call("nisa.nc_transpose", [("dst", e.access(op, "dst")), ("data", e.access(op, "data")), _engine(op)])
 
 
 @rule(K.ActivationOp, "nisa.activation", "nl.add", "nisa.reduce_cmd")
@@ -121,22 +126,36 @@ def _activation(e: SourceEmitter, op) -> None:
     if op.access("scale") is not None or op.attrs["scale"] != 1.0:
         args.append(("scale", e.operand(op, "scale")))
     if op.access("reduce_res") is not None:
-        args += [("reduce_op", "nl.add"), ("reduce_res", e.access(op, "reduce_res")),
-                 ("reduce_cmd", "nisa.reduce_cmd.reset_reduce")]
+        args += [
+            ("reduce_op", "nl.add"),
+            ("reduce_res", e.access(op, "reduce_res")),
+            ("reduce_cmd", "nisa.reduce_cmd.reset_reduce"),
+        ]
     e.call("nisa.activation", args)
 
 
 @rule(K.TensorTensorOp, "nisa.tensor_tensor", "nisa.engine")
 def _tensor_tensor(e: SourceEmitter, op) -> None:
-    e.call("nisa.tensor_tensor", [("dst", e.access(op, "dst")), ("data1", e.access(op, "data1")),
-                                  ("data2", e.access(op, "data2")), ("op", f"nl.{op.attrs['op']}"),
-                                  _engine(op)])
+    e.call(
+        "nisa.tensor_tensor",
+        [
+            ("dst", e.access(op, "dst")),
+            ("data1", e.access(op, "data1")),
+            ("data2", e.access(op, "data2")),
+            ("op", f"nl.{op.attrs['op']}"),
+            _engine(op),
+        ],
+    )
 
 
 @rule(K.TensorScalarOp, "nisa.tensor_scalar", "nisa.engine")
 def _tensor_scalar(e: SourceEmitter, op) -> None:
-    args = [("dst", e.access(op, "dst")), ("data", e.access(op, "data")),
-            ("op0", f"nl.{op.attrs['op0']}"), ("operand0", e.operand(op, "operand0"))]
+    args = [
+        ("dst", e.access(op, "dst")),
+        ("data", e.access(op, "data")),
+        ("op0", f"nl.{op.attrs['op0']}"),
+        ("operand0", e.operand(op, "operand0")),
+    ]
     if op.attrs["reverse0"]:
         args.append(("reverse0", "True"))
     if op.attrs["op1"] is not None:
@@ -149,8 +168,12 @@ def _tensor_scalar(e: SourceEmitter, op) -> None:
 
 @rule(K.TensorReduceOp, "nisa.tensor_reduce")
 def _tensor_reduce(e: SourceEmitter, op) -> None:
-    args = [("dst", e.access(op, "dst")), ("op", f"nl.{op.attrs['op']}"),
-            ("data", e.access(op, "data")), ("axis", repr(tuple(op.attrs["axis"])))]
+    args = [
+        ("dst", e.access(op, "dst")),
+        ("op", f"nl.{op.attrs['op']}"),
+        ("data", e.access(op, "data")),
+        ("axis", repr(tuple(op.attrs["axis"]))),
+    ]
     if op.attrs["negate"]:
         args.append(("negate", "True"))
     if op.attrs["keepdims"]:
@@ -160,8 +183,12 @@ def _tensor_reduce(e: SourceEmitter, op) -> None:
 
 @rule(K.SelectOp, "nisa.select_reduce")
 def _select(e: SourceEmitter, op) -> None:
-    args = [("dst", e.access(op, "dst")), ("predicate", e.access(op, "predicate")),
-            ("on_true", e.access(op, "on_true")), ("on_false", e.operand(op, "on_false"))]
+    args = [
+        ("dst", e.access(op, "dst")),
+        ("predicate", e.access(op, "predicate")),
+        ("on_true", e.access(op, "on_true")),
+        ("on_false", e.operand(op, "on_false")),
+    ]
     if op.attrs["reverse_pred"]:
         args.append(("reverse_pred", "True"))
     e.call("nisa.select_reduce", args)
@@ -169,11 +196,14 @@ def _select(e: SourceEmitter, op) -> None:
 
 @rule(K.AffineSelectOp, "nisa.affine_select")
 def _affine_select(e: SourceEmitter, op) -> None:
-    args = [("dst", e.access(op, "dst")), ("pattern", _pattern(op.attrs["pattern"])),
-            ("channel_multiplier", str(op.attrs["channel_multiplier"])),
-            ("on_true_tile", e.access(op, "on_true_tile")),
-            ("on_false_value", scalar(float(op.attrs["on_false_value"]))),
-            ("cmp_op", f"nl.{op.attrs['cmp_op']}")]
+    args = [
+        ("dst", e.access(op, "dst")),
+        ("pattern", _pattern(op.attrs["pattern"])),
+        ("channel_multiplier", str(op.attrs["channel_multiplier"])),
+        ("on_true_tile", e.access(op, "on_true_tile")),
+        ("on_false_value", scalar(float(op.attrs["on_false_value"]))),
+        ("cmp_op", f"nl.{op.attrs['cmp_op']}"),
+    ]
     offset = op.affine("offset")
     if not (offset.is_const and offset.const == 0):
         args.append(("offset", format_affine(offset, e.name)))

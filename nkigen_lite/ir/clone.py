@@ -23,7 +23,7 @@ def clone_graph(graph: Graph) -> Graph:
     args = graph.body.args
     for name, v in zip(graph.input_names, args):
         vmap[v] = new.add_input(name, v.type)
-    for v in args[len(graph.input_names):]:
+    for v in args[len(graph.input_names) :]:
         vmap[v] = new.body.add_arg(v.type, _hint(names, v))
     _clone_block(graph.body, new.body, vmap, names)
     return new
@@ -50,8 +50,7 @@ def _clone_op(op: Op, vmap: dict[Value, Value], names) -> Op:
             _clone_block(b, nb, vmap, names)
             blocks.append(nb)
         regions.append(Region(blocks))
-    new = type(op)([vmap[v] for v in op.operands], dict(op.attrs), [r.type for r in op.results],
-                   regions)
+    new = type(op)([vmap[v] for v in op.operands], dict(op.attrs), [r.type for r in op.results], regions)
     new.loc = op.loc
     for r, nr in zip(op.results, new.results):
         nr.name_hint = _hint(names, r)

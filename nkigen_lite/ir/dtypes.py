@@ -100,8 +100,21 @@ uint32 = DType("u32", "uint32", np.uint32, 4, DTypeKind.UINT)
 bool_ = DType("bool", "bool_", np.bool_, 1, DTypeKind.BOOL)
 
 ALL_DTYPES: tuple[DType, ...] = (
-    float32, float16, bfloat16, tfloat32, float8_e4m3, float8_e4m3fn, float8_e5m2, float8_e3m4,
-    int8, int16, int32, uint8, uint16, uint32, bool_,
+    float32,
+    float16,
+    bfloat16,
+    tfloat32,
+    float8_e4m3,
+    float8_e4m3fn,
+    float8_e5m2,
+    float8_e3m4,
+    int8,
+    int16,
+    int32,
+    uint8,
+    uint16,
+    uint32,
+    bool_,
 )
 FLOAT_DTYPES = tuple(d for d in ALL_DTYPES if d.is_float)
 INT_DTYPES = tuple(d for d in ALL_DTYPES if d.is_int)
@@ -132,8 +145,7 @@ def get_dtype(spec) -> DType:
     if npd in _BY_NP:
         return _BY_NP[npd]
     raise BuildError(
-        f"dtype {npd} is not supported on trn2; supported: "
-        + ", ".join(d.numpy_name for d in ALL_DTYPES)
+        f"dtype {npd} is not supported on trn2; supported: " + ", ".join(d.numpy_name for d in ALL_DTYPES)
     )
 
 
@@ -181,9 +193,7 @@ def weak_scalar_dtype(tensor_dtype: DType, value) -> DType:
         if tensor_dtype.is_int:
             info = np.iinfo(tensor_dtype.np_dtype)
             if not info.min <= int(value) <= info.max:
-                raise BuildError(
-                    f"Python integer {value} is out of bounds for {tensor_dtype.numpy_name}"
-                )
+                raise BuildError(f"Python integer {value} is out of bounds for {tensor_dtype.numpy_name}")
         return tensor_dtype
     if isinstance(value, (float, np.floating)):
         return tensor_dtype if tensor_dtype.is_float else float32

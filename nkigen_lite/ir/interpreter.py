@@ -113,8 +113,6 @@ def check_signature(name: str, names, types, inputs) -> dict[str, np.ndarray]:
             raise InterpretError(f"input {n!r} has shape {tuple(a.shape)}, expected {t.shape}")
         want = t.dtype.np_dtype
         if a.dtype != want:
-            raise InterpretError(
-                f"input {n!r} has dtype {a.dtype}, expected {t.dtype.numpy_name}"
-            )
+            raise InterpretError(f"input {n!r} has dtype {a.dtype}, expected {t.dtype.numpy_name}")
         out[n] = cast_array(a, t.dtype) if t.dtype.name == "tf32" else a
     return out

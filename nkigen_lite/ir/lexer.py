@@ -73,7 +73,7 @@ class Lexer:
             if end == start + 1:
                 raise self.error(f"expected a name after {c!r}")
             self.pos = end
-            return Token("value" if c == "%" else "symbol", t[start + 1:end], line, col)
+            return Token("value" if c == "%" else "symbol", t[start + 1 : end], line, col)
         if c in LETTERS or c == "_":
             end = _IDENT.match(t, start).end()
             self.pos = end
@@ -117,7 +117,7 @@ class Lexer:
                     continue
                 if nxt == "x" and i + 3 < len(t):
                     try:
-                        out.append(chr(int(t[i + 2:i + 4], 16)))
+                        out.append(chr(int(t[i + 2 : i + 4], 16)))
                     except ValueError:
                         raise ParseError("bad \\x escape in string", line, col) from None
                     i += 4
@@ -126,7 +126,7 @@ class Lexer:
             out.append(ch)
             i += 1
         self._advance(i + 1 - start)
-        return Token("string", t[start:i + 1], line, col, "".join(out))
+        return Token("string", t[start : i + 1], line, col, "".join(out))
 
     def read_raw_until_close(self, open_ch: str = "<", close_ch: str = ">") -> str:
         """Return the raw text up to the matching ``close_ch`` (consumed, not returned); strings

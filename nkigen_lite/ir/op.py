@@ -32,8 +32,7 @@ class Op:
     attr_spec: ClassVar[tuple[Attr, ...]] = ()
     num_regions: ClassVar[int] = 0
 
-    __slots__ = ("_operands", "results", "attrs", "regions", "parent", "_prev", "_next", "loc",
-                 "__weakref__")
+    __slots__ = ("_operands", "results", "attrs", "regions", "parent", "_prev", "_next", "loc", "__weakref__")
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -66,9 +65,9 @@ class Op:
             v._add_use(self, i)
         from .graph import Region
 
-        self.regions: list[Region] = list(regions) if regions is not None else [
-            Region() for _ in range(self.num_regions)
-        ]
+        self.regions: list[Region] = (
+            list(regions) if regions is not None else [Region() for _ in range(self.num_regions)]
+        )
         if len(self.regions) != self.num_regions:
             raise BuildError(f"{self.name}: expected {self.num_regions} regions, got {len(self.regions)}")
         for r in self.regions:
@@ -86,9 +85,7 @@ class Op:
         known = {a.name: a for a in cls.attr_spec}
         for k in attrs:
             if k not in known:
-                raise BuildError(
-                    f"{cls.name}: unknown attribute {k!r} (known: {', '.join(known) or 'none'})"
-                )
+                raise BuildError(f"{cls.name}: unknown attribute {k!r} (known: {', '.join(known) or 'none'})")
         out = {}
         for a in cls.attr_spec:
             if a.name in attrs:

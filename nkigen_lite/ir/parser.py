@@ -175,8 +175,11 @@ class Parser:
         head, sep, data = raw.partition(",")
         data = data.strip()
         if data == ELIDED:
-            raise self.error("this dense constant was elided when printed for reading "
-                             "(Graph.format); str(graph) prints the form that parses", tok)
+            raise self.error(
+                "this dense constant was elided when printed for reading "
+                "(Graph.format); str(graph) prints the form that parses",
+                tok,
+            )
         if not sep or len(data) < 2 or data[0] != '"' or data[-1] != '"':
             raise self.error('expected dense<SHAPExDTYPE, "hex">', tok)
         try:

@@ -40,7 +40,7 @@ class Printer:
         if graph is not None:
             for n, v in zip(graph.input_names, graph.body.args):
                 self._assign(v, n)
-            for v in graph.body.args[len(graph.input_names):]:
+            for v in graph.body.args[len(graph.input_names) :]:
                 self._assign(v)
             for op in graph.body:
                 self._name_op(op)
@@ -90,8 +90,11 @@ class Printer:
             v = op.attrs.get(a.name)
             if not a.required and _same(v, a.default):
                 continue
-            if (self.elide_dense is not None and isinstance(v, FrozenArray)
-                    and v.array.nbytes > self.elide_dense):
+            if (
+                self.elide_dense is not None
+                and isinstance(v, FrozenArray)
+                and v.array.nbytes > self.elide_dense
+            ):
                 items.append(f"{a.name} = {DENSE.format_elided(v)}")
             else:
                 items.append(f"{a.name} = {a.kind.format(v)}")
@@ -157,8 +160,11 @@ def root_graph(op: Op):
 def format_op(op: Op) -> str:
     """One op as text (its regions included), named consistently with its graph."""
     g = root_graph(op)
-    p = Printer(g, elide_dense=ELIDE_DENSE_BYTES) if g is not None else Printer(
-        root_ops=[op], elide_dense=ELIDE_DENSE_BYTES)
+    p = (
+        Printer(g, elide_dense=ELIDE_DENSE_BYTES)
+        if g is not None
+        else Printer(root_ops=[op], elide_dense=ELIDE_DENSE_BYTES)
+    )
     for v in op.operands:
         p._assign(v)
     return "\n".join(p.format_op(op))

@@ -149,10 +149,7 @@ def apply_patterns(
 
     def patterns_for(cls: type) -> list[RewritePattern]:
         if cls not in by_root:
-            by_root[cls] = [
-                p for p in ordered
-                if p.root is None or issubclass(cls, p.root)
-            ]
+            by_root[cls] = [p for p in ordered if p.root is None or issubclass(cls, p.root)]
         return by_root[cls]
 
     wl = _Worklist()

@@ -129,9 +129,7 @@ class Value:
 
     def _binop(self, name: str, other: Any, reflected: bool = False):
         b = self._frontend(other)
-        return b.value_operator(name, other, self) if reflected else b.value_operator(
-            name, self, other
-        )
+        return b.value_operator(name, other, self) if reflected else b.value_operator(name, self, other)
 
     def __add__(self, o):
         return self._binop("add", o)

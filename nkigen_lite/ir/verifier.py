@@ -100,11 +100,13 @@ class _Verifier:
             if v not in visible:
                 raise self.fail(
                     f"operand {i} ({self.printer.name(v)}) is used before its definition "
-                    "or outside its scope", op)
+                    "or outside its scope",
+                    op,
+                )
             if Use(op, i) not in v._uses:
                 raise self.fail(
-                    f"operand {i} ({self.printer.name(v)}) is missing this use in its use-list",
-                    op)
+                    f"operand {i} ({self.printer.name(v)}) is missing this use in its use-list", op
+                )
 
     def results(self, op: Op) -> None:
         """Results point back to their op; every use-list entry is a real use."""
@@ -117,7 +119,9 @@ class _Verifier:
                 if use.index >= len(ops) or ops[use.index] is not r:
                     raise self.fail(
                         f"use-list of result {i} names operand {use.index} of a "
-                        f"{use.op.name} op that does not use it", op)
+                        f"{use.op.name} op that does not use it",
+                        op,
+                    )
 
     def regions(self, op: Op, visible: set[Value]) -> None:
         """Region count and parent pointers; each nested block sees the enclosing values."""
@@ -135,7 +139,7 @@ class _Verifier:
                 mark = len(self.defined_values)
                 visible.update(b.args)
                 self.block(b, visible, op)
-                visible.difference_update(self.defined_values[mark - len(b.args):])
+                visible.difference_update(self.defined_values[mark - len(b.args) :])
 
     def own_rules(self, op: Op) -> None:
         """The op's own ``verify``; any failure becomes a VerifyError naming the op."""

@@ -1,6 +1,6 @@
 """NKI dialect: explicit memory (HBM / SBUF / PSUM), DMA, tiled loops and NISA compute ops.
 
-    b = nk.nki.Builder("k"); ...; nk.nki.verify(b.graph); nk.nki.run(b.graph, {"x": x})
+b = nk.nki.Builder("k"); ...; nk.nki.verify(b.graph); nk.nki.run(b.graph, {"x": x})
 """
 
 from . import interpret_compute  # noqa: F401  (registers the compute interpreter rules)
@@ -31,9 +31,38 @@ from .types import INDEX, Access, Affine, DimSlice, HbmType, IndexType, MemorySp
 from .verify import MemoryPeaks, verify
 
 __all__ = [
-    "Builder", "run", "verify", "MemoryPeaks", "TRN2", "Target", "ts", "ds", "MemorySpace",
-    "TileType", "HbmType", "IndexType", "INDEX", "Access", "Affine", "DimSlice", "ALL_OPS",
-    "NkiOp", "AllocOp", "DeallocOp", "HbmViewOp", "DmaCopyOp", "TensorCopyOp", "MemsetOp",
-    "IotaOp", "MatmulOp", "TransposeOp", "ActivationOp", "TensorTensorOp", "TensorScalarOp",
-    "TensorReduceOp", "SelectOp", "AffineSelectOp", "ForiLoopOp",
+    "Builder",
+    "run",
+    "verify",
+    "MemoryPeaks",
+    "TRN2",
+    "Target",
+    "ts",
+    "ds",
+    "MemorySpace",
+    "TileType",
+    "HbmType",
+    "IndexType",
+    "INDEX",
+    "Access",
+    "Affine",
+    "DimSlice",
+    "ALL_OPS",
+    "NkiOp",
+    "AllocOp",
+    "DeallocOp",
+    "HbmViewOp",
+    "DmaCopyOp",
+    "TensorCopyOp",
+    "MemsetOp",
+    "IotaOp",
+    "MatmulOp",
+    "TransposeOp",
+    "ActivationOp",
+    "TensorTensorOp",
+    "TensorScalarOp",
+    "TensorReduceOp",
+    "SelectOp",
+    "AffineSelectOp",
+    "ForiLoopOp",
 ]

@@ -44,13 +44,15 @@ class AccessSpec:
 
 # ---- attribute kinds --------------------------------------------------------------------------
 
+
 class _AccessKind(AttrKind):
     """A tensor access; optionally also an immediate number, optionally absent (None)."""
 
     def __init__(self, scalar_ok: bool = False, optional: bool = False):
         self.scalar_ok, self.optional = scalar_ok, optional
-        self.name = ("a tensor access" + (" or a number" if scalar_ok else "")
-                     + (" or none" if optional else ""))
+        self.name = (
+            "a tensor access" + (" or a number" if scalar_ok else "") + (" or none" if optional else "")
+        )
 
     def convert(self, v):
         if isinstance(v, AccessSpec):
@@ -93,6 +95,7 @@ AFFINE = _AffineKind()
 
 # ---- packing Python-level accesses into operands + specs -------------------------------------
 
+
 def pack(items: list[tuple[str, object]]) -> tuple[list[Value], dict[str, object]]:
     """Turn ``[(attr name, Access | Affine | other)]`` into (operands, attrs) canonically:
     tensors of the accesses first (in order), then each distinct loop index once."""
@@ -134,8 +137,10 @@ def unpack_affine(spec: AffineSpec, operands) -> Affine:
 
 def unpack_access(spec: AccessSpec, operands) -> Access:
     """The Access (over Values) a stored access denotes."""
-    return Access(operands[spec.tensor], tuple(
-        DimSlice(unpack_affine(d.offset, operands), d.size, d.stride) for d in spec.dims))
+    return Access(
+        operands[spec.tensor],
+        tuple(DimSlice(unpack_affine(d.offset, operands), d.size, d.stride) for d in spec.dims),
+    )
 
 
 def positions(spec) -> list[int]:
@@ -149,6 +154,7 @@ def positions(spec) -> list[int]:
 
 
 # ---- text --------------------------------------------------------------------------------------
+
 
 def format_affine(spec: AffineSpec, name: Callable[[int], str]) -> str:
     """``%i*128 + %j - 4`` (terms in operand order, then the constant)."""
@@ -175,9 +181,14 @@ def format_slice(d: SliceSpec, name: Callable[[int], str]) -> str:
 
 def format_access(spec: AccessSpec, name: Callable[[int], str], shape=None) -> str:
     """``%t[...]``; just ``%t`` when ``shape`` is given and the access covers all of it."""
-    if shape is not None and len(shape) == len(spec.dims) and all(
+    if (
+        shape is not None
+        and len(shape) == len(spec.dims)
+        and all(
             not d.offset.terms and d.offset.const == 0 and d.stride == 1 and d.size == n
-            for d, n in zip(spec.dims, shape)):
+            for d, n in zip(spec.dims, shape)
+        )
+    ):
         return name(spec.tensor)
     return f"{name(spec.tensor)}[" + ", ".join(format_slice(d, name) for d in spec.dims) + "]"
 
@@ -247,8 +258,7 @@ def _parse_dim(ps) -> DimSlice:
     step = ps.parse_int() if ps.accept(":") else 1
     span = stop.minus(start)
     if span is None or step <= 0 or span <= 0:
-        raise ps.error("slice bounds must differ by a positive constant and the step be positive",
-                       tok)
+        raise ps.error("slice bounds must differ by a positive constant and the step be positive", tok)
     return DimSlice(start, -(-span // step), step)
 
 
@@ -267,6 +277,5 @@ def parse_access(ps) -> Access:
         dims.append(_parse_dim(ps))
     ps.expect("]")
     if len(dims) != len(shape):
-        raise ps.error(f"access of %{tok.text} has {len(dims)} dims but the tensor has "
-                       f"{len(shape)}", tok)
+        raise ps.error(f"access of %{tok.text} has {len(dims)} dims but the tensor has {len(shape)}", tok)
     return Access(v, tuple(dims))

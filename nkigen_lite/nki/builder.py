@@ -103,8 +103,9 @@ class Builder:
         """End the lifetime of an on-chip tile."""
         self._append(ops.DeallocOp([t]))
 
-    def hbm_view(self, x: Value, shape: Sequence[int], strides: Sequence[int], offset: int = 0,
-                 name: str | None = None) -> Value:
+    def hbm_view(
+        self, x: Value, shape: Sequence[int], strides: Sequence[int], offset: int = 0, name: str | None = None
+    ) -> Value:
         """A view of ``x``'s flat storage: element (k...) is flat[offset + sum(k_d * strides_d)]."""
         if not isinstance(x, Value) or not isinstance(x.type, HbmType):
             raise BuildError(f"hbm_view needs an HBM tensor, got {x!r}")
@@ -129,13 +130,25 @@ class Builder:
 
     def iota(self, dst, pattern, offset=0, channel_multiplier: int = 0) -> None:
         """dst[c, k...] = offset + c*channel_multiplier + sum(step*k) (GpSimd, int32)."""
-        self._emit(ops.IotaOp, dst=dst, pattern=_pattern(pattern), offset=Affine.of(offset),
-                   channel_multiplier=channel_multiplier, engine="gpsimd")
+        self._emit(
+            ops.IotaOp,
+            dst=dst,
+            pattern=_pattern(pattern),
+            offset=Affine.of(offset),
+            channel_multiplier=channel_multiplier,
+            engine="gpsimd",
+        )
 
     def nc_matmul(self, dst, stationary, moving, accumulate: bool = False) -> None:
         """dst (+)= stationary.T @ moving on the Tensor engine."""
-        self._emit(ops.MatmulOp, dst=dst, stationary=stationary, moving=moving,
-                   accumulate=accumulate, engine="tensor")
+        self._emit(
+            ops.MatmulOp,
+            dst=dst,
+            stationary=stationary,
+            moving=moving,
+            accumulate=accumulate,
+            engine="tensor",
+        )
 
     def nc_transpose(self, dst, data, engine: str = "tensor") -> None:
         """Swap partition and free dims (TensorE: SBUF -> PSUM; VectorE: <= 32x32)."""
@@ -143,39 +156,96 @@ class Builder:
 
     def activation(self, dst, op: str, data, bias=None, scale=1.0, reduce_res=None) -> None:
         """dst = op(data * scale + bias) on ScalarE, optionally summing each row into reduce_res."""
-        self._emit(ops.ActivationOp, dst=dst, data=data, op=op, bias=bias, scale=scale,
-                   reduce_res=reduce_res, engine="scalar")
+        self._emit(
+            ops.ActivationOp,
+            dst=dst,
+            data=data,
+            op=op,
+            bias=bias,
+            scale=scale,
+            reduce_res=reduce_res,
+            engine="scalar",
+        )
 
     def tensor_tensor(self, dst, data1, data2, op: str, engine: str = "vector") -> None:
         """dst = data1 op data2."""
         self._emit(ops.TensorTensorOp, dst=dst, data1=data1, data2=data2, op=op, engine=engine)
 
-    def tensor_scalar(self, dst, data, op0: str, operand0, reverse0: bool = False, op1=None,
-                      operand1=None, reverse1: bool = False, engine: str = "vector") -> None:
+    def tensor_scalar(
+        self,
+        dst,
+        data,
+        op0: str,
+        operand0,
+        reverse0: bool = False,
+        op1=None,
+        operand1=None,
+        reverse1: bool = False,
+        engine: str = "vector",
+    ) -> None:
         """dst = (data op0 operand0) op1 operand1 (operands: numbers or (P, 1) accesses)."""
-        self._emit(ops.TensorScalarOp, dst=dst, data=data, op0=op0, operand0=operand0,
-                   reverse0=reverse0, op1=op1, operand1=operand1, reverse1=reverse1, engine=engine)
+        self._emit(
+            ops.TensorScalarOp,
+            dst=dst,
+            data=data,
+            op0=op0,
+            operand0=operand0,
+            reverse0=reverse0,
+            op1=op1,
+            operand1=operand1,
+            reverse1=reverse1,
+            engine=engine,
+        )
 
-    def tensor_reduce(self, dst, op: str, data, axis, negate: bool = False,
-                      keepdims: bool = False) -> None:
+    def tensor_reduce(self, dst, op: str, data, axis, negate: bool = False, keepdims: bool = False) -> None:
         """Reduce ``data`` over trailing free axes into ``dst``."""
         axis = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-        self._emit(ops.TensorReduceOp, dst=dst, data=data, op=op, axis=axis, negate=negate,
-                   keepdims=keepdims, engine="vector")
+        self._emit(
+            ops.TensorReduceOp,
+            dst=dst,
+            data=data,
+            op=op,
+            axis=axis,
+            negate=negate,
+            keepdims=keepdims,
+            engine="vector",
+        )
 
     def select(self, dst, predicate, on_true, on_false, reverse_pred: bool = False) -> None:
         """dst = on_true where predicate != 0 (== 0 with ``reverse_pred``) else on_false (an fp32
         number or a (P, 1) column access)."""
-        self._emit(ops.SelectOp, dst=dst, predicate=predicate, on_true=on_true,
-                   on_false=on_false, reverse_pred=reverse_pred, engine="vector")
+        self._emit(
+            ops.SelectOp,
+            dst=dst,
+            predicate=predicate,
+            on_true=on_true,
+            on_false=on_false,
+            reverse_pred=reverse_pred,
+            engine="vector",
+        )
 
-    def affine_select(self, dst, pattern, channel_multiplier: int, on_true_tile,
-                      on_false_value: float, cmp_op: str = "equal", offset=0) -> None:
+    def affine_select(
+        self,
+        dst,
+        pattern,
+        channel_multiplier: int,
+        on_true_tile,
+        on_false_value: float,
+        cmp_op: str = "equal",
+        offset=0,
+    ) -> None:
         """dst = on_true_tile where cmp_op(affine value, 0) else on_false_value (GpSimd)."""
-        self._emit(ops.AffineSelectOp, dst=dst, on_true_tile=on_true_tile,
-                   pattern=_pattern(pattern), channel_multiplier=channel_multiplier,
-                   offset=Affine.of(offset), cmp_op=cmp_op, on_false_value=on_false_value,
-                   engine="gpsimd")
+        self._emit(
+            ops.AffineSelectOp,
+            dst=dst,
+            on_true_tile=on_true_tile,
+            pattern=_pattern(pattern),
+            channel_multiplier=channel_multiplier,
+            offset=Affine.of(offset),
+            cmp_op=cmp_op,
+            on_false_value=on_false_value,
+            engine="gpsimd",
+        )
 
     # ---- control -------------------------------------------------------------------------------
     @contextmanager
@@ -199,8 +269,10 @@ class Builder:
         """Loop-index arithmetic (+, -, *, unary -) producing Affine expressions."""
         for x in (a, b):
             if isinstance(x, Value) and not is_index(x):
-                raise BuildError(f"Python operator {name!r} on {x!r}: NKI tensors have no "
-                                 "operators; use the Builder's compute methods")
+                raise BuildError(
+                    f"Python operator {name!r} on {x!r}: NKI tensors have no "
+                    "operators; use the Builder's compute methods"
+                )
         if name == "neg":
             return -Affine.of(a)
         if name == "add":
@@ -223,7 +295,7 @@ class Builder:
             raise BuildError("an access can have a single '...'")
         if Ellipsis in key:
             i = key.index(Ellipsis)
-            key = key[:i] + (slice(None),) * (len(shape) - len(key) + 1) + key[i + 1:]
+            key = key[:i] + (slice(None),) * (len(shape) - len(key) + 1) + key[i + 1 :]
         if len(key) > len(shape):
             raise BuildError(f"{len(key)} indices for a rank-{len(shape)} tensor {v.type}")
         key = key + (slice(None),) * (len(shape) - len(key))

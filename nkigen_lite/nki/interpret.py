@@ -31,8 +31,19 @@ from .verify import verify as verify_graph
 class Buffer:
     """Storage of one tensor: data, written-mask, PSUM matmul-mask, liveness."""
 
-    __slots__ = ("data", "written", "mm", "dtype", "space", "alive", "label", "flat", "wflat",
-                 "read_only", "injective")
+    __slots__ = (
+        "data",
+        "written",
+        "mm",
+        "dtype",
+        "space",
+        "alive",
+        "label",
+        "flat",
+        "wflat",
+        "read_only",
+        "injective",
+    )
 
     def __init__(self, shape, dtype: DType, space: MemorySpace, label: str):
         self.dtype, self.space, self.label = dtype, space, label
@@ -104,8 +115,7 @@ class NkiInterpreter(Interpreter):
         except NkError:
             raise
         except (ValueError, TypeError, IndexError) as e:
-            raise self.fail(op, f"operands do not fit this op ({e}); nk.nki.verify names the "
-                                "rule") from None
+            raise self.fail(op, f"operands do not fit this op ({e}); nk.nki.verify names the rule") from None
 
     # ---- windows -------------------------------------------------------------------------------------
     def window(self, op, name: str, spec: AccessSpec, args):
@@ -121,8 +131,11 @@ class NkiInterpreter(Interpreter):
                 off += c * args[p]
             last = off + (d.size - 1) * d.stride
             if off < 0 or last >= shape[k]:
-                raise self.fail(op, f"{name} dim {k} window [{off}, {last + 1}) is out of bounds "
-                                    f"for {buf.label} of shape {shape}")
+                raise self.fail(
+                    op,
+                    f"{name} dim {k} window [{off}, {last + 1}) is out of bounds "
+                    f"for {buf.label} of shape {shape}",
+                )
             if d.stride == 0:
                 idx.append(slice(off, off + 1))
                 bcast = bcast or d.size > 1
@@ -137,13 +150,15 @@ class NkiInterpreter(Interpreter):
         w = buf.written[idx]
         if not w.all():
             bad = tuple(int(i) for i in np.argwhere(~w)[0])
-            raise self.fail(op, f"{name} reads unwritten (poisoned) memory of {buf.label} at window "
-                                f"element {list(bad)}")
+            raise self.fail(
+                op, f"{name} reads unwritten (poisoned) memory of {buf.label} at window element {list(bad)}"
+            )
         data = buf.data[idx]
         return np.broadcast_to(data, shape) if bcast else data
 
-    def write_access(self, op, name: str, args, values, *, from_matmul: bool = False,
-                     wrap: bool = False) -> None:
+    def write_access(
+        self, op, name: str, args, values, *, from_matmul: bool = False, wrap: bool = False
+    ) -> None:
         """Round ``values`` into access ``name`` and mark it written."""
         spec = op.attrs[name]
         buf, idx, shape, bcast = self.window(op, name, spec, args)
@@ -175,13 +190,16 @@ class NkiInterpreter(Interpreter):
         bpp = t.bytes_per_partition
         if t.space is MemorySpace.SBUF:
             if self.sbuf_used + bpp > tg.sbuf_bytes_per_partition:
-                raise self.fail(op, f"SBUF exhausted: {self.sbuf_used + bpp:,} B/partition > "
-                                    f"{tg.sbuf_bytes_per_partition:,}")
+                raise self.fail(
+                    op,
+                    f"SBUF exhausted: {self.sbuf_used + bpp:,} B/partition > {tg.sbuf_bytes_per_partition:,}",
+                )
             self.sbuf_used += bpp
         else:
             if bpp > tg.psum_bank_bytes:
-                raise self.fail(op, f"PSUM tile of {bpp:,} B/partition exceeds a "
-                                    f"{tg.psum_bank_bytes:,} B bank")
+                raise self.fail(
+                    op, f"PSUM tile of {bpp:,} B/partition exceeds a {tg.psum_bank_bytes:,} B bank"
+                )
             if self.psum_banks + 1 > tg.psum_num_banks:
                 raise self.fail(op, f"PSUM exhausted: all {tg.psum_num_banks} banks are in use")
             self.psum_banks += 1
@@ -218,8 +236,7 @@ def _view(it: I, op, args):
     base: Buffer = args[0]
     t = op.results[0].type
     if op.extent() > base.flat.size:
-        raise it.fail(op, f"view reaches flat element {op.extent() - 1} of a {base.flat.size}-element "
-                          "tensor")
+        raise it.fail(op, f"view reaches flat element {op.extent() - 1} of a {base.flat.size}-element tensor")
     return [base.view(t.shape, op.attrs["strides"], op.attrs["offset"], it.printer.name(op.result))]
 
 
@@ -239,8 +256,9 @@ def _return(_it: I, _op, _args):
     return None
 
 
-def run(graph: Graph, inputs: Mapping[str, np.ndarray], target: Target = TRN2,
-        verify: bool = True) -> dict[str, np.ndarray]:
+def run(
+    graph: Graph, inputs: Mapping[str, np.ndarray], target: Target = TRN2, verify: bool = True
+) -> dict[str, np.ndarray]:
     """Run an NKI graph on NumPy; returns ``{output name: array}``. The hardware verifier runs
     first unless ``verify=False`` (the run-time checks hold either way)."""
     from . import interpret_compute  # noqa: F401  (registers the compute rules)
@@ -249,8 +267,9 @@ def run(graph: Graph, inputs: Mapping[str, np.ndarray], target: Target = TRN2,
         verify_graph(graph, target)
     for name, v in zip(graph.input_names, graph.inputs):
         if not isinstance(v.type, HbmType):
-            raise InterpretError(f"graph @{graph.name}: input %{name} has type {v.type}; kernel "
-                                 "inputs are HBM tensors")
+            raise InterpretError(
+                f"graph @{graph.name}: input %{name} has type {v.type}; kernel inputs are HBM tensors"
+            )
     arrays = check_inputs(graph, inputs)
     it = NkiInterpreter(graph, target)
     args = []
@@ -267,8 +286,9 @@ def run(graph: Graph, inputs: Mapping[str, np.ndarray], target: Target = TRN2,
         it.run_block(graph.body, args)
     if it.live:
         buf, op = next(iter(it.live.values()))
-        raise it.fail(op, f"{buf.label} is still allocated at kernel end ({len(it.live)} live "
-                          "tile(s) leaked)")
+        raise it.fail(
+            op, f"{buf.label} is still allocated at kernel end ({len(it.live)} live tile(s) leaked)"
+        )
     out = {}
     for name, v in graph.outputs.items():
         buf = it.env[v]

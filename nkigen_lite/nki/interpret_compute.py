@@ -90,8 +90,10 @@ def _affine_values(op, args, shape) -> np.ndarray:
     spec = op.attrs["offset"]
     off = spec.const + sum(c * args[p] for p, c in spec.terms)
     p = shape[0]
-    val = np.full((p, 1), off, dtype=np.int64) + np.arange(p, dtype=np.int64)[:, None] * \
-        op.attrs["channel_multiplier"]
+    val = (
+        np.full((p, 1), off, dtype=np.int64)
+        + np.arange(p, dtype=np.int64)[:, None] * op.attrs["channel_multiplier"]
+    )
     grid = np.zeros((1,), dtype=np.int64)
     for step, num in op.attrs["pattern"]:
         grid = (grid[:, None] + np.arange(num, dtype=np.int64)[None, :] * step).reshape(-1)
@@ -120,8 +122,9 @@ def _matmul(it: I, op, args):
     if op.attrs["accumulate"]:
         if not it.psum_matmul_state(op, "dst", args):
             it.read_access(op, "dst", args)  # poisoned memory reports first
-            raise it.fail(op, "accumulate=true onto PSUM not last written by nc_matmul "
-                              "(undefined on the chip)")
+            raise it.fail(
+                op, "accumulate=true onto PSUM not last written by nc_matmul (undefined on the chip)"
+            )
         res = _load(it, op, "dst", args, False) + res
     it.write_access(op, "dst", args, res, from_matmul=True)
 
@@ -142,9 +145,12 @@ def _activation(it: I, op, args):
     if func in ("sin", "arctan") and dom is not None:
         fin = z[np.isfinite(z)]
         if fin.size and (fin.min() < dom[0] or fin.max() > dom[1]):
-            raise it.fail(op, f"{func} input range [{fin.min():.6g}, {fin.max():.6g}] leaves the "
-                              f"documented domain [{dom[0]:.6g}, {dom[1]:.6g}] (no range reduction "
-                              "on the chip)")
+            raise it.fail(
+                op,
+                f"{func} input range [{fin.min():.6g}, {fin.max():.6g}] leaves the "
+                f"documented domain [{dom[0]:.6g}, {dom[1]:.6g}] (no range reduction "
+                "on the chip)",
+            )
     y = numerics.activation(func, z)
     it.write_access(op, "dst", args, y)
     if op.attrs["reduce_res"] is not None:
@@ -167,14 +173,21 @@ def _tensor_scalar(it: I, op, args):
     if op.attrs["op1"] is not None:
         chain.append((op.attrs["op1"], "operand1", op.attrs["reverse1"]))
     bit = chain[0][0] in BITVEC_OPS
-    exact = bit or (_exact_ints(op, ("dst", "data", "operand0", "operand1"))
-                    and all(isinstance(op.attrs[n], int) or op.attrs[n] is None or
-                            isinstance(op.attrs[n], AccessSpec) for _, n, _ in chain))
+    exact = bit or (
+        _exact_ints(op, ("dst", "data", "operand0", "operand1"))
+        and all(
+            isinstance(op.attrs[n], int) or op.attrs[n] is None or isinstance(op.attrs[n], AccessSpec)
+            for _, n, _ in chain
+        )
+    )
     x = _load(it, op, "data", args, exact)
     for alu, name, rev in chain:
         s = _operand(it, op, name, args, exact)
-        x = _apply(alu, s, x, exact, _bits(op, "data")) if rev else \
-            _apply(alu, x, s, exact, _bits(op, "data"))
+        x = (
+            _apply(alu, s, x, exact, _bits(op, "data"))
+            if rev
+            else _apply(alu, x, s, exact, _bits(op, "data"))
+        )
     it.write_access(op, "dst", args, x, wrap=bit)
 
 
@@ -183,7 +196,7 @@ def _tensor_reduce(it: I, op, args):
     alu = op.attrs["op"]
     raw = it.read_access(op, "data", args)
     n_red = len(op.attrs["axis"])
-    red = int(np.prod(raw.shape[raw.ndim - n_red:]))
+    red = int(np.prod(raw.shape[raw.ndim - n_red :]))
     bit = alu in BITVEC_OPS
     x = raw.reshape(raw.shape[0], -1, red)
     x = x.astype(np.int64) if bit else _f32(x)
@@ -202,4 +215,3 @@ def _select(it: I, op, args):
     on_true = _load(it, op, "on_true", args, False)
     on_false = _operand(it, op, "on_false", args, False)
     it.write_access(op, "dst", args, np.where(pred, on_true, on_false))
-

@@ -38,8 +38,9 @@ ACTIVATIONS = {
     "silu_dx": _silu_dx,
     "gelu": special.gelu,
     "gelu_dx": _gelu_dx,
-    "gelu_apprx_tanh": lambda x: 0.5 * x * (
-        1.0 + np.tanh(_SQRT_2_OVER_PI * (x + np.float32(0.044715) * x ** 3))),
+    "gelu_apprx_tanh": lambda x: (
+        0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + np.float32(0.044715) * x**3)))
+    ),
     "gelu_apprx_sigmoid": lambda x: x * special.sigmoid(np.float32(1.702) * x),
     "relu": special.relu,
     "square": np.square,

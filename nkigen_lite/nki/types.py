@@ -74,8 +74,12 @@ class TileType(ShapedType):
         return self.free_size * self.dtype.itemsize
 
     def __eq__(self, other):
-        return (isinstance(other, TileType) and self.shape == other.shape
-                and self.dtype is other.dtype and self.space is other.space)
+        return (
+            isinstance(other, TileType)
+            and self.shape == other.shape
+            and self.dtype is other.dtype
+            and self.space is other.space
+        )
 
     def __hash__(self):
         return hash(("tile", self.shape, self.dtype.name, self.space.value))
@@ -317,5 +321,7 @@ class Access:
         return Access(v, tuple(DimSlice(Affine(0), n, 1) for n in v.type.shape))
 
     def is_whole(self) -> bool:
-        return all(d.offset.is_const and d.offset.const == 0 and d.stride == 1 and d.size == n
-                   for d, n in zip(self.dims, self.tensor.type.shape))
+        return all(
+            d.offset.is_const and d.offset.const == 0 and d.stride == 1 and d.size == n
+            for d, n in zip(self.dims, self.tensor.type.shape)
+        )

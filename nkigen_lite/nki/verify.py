@@ -85,9 +85,12 @@ class VerifyContext:
                 raise self.fail(op, f"{name} dim {k} starts at {_n(lo)} < 0{self._where(at_lo)}")
             end = hi + (d.size - 1) * d.stride + 1
             if end > n:
-                raise self.fail(op, f"{name} dim {k} window [{_n(hi)}, {_n(end)}) is out of bounds "
-                                    f"for {self.name(op.operands[spec.tensor])} of size {_n(n)}"
-                                    f"{self._where(at_hi)}")
+                raise self.fail(
+                    op,
+                    f"{name} dim {k} window [{_n(hi)}, {_n(end)}) is out of bounds "
+                    f"for {self.name(op.operands[spec.tensor])} of size {_n(n)}"
+                    f"{self._where(at_hi)}",
+                )
 
     def check_partition_start(self, op: Op, name: str, a) -> None:
         """Compute engines address 1..32 partitions from a quadrant, <= 64 from a half, > 64 from 0."""
@@ -108,8 +111,11 @@ class VerifyContext:
             ok &= base % g == 0
             rule = f"a multiple of {g}"
         if not ok:
-            raise self.fail(op, f"{name} covers {n} partitions starting at {_n(lo)}..{_n(hi)}; "
-                                f"an access of {n} partitions must start at {rule}")
+            raise self.fail(
+                op,
+                f"{name} covers {n} partitions starting at {_n(lo)}..{_n(hi)}; "
+                f"an access of {n} partitions must start at {rule}",
+            )
 
     def check_injective(self, op: Op, name: str) -> None:
         """A written access must not hit one element twice (no stride-0 dims, no overlapping view)."""
@@ -119,22 +125,26 @@ class VerifyContext:
                 raise self.fail(op, f"{name} dim {k} has stride 0: a write cannot broadcast")
         view = op.operands[spec.tensor].defining_op
         if isinstance(view, ops.HbmViewOp):
-            dims = sorted((s, n) for s, n in zip(view.attrs["strides"], view.results[0].type.shape)
-                          if n > 1)
+            dims = sorted((s, n) for s, n in zip(view.attrs["strides"], view.results[0].type.shape) if n > 1)
             reach = 0
             for s, n in dims:
                 if s <= reach:
-                    raise self.fail(op, f"{name} writes through {self.name(view.results[0])}, a view "
-                                        "whose elements overlap (strides "
-                                        f"{list(view.attrs['strides'])})")
+                    raise self.fail(
+                        op,
+                        f"{name} writes through {self.name(view.results[0])}, a view "
+                        "whose elements overlap (strides "
+                        f"{list(view.attrs['strides'])})",
+                    )
                 reach += (n - 1) * s
 
     # ---- program walk ---------------------------------------------------------------------------
     def run(self) -> MemoryPeaks:
         for name, v in zip(self.graph.input_names, self.graph.inputs):
             if not isinstance(v.type, HbmType):
-                raise VerifyError(f"graph @{self.graph.name}: input %{name} has type {v.type}; "
-                                  "kernel inputs are HBM tensors")
+                raise VerifyError(
+                    f"graph @{self.graph.name}: input %{name} has type {v.type}; "
+                    "kernel inputs are HBM tensors"
+                )
         self.block(self.graph.body, None)
         return MemoryPeaks(self.peak_sbuf, self.peak_banks)
 
@@ -143,11 +153,13 @@ class VerifyContext:
         for op in block:
             for v in op.operands:
                 if v in self.dead and isinstance(op, ops.DeallocOp):
-                    raise self.fail(op, f"{self.name(v)} is deallocated twice (first by "
-                                        f"{self.describe(self.dead[v])})")
+                    raise self.fail(
+                        op, f"{self.name(v)} is deallocated twice (first by {self.describe(self.dead[v])})"
+                    )
                 if v in self.dead:
-                    raise self.fail(op, f"{self.name(v)} is used after its dealloc "
-                                        f"({self.describe(self.dead[v])})")
+                    raise self.fail(
+                        op, f"{self.name(v)} is used after its dealloc ({self.describe(self.dead[v])})"
+                    )
             if isinstance(op, ops.AllocOp):
                 self.alloc(op, loop)
                 allocated.append(op.result)
@@ -168,8 +180,11 @@ class VerifyContext:
                 rule(self, op)
         for v in allocated:
             if isinstance(v.type, TileType) and v not in self.dead:
-                where = ("is allocated in a loop body but not deallocated there (it would leak on "
-                         "every iteration)" if loop else "is never deallocated (leaked at kernel end)")
+                where = (
+                    "is allocated in a loop body but not deallocated there (it would leak on every iteration)"
+                    if loop
+                    else "is never deallocated (leaked at kernel end)"
+                )
                 raise self.fail(v.defining_op, f"{self.name(v)} {where}")
             if isinstance(v.type, TileType):
                 self.dead.pop(v)
@@ -189,18 +204,23 @@ class VerifyContext:
             self.sbuf += bpp
             self.peak_sbuf = max(self.peak_sbuf, self.sbuf)
             if self.sbuf > tg.sbuf_bytes_per_partition:
-                raise self.fail(op, f"SBUF peak {_n(self.sbuf)} B/partition > "
-                                    f"{_n(tg.sbuf_bytes_per_partition)}")
+                raise self.fail(
+                    op, f"SBUF peak {_n(self.sbuf)} B/partition > {_n(tg.sbuf_bytes_per_partition)}"
+                )
         else:
             if bpp > tg.psum_bank_bytes:
-                raise self.fail(op, f"PSUM tile uses {_n(bpp)} B/partition > one bank of "
-                                    f"{_n(tg.psum_bank_bytes)} B")
+                raise self.fail(
+                    op, f"PSUM tile uses {_n(bpp)} B/partition > one bank of {_n(tg.psum_bank_bytes)} B"
+                )
             self.banks += 1
             self.peak_banks = max(self.peak_banks, self.banks)
             if self.banks > tg.psum_num_banks:
-                raise self.fail(op, f"PSUM peak {self.banks} banks ({_n(self.banks * tg.psum_bank_bytes)}"
-                                    f" B/partition) > {tg.psum_num_banks} banks "
-                                    f"({_n(tg.psum_bytes_per_partition)})")
+                raise self.fail(
+                    op,
+                    f"PSUM peak {self.banks} banks ({_n(self.banks * tg.psum_bank_bytes)}"
+                    f" B/partition) > {tg.psum_num_banks} banks "
+                    f"({_n(tg.psum_bytes_per_partition)})",
+                )
         self.alloc_block[op.result] = op.parent
 
     def dealloc(self, op: ops.DeallocOp, block: Block) -> None:
@@ -208,8 +228,11 @@ class VerifyContext:
         if not isinstance(v.defining_op, ops.AllocOp):
             raise self.fail(op, f"{self.name(v)} was not made by nki.alloc")
         if self.alloc_block.get(v) is not block:
-            raise self.fail(op, f"{self.name(v)} must be deallocated in the block that allocates it "
-                                "(a dealloc inside a loop would run on every iteration)")
+            raise self.fail(
+                op,
+                f"{self.name(v)} must be deallocated in the block that allocates it "
+                "(a dealloc inside a loop would run on every iteration)",
+            )
         self.dead[v] = op
         t = v.type
         if t.space.value == "sbuf":
@@ -220,34 +243,41 @@ class VerifyContext:
     def view(self, op: ops.HbmViewOp) -> None:
         root = op.operand(0)
         if not (root.owner is self.graph.body or isinstance(root.defining_op, ops.AllocOp)):
-            raise self.fail(op, f"{self.name(root)} is not a kernel input or an HBM alloc; views "
-                                "index a root tensor's storage")
+            raise self.fail(
+                op,
+                f"{self.name(root)} is not a kernel input or an HBM alloc; views "
+                "index a root tensor's storage",
+            )
         size = root.type.size
         if op.extent() > size:
-            raise self.fail(op, f"view reaches flat element {_n(op.extent() - 1)} but "
-                                f"{self.name(root)} has {_n(size)} elements")
+            raise self.fail(
+                op,
+                f"view reaches flat element {_n(op.extent() - 1)} but "
+                f"{self.name(root)} has {_n(size)} elements",
+            )
 
     def accesses(self, op: ops.NkiOp) -> None:
         for name, spec in op.access_attrs():
             self.check_bounds(op, name, spec)
             a = op.access(name)
             if isinstance(a.tensor.type, TileType) and a.dims[0].stride != 1 and a.partitions > 1:
-                raise self.fail(op, f"{name} strides the partition dim ({a.dims[0].stride}); "
-                                    "on-chip accesses cover contiguous partitions")
+                raise self.fail(
+                    op,
+                    f"{name} strides the partition dim ({a.dims[0].stride}); "
+                    "on-chip accesses cover contiguous partitions",
+                )
             if name in op.writes:
                 root = a.tensor
                 if isinstance(root.defining_op, ops.HbmViewOp):
                     root = root.defining_op.operand(0)
                 if root.owner is self.graph.body:
-                    raise self.fail(op, f"{name} writes kernel input {self.name(root)}; inputs are "
-                                        "read-only")
+                    raise self.fail(op, f"{name} writes kernel input {self.name(root)}; inputs are read-only")
 
     def outputs(self, op: ReturnOp) -> None:
         seen = set()
         for name, v in zip(op.attrs["names"], op.operands):
             if not (isinstance(v.defining_op, ops.AllocOp) and isinstance(v.type, HbmType)):
-                raise self.fail(op, f"output {name} = {self.name(v)} must be an HBM tensor made by "
-                                    "nki.alloc")
+                raise self.fail(op, f"output {name} = {self.name(v)} must be an HBM tensor made by nki.alloc")
             if v in seen:
                 raise self.fail(op, f"output {name} = {self.name(v)} is returned twice")
             seen.add(v)

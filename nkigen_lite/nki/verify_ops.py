@@ -20,10 +20,12 @@ OP_RULES: dict[type, Callable] = {}
 
 def rule(*classes):
     """Register a per-op legality rule."""
+
     def register(fn):
         for c in classes:
             OP_RULES[c] = fn
         return fn
+
     return register
 
 
@@ -38,11 +40,16 @@ def _pf(a: Access) -> tuple[int, int]:
 def _same_pf(ctx, op, name_a: str, name_b: str) -> None:
     a, b = op.access(name_a), op.access(name_b)
     if _pf(a) != _pf(b):
-        raise ctx.fail(op, f"{name_a} has {_n(a.partitions)} partitions x {_n(a.free_size)} "
-                           f"elements but {name_b} has {_n(b.partitions)} x {_n(b.free_size)}")
+        raise ctx.fail(
+            op,
+            f"{name_a} has {_n(a.partitions)} partitions x {_n(a.free_size)} "
+            f"elements but {name_b} has {_n(b.partitions)} x {_n(b.free_size)}",
+        )
     if a.dims[0].offset != b.dims[0].offset:
-        raise ctx.fail(op, f"{name_a} and {name_b} start at different partitions (engines keep "
-                           "each lane on its partition)")
+        raise ctx.fail(
+            op,
+            f"{name_a} and {name_b} start at different partitions (engines keep each lane on its partition)",
+        )
 
 
 def _column(ctx, op, name: str, like: str, dtypes=None) -> None:
@@ -51,8 +58,11 @@ def _column(ctx, op, name: str, like: str, dtypes=None) -> None:
     if a is None:
         return
     if a.partitions != ref.partitions or a.free_size != 1:
-        raise ctx.fail(op, f"{name} must be a ({ref.partitions}, 1) per-partition column, got "
-                           f"{a.partitions} partitions x {a.free_size} elements")
+        raise ctx.fail(
+            op,
+            f"{name} must be a ({ref.partitions}, 1) per-partition column, got "
+            f"{a.partitions} partitions x {a.free_size} elements",
+        )
     if a.dims[0].offset != ref.dims[0].offset:
         raise ctx.fail(op, f"{name} must start at the same partition as {like}")
     if dtypes is not None and a.dtype.name not in dtypes:
@@ -91,11 +101,13 @@ def _dma(ctx, op) -> None:
     dst, src = op.access("dst"), op.access("src")
     for name, a in (("dst", dst), ("src", src)):
         if a.space is PSUM:
-            raise ctx.fail(op, f"dma_copy {name} is in PSUM; DMA cannot touch PSUM (tensor_copy "
-                               "PSUM -> SBUF first)")
+            raise ctx.fail(
+                op, f"dma_copy {name} is in PSUM; DMA cannot touch PSUM (tensor_copy PSUM -> SBUF first)"
+            )
     if dst.size != src.size:
-        raise ctx.fail(op, f"dma_copy moves {_n(src.size)} elements from src into a dst window of "
-                           f"{_n(dst.size)}")
+        raise ctx.fail(
+            op, f"dma_copy moves {_n(src.size)} elements from src into a dst window of {_n(dst.size)}"
+        )
     ctx.check_injective(op, "dst")
 
 
@@ -123,8 +135,7 @@ def _pattern_size(ctx, op) -> None:
     for _, num in pattern:
         n *= num
     if n != dst.free_size:
-        raise ctx.fail(op, f"pattern covers {_n(n)} elements per partition but dst has "
-                           f"{_n(dst.free_size)}")
+        raise ctx.fail(op, f"pattern covers {_n(n)} elements per partition but dst has {_n(dst.free_size)}")
 
 
 @rule(ops.IotaOp)
@@ -152,8 +163,11 @@ def _matmul(ctx, op) -> None:
     # more free dims are accepted when they collapse into one run (emitted as a 2-D .ap pattern)
     for name, a in (("stationary", st), ("moving", mv), ("dst", dst)):
         if len(a.free_pattern()) > 1:
-            raise ctx.fail(op, f"nc_matmul {name} free dims {list(a.shape[1:])} do not collapse "
-                               "into one contiguous run (operands are documented as 2-D only)")
+            raise ctx.fail(
+                op,
+                f"nc_matmul {name} free dims {list(a.shape[1:])} do not collapse "
+                "into one contiguous run (operands are documented as 2-D only)",
+            )
     k, m = _pf(st)
     k2, n = _pf(mv)
     if k != k2:
@@ -165,15 +179,16 @@ def _matmul(ctx, op) -> None:
     if n > t.gemm_moving_fmax:
         raise ctx.fail(op, f"moving free size N = {_n(n)} > {t.gemm_moving_fmax}")
     if _pf(dst) != (m, n):
-        raise ctx.fail(op, f"dst is {dst.partitions} x {_n(dst.free_size)} but stationary^T @ "
-                           f"moving is {m} x {_n(n)}")
+        raise ctx.fail(
+            op, f"dst is {dst.partitions} x {_n(dst.free_size)} but stationary^T @ moving is {m} x {_n(n)}"
+        )
     if dst.dtype.name not in t.matmul_dst_dtypes:
-        raise ctx.fail(op, f"nc_matmul dst must be {'/'.join(sorted(t.matmul_dst_dtypes))} in "
-                           f"PSUM, got {dst.dtype}")
+        raise ctx.fail(
+            op, f"nc_matmul dst must be {'/'.join(sorted(t.matmul_dst_dtypes))} in PSUM, got {dst.dtype}"
+        )
     fp32 = t.matmul_fp32_class
     if (st.dtype.name in fp32) != (mv.dtype.name in fp32):
-        raise ctx.fail(op, f"stationary {st.dtype} and moving {mv.dtype}: fp32/tf32 pair only "
-                           "with fp32/tf32")
+        raise ctx.fail(op, f"stationary {st.dtype} and moving {mv.dtype}: fp32/tf32 pair only with fp32/tf32")
 
 
 @rule(ops.TransposeOp)
@@ -186,16 +201,16 @@ def _transpose(ctx, op) -> None:
         _spaces(ctx, op, "dst", (PSUM,))
         limit = t.pe_transpose_max
         if src.dtype.itemsize == 1:
-            raise ctx.fail(op, "fp8/8-bit Tensor-engine transposes (16-bit PSUM output) are not "
-                               "modelled")
+            raise ctx.fail(op, "fp8/8-bit Tensor-engine transposes (16-bit PSUM output) are not modelled")
     else:
         limit = t.vector_transpose_max
     p, f = _pf(src)
     if p > limit or f > limit:
         raise ctx.fail(op, f"{op.engine} transpose input {p} x {_n(f)} exceeds {limit} x {limit}")
     if _pf(dst) != (f, p):
-        raise ctx.fail(op, f"dst is {dst.partitions} x {_n(dst.free_size)}, transpose of "
-                           f"{p} x {f} is {f} x {p}")
+        raise ctx.fail(
+            op, f"dst is {dst.partitions} x {_n(dst.free_size)}, transpose of {p} x {f} is {f} x {p}"
+        )
     if dst.dtype is not src.dtype:
         raise ctx.fail(op, f"transpose keeps the dtype: data {src.dtype}, dst {dst.dtype}")
 
@@ -252,11 +267,15 @@ def _tensor_scalar(ctx, op) -> None:
             if isinstance(val, float):
                 raise ctx.fail(op, f"{name} of bitwise op {alu} must be an integer, got {val!r}")
     if op.engine == "scalar":
-        if tuple(chain) not in ctx.target.scalar_tensor_scalar_ops or op.attrs["reverse0"] or \
-                op.attrs["reverse1"]:
+        if (
+            tuple(chain) not in ctx.target.scalar_tensor_scalar_ops
+            or op.attrs["reverse0"]
+            or op.attrs["reverse1"]
+        ):
             legal = ", ".join(str(list(c)) for c in ctx.target.scalar_tensor_scalar_ops)
-            raise ctx.fail(op, f"the scalar engine's tensor_scalar supports only {legal} "
-                               f"(unreversed), got {chain}")
+            raise ctx.fail(
+                op, f"the scalar engine's tensor_scalar supports only {legal} (unreversed), got {chain}"
+            )
 
 
 @rule(ops.TensorReduceOp)
@@ -266,14 +285,20 @@ def _tensor_reduce(ctx, op) -> None:
     axes, rank = op.attrs["axis"], len(src.dims)
     want = tuple(range(rank - len(axes), rank))
     if not axes or tuple(sorted(axes)) != want or 0 in axes:
-        raise ctx.fail(op, f"tensor_reduce axis {list(axes)} must be trailing free axes of the "
-                           f"rank-{rank} data, e.g. {list(range(1, rank))[-1:]}")
+        raise ctx.fail(
+            op,
+            f"tensor_reduce axis {list(axes)} must be trailing free axes of the "
+            f"rank-{rank} data, e.g. {list(range(1, rank))[-1:]}",
+        )
     kept = 1
-    for d in src.dims[1:rank - len(axes)]:
+    for d in src.dims[1 : rank - len(axes)]:
         kept *= d.size
     if _pf(dst) != (src.partitions, kept):
-        raise ctx.fail(op, f"dst is {dst.partitions} x {_n(dst.free_size)} but the reduction "
-                           f"gives {src.partitions} x {_n(kept)}")
+        raise ctx.fail(
+            op,
+            f"dst is {dst.partitions} x {_n(dst.free_size)} but the reduction "
+            f"gives {src.partitions} x {_n(kept)}",
+        )
     if dst.dims[0].offset != src.dims[0].offset:
         raise ctx.fail(op, "dst and data start at different partitions")
     alu = op.attrs["op"]
@@ -296,11 +321,11 @@ def _select(ctx, op) -> None:
     _same_pf(ctx, op, "dst", "on_true")
     pred, on_true = op.access("predicate"), op.access("on_true")
     if pred.dtype.name not in SELECT_PREDICATE_DTYPES:
-        raise ctx.fail(op, f"select_reduce predicate must be int8/uint8/int16/uint16, got "
-                           f"{pred.dtype}")
+        raise ctx.fail(op, f"select_reduce predicate must be int8/uint8/int16/uint16, got {pred.dtype}")
     if on_true.dtype.name in SELECT_ON_TRUE_EXCLUDED:
-        raise ctx.fail(op, f"select_reduce on_true may not be {on_true.dtype} (tfloat32, int32 "
-                           "and uint32 are excluded)")
+        raise ctx.fail(
+            op, f"select_reduce on_true may not be {on_true.dtype} (tfloat32, int32 and uint32 are excluded)"
+        )
     if pred.space is PSUM and on_true.space is PSUM:
         raise ctx.fail(op, "predicate and on_true are both in PSUM; at most one may be")
     if op.access("on_false") is not None:

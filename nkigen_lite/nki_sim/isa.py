@@ -15,8 +15,24 @@ def get_nc_version() -> nc_version:
 
 
 __all__ = [
-    "dma_copy", "tensor_copy", "tensor_copy_predicated", "memset", "iota", "affine_select",
-    "activation", "nc_matmul", "nc_transpose", "tensor_tensor", "tensor_scalar", "tensor_reduce",
-    "select_reduce", "get_nc_version", "engine", "reduce_cmd", "dge_mode", "oob_mode",
-    "matmul_perf_mode", "nc_version",
+    "dma_copy",
+    "tensor_copy",
+    "tensor_copy_predicated",
+    "memset",
+    "iota",
+    "affine_select",
+    "activation",
+    "nc_matmul",
+    "nc_transpose",
+    "tensor_tensor",
+    "tensor_scalar",
+    "tensor_reduce",
+    "select_reduce",
+    "get_nc_version",
+    "engine",
+    "reduce_cmd",
+    "dge_mode",
+    "oob_mode",
+    "matmul_perf_mode",
+    "nc_version",
 ]

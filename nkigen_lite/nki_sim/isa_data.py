@@ -25,8 +25,15 @@ from .storage import as_fp32, convert, round_to
 _COPY_ENGINES = (E.engine.vector, E.engine.scalar, E.engine.gpsimd)
 
 
-def dma_copy(dst, src, priority=None, oob_mode=E.oob_mode.error, dge_mode=E.dge_mode.unknown,
-             engine=E.engine.unknown, name=""):
+def dma_copy(
+    dst,
+    src,
+    priority=None,
+    oob_mode=E.oob_mode.error,
+    dge_mode=E.dge_mode.unknown,
+    engine=E.engine.unknown,
+    name="",
+):
     """dst = src by DMA (HBM<->SBUF, HBM<->HBM, SBUF<->SBUF); dtypes other than dst's cast via fp32."""
     where = "nisa.dma_copy"
     run = begin(where, name)
@@ -37,15 +44,17 @@ def dma_copy(dst, src, priority=None, oob_mode=E.oob_mode.error, dge_mode=E.dge_
         if t.buffer is psum:
             raise NkiSimError(
                 f"{where}: {role} {t.describe()} is in PSUM; DMA moves HBM<->SBUF, HBM<->HBM and "
-                "SBUF<->SBUF only (copy PSUM to SBUF with nisa.tensor_copy first) [MIG] [ISA]")
+                "SBUF<->SBUF only (copy PSUM to SBUF with nisa.tensor_copy first) [MIG] [ISA]"
+            )
     if dst.size != src.size:
         raise NkiSimError(
-            f"{where}: dst {dst.describe()} has {dst.size} elements but src {src.describe()} has "
-            f"{src.size}")
+            f"{where}: dst {dst.describe()} has {dst.size} elements but src {src.describe()} has {src.size}"
+        )
     if dge_mode is E.dge_mode.hwdge and dst.dtype is not src.dtype:
         raise NkiSimError(
             f"{where}: dge_mode=hwdge copies raw bytes, so src ({src.dtype.numpy_name}) and dst "
-            f"({dst.dtype.numpy_name}) dtypes must match [DMA-OV] [MIG]")
+            f"({dst.dtype.numpy_name}) dtypes must match [DMA-OV] [MIG]"
+        )
     values = convert(src.read(f"{where} src"), src.dtype, dst.dtype)
     dst.write(values.reshape(dst.shape), where)
     run.count_dma(dst.size * dst.dtype.itemsize)
@@ -90,8 +99,7 @@ def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, name=""):
     dst = tile_arg(dst, where, "dst")
     pred = tile_arg(predicate, where, "predicate")
     if not (pred.dtype.is_int or pred.dtype.is_bool):
-        raise NkiSimError(
-            f"{where}: predicate must have an integer dtype, got {pred.dtype.numpy_name} [ISA]")
+        raise NkiSimError(f"{where}: predicate must have an integer dtype, got {pred.dtype.numpy_name} [ISA]")
     same_layout(where, "dst", dst, predicate=pred)
     mask = pred.read(f"{where} predicate").reshape(dst.shape) != 0
     if reverse_pred:
@@ -118,8 +126,7 @@ def memset(dst, value, engine=E.engine.unknown, name=""):
     if not is_scalar(value) and not isinstance(value, (bool, np.bool_)):
         raise NkiSimError(f"{where}: value must be a Python scalar, got {type(value).__name__}")
     if (dst.dtype.is_int or dst.dtype.is_bool) and not isinstance(value, (int, np.integer)):
-        raise NkiSimError(
-            f"{where}: value {value!r} must be an int for {dst.dtype.numpy_name} dst [MIG]")
+        raise NkiSimError(f"{where}: value {value!r} must be an int for {dst.dtype.numpy_name} dst [MIG]")
     if isinstance(value, (int, np.integer)) and not dst.dtype.is_float:
         filled = round_to(np.full(dst.shape, int(value), np.int64), dst.dtype)
     else:
@@ -147,18 +154,28 @@ def affine_values(where: str, dst, pattern, offset, channel_multiplier) -> np.nd
     for role, v in (("offset", offset), ("channel_multiplier", channel_multiplier)):
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
             raise NkiSimError(f"{where}: {role} must be an int, got {v!r}")
-    ok = isinstance(pattern, (list, tuple)) and 0 < len(pattern) <= limits.PATTERN_MAX_DIMS and all(
-        isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(v, (int, np.integer)) for v in p)
-        and p[1] > 0 for p in pattern)
+    ok = (
+        isinstance(pattern, (list, tuple))
+        and 0 < len(pattern) <= limits.PATTERN_MAX_DIMS
+        and all(
+            isinstance(p, (list, tuple))
+            and len(p) == 2
+            and all(isinstance(v, (int, np.integer)) for v in p)
+            and p[1] > 0
+            for p in pattern
+        )
+    )
     if not ok:
         raise NkiSimError(
             f"{where}: pattern {pattern!r} must be 1..{limits.PATTERN_MAX_DIMS} [step, num] int pairs "
-            "with num > 0 [ISA]")
+            "with num > 0 [ISA]"
+        )
     nums = [int(n) for _, n in pattern]
     if int(np.prod(nums)) != dst.free_size:
         raise NkiSimError(
             f"{where}: pattern {pattern} covers {int(np.prod(nums))} elements per partition but dst "
-            f"{dst.describe()} has {dst.free_size}")
+            f"{dst.describe()} has {dst.free_size}"
+        )
     grid = np.zeros(nums, np.int64)
     for d, (step, n) in enumerate(pattern):
         shape = [1] * len(nums)
@@ -172,8 +189,9 @@ def affine_values(where: str, dst, pattern, offset, channel_multiplier) -> np.nd
     return values
 
 
-def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value, cmp_op=equal,
-                  offset=0, name=""):
+def affine_select(
+    dst, pattern, channel_multiplier, on_true_tile, on_false_value, cmp_op=equal, offset=0, name=""
+):
     """dst = cmp_op(offset + p * channel_multiplier + sum(step * i), 0) ? on_true : on_false_value."""
     where = "nisa.affine_select"
     run = begin(where, name)

@@ -12,8 +12,17 @@ from .operators import ActivationFunction, add
 from .storage import round_to
 
 
-def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None,
-               reduce_cmd=E.reduce_cmd.idle, name=""):
+def activation(
+    dst,
+    op,
+    data,
+    bias=None,
+    scale=1.0,
+    reduce_op=None,
+    reduce_res=None,
+    reduce_cmd=E.reduce_cmd.idle,
+    name="",
+):
     """dst = op(data * scale + bias) on ScalarE in fp32; reduce_cmd folds row sums into registers."""
     where = "nisa.activation"
     run = begin(where, name)
@@ -32,8 +41,16 @@ def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=N
     run.count(E.engine.scalar.name)
     if reduce_op is None and reduce_res is None and reduce_cmd is E.reduce_cmd.idle:
         return Instruction(where)
-    reduce_into(run.scalar_acc, where, reduce_cmd, add if reduce_op is None else reduce_op,
-                (add,), y, data.partition_start, reduce_res)
+    reduce_into(
+        run.scalar_acc,
+        where,
+        reduce_cmd,
+        add if reduce_op is None else reduce_op,
+        (add,),
+        y,
+        data.partition_start,
+        reduce_res,
+    )
     if reduce_res is not None:
         run.count(E.engine.scalar.name)
     return Instruction(where)

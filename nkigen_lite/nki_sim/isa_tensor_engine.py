@@ -15,9 +15,19 @@ _MATMUL_INPUTS = ("float8_e4m3", "float8_e5m2", "bfloat16", "float16", "tfloat32
 _WIDE = ("tfloat32", "float32")
 
 
-def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False,
-              is_transpose=False, accumulate=None, tile_position=(), tile_size=(),
-              perf_mode=E.matmul_perf_mode.none, name=""):
+def nc_matmul(
+    dst,
+    stationary,
+    moving,
+    is_stationary_onezero=False,
+    is_moving_onezero=False,
+    is_transpose=False,
+    accumulate=None,
+    tile_position=(),
+    tile_size=(),
+    perf_mode=E.matmul_perf_mode.none,
+    name="",
+):
     """dst[M, N] (+)= stationary[K, M].T @ moving[K, N]; K on partitions, fp32 accumulation in PSUM.
 
     accumulate=False overwrites, True adds (dst must hold a matmul result), None overwrites
@@ -32,15 +42,19 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
         accumulate = bool(accumulate)
     _check_matmul_options(where, is_transpose, tile_position, tile_size, perf_mode, accumulate)
     for role, t in (("dst", dst), ("stationary", st), ("moving", mv)):
-        if t.ndim != 2:   # the nc_matmul page specifies [K, M] / [K, N] / [M, N] only [ISA]
-            raise NkiSimError(f"{where}: {role} {t.describe()} must be a 2-D tile view (use .ap to "
-                              "collapse free dims) [ISA]")
+        if t.ndim != 2:  # the nc_matmul page specifies [K, M] / [K, N] / [M, N] only [ISA]
+            raise NkiSimError(
+                f"{where}: {role} {t.describe()} must be a 2-D tile view (use .ap to "
+                "collapse free dims) [ISA]"
+            )
     _check_matmul_operands(where, dst, st, mv)
     k, m, n = st.shape[0], st.free_size, mv.free_size
     s_vals = as_fp32(st.read(f"{where} stationary")).reshape(k, m)
     m_vals = as_fp32(mv.read(f"{where} moving")).reshape(k, n)
-    for flag, role, vals in ((is_stationary_onezero, "stationary", s_vals),
-                             (is_moving_onezero, "moving", m_vals)):
+    for flag, role, vals in (
+        (is_stationary_onezero, "stationary", s_vals),
+        (is_moving_onezero, "moving", m_vals),
+    ):
         if flag and not np.isin(vals, (0.0, 1.0)).all():
             raise NkiSimError(f"{where}: is_{role}_onezero=True but {role} holds values other than 0/1")
     product = (s_vals.astype(np.float64).T @ m_vals.astype(np.float64)).astype(np.float32)
@@ -50,7 +64,8 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
         first = tuple(int(i) for i in np.argwhere(~initialised)[0])
         raise NkiSimError(
             f"{where}: accumulate=True onto element {first} of {dst.describe()}, which no matmul has "
-            "initialised (undefined on hardware) [ISA]")
+            "initialised (undefined on hardware) [ISA]"
+        )
     if accumulate is False:
         result = product
     else:
@@ -80,29 +95,36 @@ def _check_matmul_operands(where, dst, st, mv) -> None:
     for role, t in (("stationary", st), ("moving", mv)):
         if t.buffer is not sbuf:
             raise NkiSimError(
-                f"{where}: {role} {t.describe()} must be in SBUF (TensorE reads only SBUF) [ISA]")
+                f"{where}: {role} {t.describe()} must be in SBUF (TensorE reads only SBUF) [ISA]"
+            )
         if t.dtype.numpy_name not in _MATMUL_INPUTS:
             raise NkiSimError(
                 f"{where}: {role} dtype {t.dtype.numpy_name} is not a trn2 matmul input "
-                f"({', '.join(_MATMUL_INPUTS)}) [ISA]")
+                f"({', '.join(_MATMUL_INPUTS)}) [ISA]"
+            )
     if (st.dtype.numpy_name in _WIDE) != (mv.dtype.numpy_name in _WIDE):
         raise NkiSimError(
             f"{where}: fp32/tf32 inputs must pair with fp32/tf32; got stationary "
-            f"{st.dtype.numpy_name} and moving {mv.dtype.numpy_name} [ISA]")
+            f"{st.dtype.numpy_name} and moving {mv.dtype.numpy_name} [ISA]"
+        )
     k, m, n = st.shape[0], st.free_size, mv.free_size
     if mv.shape[0] != k:
         raise NkiSimError(
             f"{where}: stationary has K={k} partitions but moving has {mv.shape[0]}; K (the "
-            "contraction) is the partition dim of both")
-    for what, value, limit in (("K (contraction partitions)", k, limits.MATMUL_K_MAX),
-                               ("stationary free size M", m, limits.GEMM_STATIONARY_FMAX),
-                               ("moving free size N", n, limits.GEMM_MOVING_FMAX)):
+            "contraction) is the partition dim of both"
+        )
+    for what, value, limit in (
+        ("K (contraction partitions)", k, limits.MATMUL_K_MAX),
+        ("stationary free size M", m, limits.GEMM_STATIONARY_FMAX),
+        ("moving free size N", n, limits.GEMM_MOVING_FMAX),
+    ):
         if value > limit:
             raise NkiSimError(f"{where}: {what} = {value} exceeds {limit} [TILING] [ISA] §2.2")
     if dst.shape[0] != m or dst.free_size != n:
         raise NkiSimError(
             f"{where}: dst {dst.describe()} must be [{m}, {n}] for stationary [{k}, {m}] and "
-            f"moving [{k}, {n}]")
+            f"moving [{k}, {n}]"
+        )
 
 
 def nc_transpose(dst, data, engine=E.engine.unknown, name=""):
@@ -118,7 +140,8 @@ def nc_transpose(dst, data, engine=E.engine.unknown, name=""):
     if p > limit or f > limit:
         raise NkiSimError(
             f"{where}: data {data.describe()} is [{p}, {f}]; the {eng.name} engine transposes at most "
-            f"{limit}x{limit} [ISA]")
+            f"{limit}x{limit} [ISA]"
+        )
     if dst.shape[0] != f or dst.free_size != p:
         raise NkiSimError(f"{where}: dst {dst.describe()} must be [{f}, {p}] for data [{p}, {f}]")
     if eng is E.engine.tensor:
@@ -127,7 +150,8 @@ def nc_transpose(dst, data, engine=E.engine.unknown, name=""):
         if dst.dtype is not data.dtype and dst.dtype.numpy_name != "float32":
             raise NkiSimError(
                 f"{where}: TensorE transpose writes data's dtype ({data.dtype.numpy_name}) or float32, "
-                f"not {dst.dtype.numpy_name} [ISA]")
+                f"not {dst.dtype.numpy_name} [ISA]"
+            )
     values = convert(data.read(f"{where} data").reshape(p, f), data.dtype, dst.dtype)
     dst.write(values.T.reshape(dst.shape), where)
     run.count(eng.name)

@@ -40,7 +40,8 @@ def _require_int(where: str, op: AluOp, **tensors) -> None:
     for role, t in tensors.items():
         if not t.dtype.is_int:
             raise NkiSimError(
-                f"{where}: bit-vector op {op!r} needs integer dtypes; {role} is {t.dtype.numpy_name}")
+                f"{where}: bit-vector op {op!r} needs integer dtypes; {role} is {t.dtype.numpy_name}"
+            )
 
 
 def tensor_tensor(dst, data1, data2, op, engine=E.engine.unknown, name=""):
@@ -68,8 +69,18 @@ def tensor_tensor(dst, data1, data2, op, engine=E.engine.unknown, name=""):
     return Instruction(where)
 
 
-def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=None,
-                  reverse1=False, engine=E.engine.unknown, name=""):
+def tensor_scalar(
+    dst,
+    data,
+    op0,
+    operand0,
+    reverse0=False,
+    op1=None,
+    operand1=None,
+    reverse1=False,
+    engine=E.engine.unknown,
+    name="",
+):
     """dst = (data op0 operand0) op1 operand1; operands are scalars or (P, 1) tiles."""
     where = "nisa.tensor_scalar"
     run = begin(where, name)
@@ -117,7 +128,8 @@ def _check_engine_ops(where: str, eng, ops: list[AluOp], bitvec: bool) -> None:
         if names not in (("multiply", "add"), ("multiply",), ("add",)):
             raise NkiSimError(
                 f"{where}: on the Scalar engine trn2 supports only (multiply, add), (multiply) or "
-                f"(add); got {names} [ISA]")
+                f"(add); got {names} [ISA]"
+            )
 
 
 def _bits_operand(v, p: int, dtype, where: str, role: str) -> np.ndarray:
@@ -143,7 +155,8 @@ def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=""):
     if dst.shape[0] != data.shape[0] or dst.free_size != int(np.prod(kept[1:])):
         raise NkiSimError(
             f"{where}: dst {dst.describe()} must hold the {list(kept)} result of reducing "
-            f"{data.describe()} over axes {axes}")
+            f"{data.describe()} over axes {axes}"
+        )
     if not isinstance(keepdims, bool) or not isinstance(negate, bool):
         raise NkiSimError(f"{where}: negate and keepdims must be bools")
     if op.is_bitvec:
@@ -161,15 +174,19 @@ def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=""):
 
 def _trailing_axes(axis, data, where: str) -> tuple[int, ...]:
     axes = (axis,) if isinstance(axis, (int, np.integer)) else axis
-    if not isinstance(axes, (tuple, list)) or not axes or not all(
-            isinstance(a, (int, np.integer)) for a in axes):
+    if (
+        not isinstance(axes, (tuple, list))
+        or not axes
+        or not all(isinstance(a, (int, np.integer)) for a in axes)
+    ):
         raise NkiSimError(f"{where}: axis must be an int or a tuple of ints, got {axis!r}")
     n = data.ndim
     norm = tuple(sorted(int(a) % n if -n <= a < n else n for a in axes))
     if norm != tuple(range(n - len(norm), n)) or 0 in norm:
         raise NkiSimError(
             f"{where}: axis {axis} must be trailing free axes of {data.describe()} (never the "
-            "partition axis 0) [ISA]")
+            "partition axis 0) [ISA]"
+        )
     return norm
 
 
@@ -178,8 +195,17 @@ SELECT_PREDICATE_DTYPES = frozenset({"int8", "uint8", "int16", "uint16"})
 SELECT_ON_TRUE_EXCLUDED = frozenset({"tfloat32", "int32", "uint32"})
 
 
-def select_reduce(dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd=E.reduce_cmd.idle,
-                  reduce_op=maximum, reverse_pred=False, name=""):
+def select_reduce(
+    dst,
+    predicate,
+    on_true,
+    on_false,
+    reduce_res=None,
+    reduce_cmd=E.reduce_cmd.idle,
+    reduce_op=maximum,
+    reverse_pred=False,
+    name="",
+):
     """dst = predicate ? on_true : on_false (Vector); optional free-axis reduce into reduce_res."""
     where = "nisa.select_reduce"
     run = begin(where, name)
@@ -187,24 +213,29 @@ def select_reduce(dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd
     pred = tile_arg(predicate, where, "predicate")
     on_true = tile_arg(on_true, where, "on_true")
     if pred.dtype.numpy_name not in SELECT_PREDICATE_DTYPES:
-        raise NkiSimError(f"{where}: predicate dtype must be int8, uint8, int16 or uint16, got "
-                          f"{pred.dtype.numpy_name} [ISA]")
+        raise NkiSimError(
+            f"{where}: predicate dtype must be int8, uint8, int16 or uint16, got "
+            f"{pred.dtype.numpy_name} [ISA]"
+        )
     if on_true.dtype.numpy_name in SELECT_ON_TRUE_EXCLUDED:
-        raise NkiSimError(f"{where}: on_true may not be {on_true.dtype.numpy_name} (tfloat32, "
-                          "int32 and uint32 are excluded) [ISA]")
+        raise NkiSimError(
+            f"{where}: on_true may not be {on_true.dtype.numpy_name} (tfloat32, "
+            "int32 and uint32 are excluded) [ISA]"
+        )
     same_layout(where, "dst", dst, predicate=pred, on_true=on_true)
     p = dst.shape[0]
     if is_scalar(on_false):
         if not isinstance(on_false, (float, np.floating)) or (
-                on_false == on_false and float(np.float32(on_false)) != float(on_false)):
-            raise NkiSimError(f"{where}: a scalar on_false must be a float32 number, got "
-                              f"{on_false!r} [ISA]")
+            on_false == on_false and float(np.float32(on_false)) != float(on_false)
+        ):
+            raise NkiSimError(f"{where}: a scalar on_false must be a float32 number, got {on_false!r} [ISA]")
         false_vals = np.float32(on_false)
     else:
         on_false = tile_arg(on_false, where, "on_false")
         if on_false.shape[0] != p or on_false.free_size != 1:
-            raise NkiSimError(f"{where}: on_false {on_false.describe()} must be a scalar or a "
-                              f"({p}, 1) vector [ISA]")
+            raise NkiSimError(
+                f"{where}: on_false {on_false.describe()} must be a scalar or a ({p}, 1) vector [ISA]"
+            )
         false_vals = rows(on_false, where, "on_false")
     check_one_psum_input(where, predicate=pred, on_true=on_true)
     mask = pred.read(where).reshape(p, -1) != 0
@@ -212,8 +243,16 @@ def select_reduce(dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd
         mask = ~mask
     values = np.where(mask, rows(on_true, where, "on_true"), false_vals).astype(np.float32)
     dst.write(round_to(values, dst.dtype).reshape(dst.shape), where)
-    reduce_into(run.vector_acc, where, reduce_cmd, alu_op(reduce_op, where, "reduce_op"),
-                (add, maximum, minimum), values, dst.partition_start, reduce_res)
+    reduce_into(
+        run.vector_acc,
+        where,
+        reduce_cmd,
+        alu_op(reduce_op, where, "reduce_op"),
+        (add, maximum, minimum),
+        values,
+        dst.partition_start,
+        reduce_res,
+    )
     run.count(E.engine.vector.name)
     return Instruction(where)
 

@@ -69,8 +69,9 @@ def run_kernel(func, args: tuple, kwargs: dict) -> tuple[object, SimStats]:
     try:
         inputs = []
         for pname, value in list(bound.arguments.items()):
-            bound.arguments[pname] = _to_kernel_arg(value, pname, f"kernel input {name}({pname})",
-                                                    run, inputs)
+            bound.arguments[pname] = _to_kernel_arg(
+                value, pname, f"kernel input {name}({pname})", run, inputs
+            )
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) are the data, not warnings
             result = func(*bound.args, **bound.kwargs)
         outputs = _collect_outputs(result, name, inputs)
@@ -89,8 +90,9 @@ def _to_kernel_arg(value, label: str, where: str, run, inputs: list):
         inputs.append(st)
         return NkiTensor(st, 0, value.shape, compact_strides(value.shape))
     if isinstance(value, tuple):
-        return tuple(_to_kernel_arg(v, f"{label}[{i}]", f"{where}[{i}]", run, inputs)
-                     for i, v in enumerate(value))
+        return tuple(
+            _to_kernel_arg(v, f"{label}[{i}]", f"{where}[{i}]", run, inputs) for i, v in enumerate(value)
+        )
     return value
 
 

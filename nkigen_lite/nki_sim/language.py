@@ -66,8 +66,22 @@ float32, float16, bfloat16, tfloat32 = D.float32, D.float16, D.bfloat16, D.tfloa
 float8_e4m3, float8_e4m3fn, float8_e5m2 = D.float8_e4m3, D.float8_e4m3fn, D.float8_e5m2
 int8, int16, int32, bool_ = D.int8, D.int16, D.int32, D.bool_
 uint8, uint16, uint32 = D.uint8, D.uint16, D.uint32
-DTYPES = (float32, float16, bfloat16, tfloat32, float8_e4m3, float8_e4m3fn, float8_e5m2,
-          int8, int16, int32, uint8, uint16, uint32, bool_)
+DTYPES = (
+    float32,
+    float16,
+    bfloat16,
+    tfloat32,
+    float8_e4m3,
+    float8_e4m3fn,
+    float8_e5m2,
+    int8,
+    int16,
+    int32,
+    uint8,
+    uint16,
+    uint32,
+    bool_,
+)
 
 
 class tile_size:  # noqa: N801 - NKI's name
@@ -108,8 +122,10 @@ def ndarray(shape, dtype, buffer=sbuf, name="", address=None):
     shape = _check_shape(shape, where)
     dtype = resolve_dtype(dtype, where)
     if not isinstance(buffer, Buffer):
-        raise NkiSimError(f"{where}: buffer must be nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm, got "
-                          f"{buffer!r} (string buffer names are rejected) [MIG]")
+        raise NkiSimError(
+            f"{where}: buffer must be nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm, got "
+            f"{buffer!r} (string buffer names are rejected) [MIG]"
+        )
     if address is not None:
         raise NkiSimError(f"{where}: explicit address= placement is not simulated")
     if not isinstance(name, str):
@@ -126,11 +142,13 @@ def _check_on_chip(st: Storage, where: str) -> None:
         raise NkiSimError(f"{where}: on-chip tensor {st.label()} needs >= 2 dims (partition first) [LANG]")
     if st.shape[0] > limits.PARTITIONS:
         raise NkiSimError(
-            f"{where}: {st.label()} has {st.shape[0]} partitions > {limits.PARTITIONS} [TILING]")
+            f"{where}: {st.label()} has {st.shape[0]} partitions > {limits.PARTITIONS} [TILING]"
+        )
     if st.buffer is psum and st.bytes_per_partition > limits.PSUM_BANK_BYTES:
         raise NkiSimError(
             f"{where}: PSUM tensor {st.label()} needs {st.bytes_per_partition} B per partition > one "
-            f"{limits.PSUM_BANK_BYTES} B bank [TILING] [ARCH-T2]")
+            f"{limits.PSUM_BANK_BYTES} B bank [TILING] [ARCH-T2]"
+        )
 
 
 def zeros(shape, dtype, buffer=sbuf, name=""):
@@ -157,6 +175,7 @@ def _range(name):
         if not 1 <= len(args) <= 3 or not all(is_int(a) for a in args):
             raise NkiSimError(f"nl.{name}{args}: expects 1 to 3 int arguments like range()")
         return range(*(int(a) for a in args))
+
     make.__name__ = name
     make.__doc__ = f"nl.{name}: a plain Python range (unrolled at specialization in NKI 0.6)."
     return make
@@ -185,14 +204,79 @@ def num_programs(axes=0):
 
 
 __all__ = [
-    "ndarray", "zeros", "ds", "affine_range", "sequential_range", "static_range", "tile_size",
-    "program_id", "num_programs", "sbuf", "psum", "hbm", "private_hbm", "shared_hbm",
-    "float32", "float16", "bfloat16", "tfloat32", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
-    "int8", "int16", "int32", "uint8", "uint16", "uint32", "bool_",
-    "add", "subtract", "multiply", "maximum", "minimum", "power", "abs_max", "abs_min", "equal",
-    "not_equal", "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_or",
-    "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "bypass",
-    "copy", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "silu", "silu_dx",
-    "gelu", "gelu_dx", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "relu", "square", "erf", "erf_dx",
-    "softplus", "mish", "sin", "arctan", "sign", "abs",
+    "ndarray",
+    "zeros",
+    "ds",
+    "affine_range",
+    "sequential_range",
+    "static_range",
+    "tile_size",
+    "program_id",
+    "num_programs",
+    "sbuf",
+    "psum",
+    "hbm",
+    "private_hbm",
+    "shared_hbm",
+    "float32",
+    "float16",
+    "bfloat16",
+    "tfloat32",
+    "float8_e4m3",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "int8",
+    "int16",
+    "int32",
+    "uint8",
+    "uint16",
+    "uint32",
+    "bool_",
+    "add",
+    "subtract",
+    "multiply",
+    "maximum",
+    "minimum",
+    "power",
+    "abs_max",
+    "abs_min",
+    "equal",
+    "not_equal",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "left_shift",
+    "right_shift",
+    "bypass",
+    "copy",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "tanh",
+    "sigmoid",
+    "silu",
+    "silu_dx",
+    "gelu",
+    "gelu_dx",
+    "gelu_apprx_tanh",
+    "gelu_apprx_sigmoid",
+    "relu",
+    "square",
+    "erf",
+    "erf_dx",
+    "softplus",
+    "mish",
+    "sin",
+    "arctan",
+    "sign",
+    "abs",
 ]

@@ -30,8 +30,9 @@ class Instruction:
 def begin(where: str, name: str = "") -> KernelRun:
     """The running kernel call for an instruction; ``name`` is its optional label (a str)."""
     if not isinstance(name, str):
-        raise NkiSimError(f"{where}: name= labels the instruction and must be a str, "
-                          f"got {type(name).__name__}")
+        raise NkiSimError(
+            f"{where}: name= labels the instruction and must be a str, got {type(name).__name__}"
+        )
     return current_run(where)
 
 
@@ -49,7 +50,8 @@ def tile_arg(x, where: str, role: str) -> NkiTensor:
     if not t.on_chip:
         raise NkiSimError(
             f"{where}: {role} {t.describe()} is in HBM; compute engines access only SBUF and PSUM "
-            "(move it with nisa.dma_copy) [MEM]")
+            "(move it with nisa.dma_copy) [MEM]"
+        )
     if t.ndim == 0:
         raise NkiSimError(f"{where}: {role} {t.describe()} has no partition dim")
     _check_partition_start(t, where, role)
@@ -67,7 +69,8 @@ def _check_partition_start(t: NkiTensor, where: str, role: str) -> None:
     if not ok:
         raise NkiSimError(
             f"{where}: {role} {t.describe()} covers {n} partitions starting at partition {start}; "
-            f"an engine access of {n} partitions must start at {allowed} [ARCH-T1]")
+            f"an engine access of {n} partitions must start at {allowed} [ARCH-T1]"
+        )
 
 
 def in_psum(t) -> bool:
@@ -81,7 +84,8 @@ def same_layout(where: str, ref_role: str, ref: NkiTensor, **others: NkiTensor) 
             raise NkiSimError(
                 f"{where}: {role} {t.describe()} must match {ref_role} {ref.describe()} in partitions "
                 f"({t.shape[0]} vs {ref.shape[0]}) and elements per partition ({t.free_size} vs "
-                f"{ref.free_size})")
+                f"{ref.free_size})"
+            )
 
 
 def pick_engine(where: str, eng, allowed: tuple[engine, ...], default: engine) -> engine:
@@ -104,7 +108,8 @@ def check_gpsimd_access(where: str, eng: engine, **tensors) -> None:
         if in_psum(t):
             raise NkiSimError(
                 f"{where}: {role} {t.describe()} is in PSUM but the instruction runs on GpSimd, "
-                "which cannot access PSUM [ARCH-T2] [ISA]")
+                "which cannot access PSUM [ARCH-T2] [ISA]"
+            )
 
 
 def check_one_psum_input(where: str, **inputs) -> None:
@@ -113,7 +118,8 @@ def check_one_psum_input(where: str, **inputs) -> None:
     if len(in_p) > 1:
         raise NkiSimError(
             f"{where}: inputs {' and '.join(in_p)} are both in PSUM; a Vector instruction may read "
-            "at most one input from PSUM [ARCH-T1] [ISA]")
+            "at most one input from PSUM [ARCH-T1] [ISA]"
+        )
 
 
 def is_scalar(x) -> bool:
@@ -126,8 +132,7 @@ def scalar_or_column(x, partitions: int, where: str, role: str, fp32_only: bool 
         return np.float32(x)
     t = tile_arg(x, where, role)
     if t.shape[0] != partitions or t.free_size != 1:
-        raise NkiSimError(
-            f"{where}: {role} {t.describe()} must be a scalar or a ({partitions}, 1) tile")
+        raise NkiSimError(f"{where}: {role} {t.describe()} must be a scalar or a ({partitions}, 1) tile")
     if fp32_only and t.dtype.numpy_name != "float32":
         raise NkiSimError(f"{where}: {role} tile must be float32, got {t.dtype.numpy_name} [ISA]")
     return as_fp32(t.read(f"{where} {role}")).reshape(partitions, 1)

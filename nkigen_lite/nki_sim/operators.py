@@ -24,7 +24,8 @@ class _Token:
     def __call__(self, *_args, **_kwargs):
         raise NkiSimError(
             f"nl.{self.name}(...) as a function is not simulated: pass nl.{self.name} as an op= "
-            "token to a nisa instruction")
+            "token to a nisa instruction"
+        )
 
 
 class AluOp(_Token):
@@ -97,9 +98,31 @@ left_shift = AluOp("left_shift", "bitvec", np.left_shift)
 right_shift = AluOp("right_shift", "bitvec", np.right_shift)
 bypass = AluOp("bypass", "bypass", lambda a, _b: a)
 
-ALU_OPS = (add, subtract, multiply, maximum, minimum, power, abs_max, abs_min, equal, not_equal,
-           greater, greater_equal, less, less_equal, logical_and, logical_or, logical_xor,
-           bitwise_and, bitwise_or, bitwise_xor, left_shift, right_shift, bypass)
+ALU_OPS = (
+    add,
+    subtract,
+    multiply,
+    maximum,
+    minimum,
+    power,
+    abs_max,
+    abs_min,
+    equal,
+    not_equal,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    logical_and,
+    logical_or,
+    logical_xor,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    left_shift,
+    right_shift,
+    bypass,
+)
 
 
 class ActivationFunction(_Token):
@@ -121,7 +144,8 @@ class ActivationFunction(_Token):
                 v = float(x[bad].flat[0])
                 raise NkiSimError(
                     f"{where}: nl.{self.name} input {v} outside [{lo:.6g}, {hi:.6g}]; ScalarE has "
-                    "no range reduction for it [SHARED]")
+                    "no range reduction for it [SHARED]"
+                )
         with np.errstate(all="ignore"):
             return self._fn(x.astype(np.float64)).astype(np.float32)
 
@@ -149,11 +173,12 @@ sigmoid = ActivationFunction("sigmoid", _sigmoid)
 silu = ActivationFunction("silu", lambda x: x * _sigmoid(x))
 gelu = ActivationFunction("gelu", lambda x: 0.5 * x * (1.0 + erf_f64(x / math.sqrt(2.0))))
 gelu_apprx_tanh = ActivationFunction(
-    "gelu_apprx_tanh",
-    lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3))))
+    "gelu_apprx_tanh", lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+)
 gelu_dx = ActivationFunction(
     "gelu_dx",
-    lambda x: 0.5 * (1.0 + erf_f64(x / math.sqrt(2.0))) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi))
+    lambda x: 0.5 * (1.0 + erf_f64(x / math.sqrt(2.0))) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi),
+)
 gelu_apprx_sigmoid = ActivationFunction("gelu_apprx_sigmoid", lambda x: x * _sigmoid(1.702 * x))
 silu_dx = ActivationFunction("silu_dx", lambda x: _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x))))
 erf_dx = ActivationFunction("erf_dx", lambda x: 2.0 / math.sqrt(math.pi) * np.exp(-x * x))
@@ -167,6 +192,29 @@ arctan = ActivationFunction("arctan", np.arctan, limits.ARCTAN_DOMAIN)
 sign = ActivationFunction("sign", np.sign)
 abs = ActivationFunction("abs", np.abs)  # noqa: A001 - NKI's name
 
-ACTIVATION_FUNCTIONS = (copy, exp, log, sqrt, rsqrt, reciprocal, tanh, sigmoid, silu, silu_dx, gelu,
-                        gelu_dx, gelu_apprx_tanh, gelu_apprx_sigmoid, relu, square, erf, erf_dx,
-                        softplus, mish, sin, arctan, sign, abs)
+ACTIVATION_FUNCTIONS = (
+    copy,
+    exp,
+    log,
+    sqrt,
+    rsqrt,
+    reciprocal,
+    tanh,
+    sigmoid,
+    silu,
+    silu_dx,
+    gelu,
+    gelu_dx,
+    gelu_apprx_tanh,
+    gelu_apprx_sigmoid,
+    relu,
+    square,
+    erf,
+    erf_dx,
+    softplus,
+    mish,
+    sin,
+    arctan,
+    sign,
+    abs,
+)

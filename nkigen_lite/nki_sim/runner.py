@@ -46,7 +46,8 @@ def simulate_detailed(kernel_source, inputs: dict[str, np.ndarray], output_names
     if len(values) != len(names):
         raise NkiSimError(
             f"kernel {kernel.name} returned {len(values)} output(s) but OUTPUT_NAMES lists "
-            f"{len(names)}: {names}")
+            f"{len(names)}: {names}"
+        )
     return SimResult(dict(zip(names, values)), stats)
 
 
@@ -99,7 +100,9 @@ def _check_inputs(kernel: JitKernel, inputs: dict, specs) -> None:
     if missing or extra:
         raise NkiSimError(
             f"simulate: kernel {kernel.name}{tuple(params)} got inputs {sorted(inputs)}"
-            + (f"; missing {missing}" if missing else "") + (f"; unexpected {extra}" if extra else ""))
+            + (f"; missing {missing}" if missing else "")
+            + (f"; unexpected {extra}" if extra else "")
+        )
     for name, (shape, dtype) in (specs or {}).items():
         value = inputs.get(name)
         if not isinstance(value, np.ndarray):
@@ -111,4 +114,5 @@ def _check_inputs(kernel: JitKernel, inputs: dict, specs) -> None:
         if tuple(value.shape) != tuple(shape) or value.dtype != want.np_dtype:
             raise NkiSimError(
                 f"simulate: input {name!r} is {value.dtype}{list(value.shape)} but the kernel expects "
-                f"{want.numpy_name}{list(shape)}")
+                f"{want.numpy_name}{list(shape)}"
+            )

@@ -54,8 +54,9 @@ class Accumulators:
         if cmd.name == "idle":
             return
         if cmd.name == "reset":
-            self.values[rows] = np.float32(0.0 if op.name == "add" else
-                                           (-np.inf if op.name == "maximum" else np.inf))
+            self.values[rows] = np.float32(
+                0.0 if op.name == "add" else (-np.inf if op.name == "maximum" else np.inf)
+            )
         elif cmd.name == "reset_reduce":
             self.values[rows] = row_result.astype(np.float32)
         elif cmd.name == "reduce":
@@ -75,7 +76,8 @@ class Accumulators:
         if not self.valid[rows].all():
             raise NkiSimError(
                 f"{where}: {self.engine_name} engine accumulator registers of partitions "
-                f"{rows.start}..{rows.stop - 1} were never reset (use reduce_cmd=reset_reduce)")
+                f"{rows.start}..{rows.stop - 1} were never reset (use reduce_cmd=reset_reduce)"
+            )
 
 
 class KernelRun:
@@ -106,7 +108,8 @@ class KernelRun:
                     f"{where}: SBUF capacity exceeded allocating {storage.label()}: live SBUF "
                     f"tensors would need {need} B per partition > {limits.SBUF_BYTES_PER_PARTITION} B "
                     f"[KLR]; live: {self._live_summary(sbuf)} (a tensor stays live until its last "
-                    "reference is dropped; `del` releases it)")
+                    "reference is dropped; `del` releases it)"
+                )
             self.sbuf_bytes = need
             self.peak_sbuf_bytes = max(self.peak_sbuf_bytes, need)
             amount = storage.bytes_per_partition
@@ -115,7 +118,8 @@ class KernelRun:
                 raise NkiSimError(
                     f"{where}: PSUM capacity exceeded allocating {storage.label()}: each PSUM tensor "
                     f"takes one {limits.PSUM_BANK_BYTES} B bank and all {limits.PSUM_BANKS} banks are "
-                    f"live [ARCH-T2] [MIG]; live: {self._live_summary(psum)}")
+                    f"live [ARCH-T2] [MIG]; live: {self._live_summary(psum)}"
+                )
             self.psum_banks += 1
             self.peak_psum_banks = max(self.peak_psum_banks, self.psum_banks)
             amount = 1
@@ -155,8 +159,13 @@ class KernelRun:
         """End the run (its tensors become unusable) and return its statistics."""
         self.active = False
         self._live.clear()
-        return SimStats(dict(sorted(self.instructions.items())), self.dma_count, self.dma_bytes,
-                        self.peak_sbuf_bytes, self.peak_psum_banks)
+        return SimStats(
+            dict(sorted(self.instructions.items())),
+            self.dma_count,
+            self.dma_bytes,
+            self.peak_sbuf_bytes,
+            self.peak_psum_banks,
+        )
 
 
 _current: list[KernelRun] = []
@@ -174,7 +183,8 @@ def start_run(kernel_name: str) -> KernelRun:
     if _current:
         raise NkiSimError(
             f"@nki.jit kernel {kernel_name!r} called from inside kernel {_current[-1].kernel_name!r}: "
-            "sub-kernels must be plain functions, not @nki.jit [MIG]")
+            "sub-kernels must be plain functions, not @nki.jit [MIG]"
+        )
     run = KernelRun(kernel_name)
     _current.append(run)
     return run

@@ -13,8 +13,18 @@ from .enums import Buffer, psum
 class Storage:
     """One allocation: flat data, a written-mask, and (PSUM) a matmul-initialised mask."""
 
-    __slots__ = ("shape", "dtype", "buffer", "name", "data", "written", "mm_init", "run",
-                 "read_only", "__weakref__")
+    __slots__ = (
+        "shape",
+        "dtype",
+        "buffer",
+        "name",
+        "data",
+        "written",
+        "mm_init",
+        "run",
+        "read_only",
+        "__weakref__",
+    )
 
     def __init__(self, shape: tuple[int, ...], dtype: DType, buffer: Buffer, name: str, run):
         size = math.prod(shape)

@@ -95,8 +95,7 @@ class NkiTensor:
             if is_int(k):
                 k = int(k)
                 if not 0 <= k < n:
-                    raise NkiSimError(
-                        f"index {k} out of bounds for dim {d} (size {n}) of {self.describe()}")
+                    raise NkiSimError(f"index {k} out of bounds for dim {d} (size {n}) of {self.describe()}")
                 offset += k * s
                 if d == 0 and self.on_chip:
                     shape.append(1)
@@ -105,12 +104,14 @@ class NkiTensor:
             if not isinstance(k, slice):
                 raise NkiSimError(
                     f"unsupported index {k!r} for dim {d} of {self.describe()}: use ints, slices "
-                    "or nl.ds(start, size)")
+                    "or nl.ds(start, size)"
+                )
             start, count, step = self._slice_bounds(k, n, d)
             if d == 0 and self.on_chip and step != 1 and count > 1:
                 raise NkiSimError(
                     f"slice {k} on the partition dim of {self.describe()}: on-chip accesses cover "
-                    "contiguous partitions (no partition striding) [ARCH-T1]")
+                    "contiguous partitions (no partition striding) [ARCH-T1]"
+                )
             offset += start * s
             shape.append(count)
             strides.append(s * step)
@@ -124,7 +125,7 @@ class NkiTensor:
         if n_ellipsis:
             i = next(j for j, k in enumerate(key) if k is Ellipsis)
             fill = self.ndim - (len(key) - 1)
-            key = key[:i] + (slice(None),) * max(fill, 0) + key[i + 1:]
+            key = key[:i] + (slice(None),) * max(fill, 0) + key[i + 1 :]
         if len(key) > self.ndim:
             raise NkiSimError(f"{len(key)} indices for {self.describe()} with {self.ndim} dims")
         return key + (slice(None),) * (self.ndim - len(key))
@@ -141,10 +142,12 @@ class NkiTensor:
         if start < 0 or stop < 0:
             raise NkiSimError(
                 f"slice {start}:{stop} on dim {d} of {self.describe()}: negative bounds are not "
-                "allowed (no wrap-around)")
+                "allowed (no wrap-around)"
+            )
         if stop > n:
             raise NkiSimError(
-                f"slice {start}:{stop} out of bounds for dim {d} (size {n}) of {self.describe()}")
+                f"slice {start}:{stop} out of bounds for dim {d} (size {n}) of {self.describe()}"
+            )
         if start >= stop:
             raise NkiSimError(f"slice {start}:{stop} on dim {d} of {self.describe()} is empty")
         return start, -(-(stop - start) // step), step
@@ -158,7 +161,8 @@ class NkiTensor:
             if not shape or shape[0] != self.shape[0]:
                 raise NkiSimError(
                     f"reshape of {self.describe()} to {list(shape)} must keep the partition dim "
-                    f"{self.shape[0]} first")
+                    f"{self.shape[0]} first"
+                )
             if not _is_compact(self.shape[1:], self.strides[1:]):
                 raise NkiSimError(f"reshape of {self.describe()}: its free dims are not contiguous")
             strides = (self.strides[0],) + compact_strides(shape[1:])
@@ -179,7 +183,8 @@ class NkiTensor:
         if math.prod(shape) != self.size:
             raise NkiSimError(
                 f"reshape of {self.describe()} ({self.size} elements) to {list(shape)} changes the "
-                "element count")
+                "element count"
+            )
         return tuple(int(n) for n in shape)
 
     def ap(self, pattern, offset: int = 0) -> NkiTensor:
@@ -196,17 +201,24 @@ class NkiTensor:
             if lo < 0 or hi >= st.size:
                 raise NkiSimError(
                     f".ap(pattern={pattern}, offset={offset}) reaches elements {lo}..{hi} outside "
-                    f"{st.label()} ({st.size} elements)")
+                    f"{st.label()} ({st.size} elements)"
+                )
         return NkiTensor(st, int(offset), [n for _, n in pairs], [s for s, _ in pairs], True)
 
     def _check_pattern(self, pattern) -> list[tuple[int, int]]:
-        ok = isinstance(pattern, (list, tuple)) and len(pattern) > 0 and all(
-            isinstance(p, (list, tuple)) and len(p) == 2 and is_int(p[0]) and is_int(p[1])
-            and p[1] > 0 for p in pattern)
+        ok = (
+            isinstance(pattern, (list, tuple))
+            and len(pattern) > 0
+            and all(
+                isinstance(p, (list, tuple)) and len(p) == 2 and is_int(p[0]) and is_int(p[1]) and p[1] > 0
+                for p in pattern
+            )
+        )
         if not ok:
             raise NkiSimError(
                 f".ap pattern {pattern!r} on {self.storage.label()} must be a non-empty list of "
-                "[step, num] int pairs with num > 0")
+                "[step, num] int pairs with num > 0"
+            )
         return [(int(s), int(n)) for s, n in pattern]
 
     def _check_on_chip_pattern(self, pairs, offset: int) -> None:
@@ -216,16 +228,17 @@ class NkiTensor:
         if p_num > 1 and p_step != f:
             raise NkiSimError(
                 f".ap on {st.label()}: the partition step {p_step} must equal the {f} elements per "
-                "partition (no partition striding or broadcast on chip) [APS] [ARCH-T1]")
+                "partition (no partition striding or broadcast on chip) [APS] [ARCH-T1]"
+            )
         p0, f0 = divmod(offset, f)
         if p0 + p_num > st.shape[0]:
-            raise NkiSimError(
-                f".ap on {st.label()}: partitions {p0}..{p0 + p_num - 1} out of bounds")
+            raise NkiSimError(f".ap on {st.label()}: partitions {p0}..{p0 + p_num - 1} out of bounds")
         lo = f0 + sum(min(0, s * (n - 1)) for s, n in free)
         hi = f0 + sum(max(0, s * (n - 1)) for s, n in free)
         if lo < 0 or hi >= f:
             raise NkiSimError(
-                f".ap on {st.label()}: free offsets {lo}..{hi} leave the partition (0..{f - 1})")
+                f".ap on {st.label()}: free offsets {lo}..{hi} leave the partition (0..{f - 1})"
+            )
 
     # -- element access -------------------------------------------------------------------
     def flat_index(self) -> np.ndarray:
@@ -253,7 +266,8 @@ class NkiTensor:
             first = tuple(int(i) for i in np.argwhere(~written)[0])
             raise NkiSimError(
                 f"{where}: reads uninitialised element {first} of {self.describe()} "
-                f"({int((~written).sum())} of {written.size} elements never written)")
+                f"({int((~written).sum())} of {written.size} elements never written)"
+            )
         return self.storage.data[idx]
 
     def write(self, values: np.ndarray, where: str, matmul: bool = False, mask=None) -> None:
@@ -264,8 +278,7 @@ class NkiTensor:
             raise NkiSimError(f"{where}: writes kernel input {st.label()} (inputs are read-only)")
         idx = self.flat_index()
         if self.from_ap and np.unique(idx).size != idx.size:
-            raise NkiSimError(
-                f"{where}: destination {self.describe()} writes some elements more than once")
+            raise NkiSimError(f"{where}: destination {self.describe()} writes some elements more than once")
         values = np.broadcast_to(values, self.shape)
         if mask is not None:
             idx, values = idx[mask], values[mask]
@@ -277,7 +290,8 @@ class NkiTensor:
     # -- guards against NumPy habits -------------------------------------------------------
     def __setitem__(self, key, value):
         raise NkiSimError(
-            f"item assignment on {self.describe()}: write tensors with nisa.* instructions (dst=...)")
+            f"item assignment on {self.describe()}: write tensors with nisa.* instructions (dst=...)"
+        )
 
     def __iter__(self):
         raise NkiSimError(f"iterating over {self.describe()}: index it explicitly")
@@ -286,8 +300,7 @@ class NkiTensor:
         raise NkiSimError(f"{self.describe()} cannot be converted to a NumPy array inside a kernel")
 
     def _no_arith(self, *_args):
-        raise NkiSimError(
-            f"Python arithmetic on {self.describe()}: use nisa.tensor_tensor / tensor_scalar")
+        raise NkiSimError(f"Python arithmetic on {self.describe()}: use nisa.tensor_tensor / tensor_scalar")
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_arith
     __truediv__ = __rtruediv__ = __matmul__ = __neg__ = __pow__ = _no_arith

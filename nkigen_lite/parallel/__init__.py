@@ -12,5 +12,15 @@ from .collective_ops import (
 from .run_ranks import run_ranks
 from .shard import PARTIAL, ShardedGraph, shard
 
-__all__ = ["COLLECTIVE_OPS", "AllGatherOp", "AllReduceOp", "AllToAllOp", "CollectiveOp",
-           "ReduceScatterOp", "run_ranks", "PARTIAL", "ShardedGraph", "shard"]
+__all__ = [
+    "COLLECTIVE_OPS",
+    "AllGatherOp",
+    "AllReduceOp",
+    "AllToAllOp",
+    "CollectiveOp",
+    "ReduceScatterOp",
+    "run_ranks",
+    "PARTIAL",
+    "ShardedGraph",
+    "shard",
+]

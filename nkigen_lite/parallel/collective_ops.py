@@ -26,8 +26,10 @@ from ..tensor.types import TensorType
 REDUCE_OPS = ("sum", "max", "min")
 _FOLD = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
-NOT_LOWERED_REASON = ("collectives are not lowered yet (no NKI collective emission); run graphs "
-                      "with collectives on the rank-parallel interpreter, nk.run_ranks")
+NOT_LOWERED_REASON = (
+    "collectives are not lowered yet (no NKI collective emission); run graphs "
+    "with collectives on the rank-parallel interpreter, nk.run_ranks"
+)
 
 
 def fold(xs, op: str) -> np.ndarray:
@@ -46,8 +48,9 @@ def _axis_divisible(name: str, t: TensorType, axis: int, world: int, what: str =
     if not 0 <= axis < t.rank:
         raise BuildError(f"{name}: {what} {axis} out of range for {t} (rank {t.rank})")
     if t.shape[axis] % world:
-        raise BuildError(f"{name}: {what} {axis} of {t} has size {t.shape[axis]}, not divisible "
-                         f"by world {world}")
+        raise BuildError(
+            f"{name}: {what} {axis} of {t} has size {t.shape[axis]}, not divisible by world {world}"
+        )
 
 
 class CollectiveOp(TensorOp):
@@ -170,8 +173,7 @@ class AllToAllOp(CollectiveOp):
     @staticmethod
     def reference(xs, world, split_axis, concat_axis):
         parts = [_blocks(x, split_axis, world) for x in xs]
-        return [np.concatenate([parts[j][r] for j in range(world)], axis=concat_axis)
-                for r in range(world)]
+        return [np.concatenate([parts[j][r] for j in range(world)], axis=concat_axis) for r in range(world)]
 
     @classmethod
     def infer(cls, types, attrs):
@@ -190,6 +192,5 @@ class AllToAllOp(CollectiveOp):
         return (n - 1) * self.operand_bytes() // n
 
 
-COLLECTIVE_OPS: tuple[type[CollectiveOp], ...] = (AllReduceOp, AllGatherOp, ReduceScatterOp,
-                                                  AllToAllOp)
+COLLECTIVE_OPS: tuple[type[CollectiveOp], ...] = (AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp)
 """The collective tensor ops (none is lowered yet: each carries ``not_lowered``)."""

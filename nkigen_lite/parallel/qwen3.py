@@ -17,17 +17,27 @@ from ..tensor.builder import Builder
 QWEN3_0_6B = {"hidden": 1024, "heads": 16, "kv_heads": 8, "head_dim": 128, "inter": 3072}
 EPS = 1e-6
 
-PARAMS = ("w_in", "w_q", "w_k", "w_v", "w_qn", "w_kn", "w_o", "w_post", "w_gate", "w_up",
-          "w_down")
+PARAMS = ("w_in", "w_q", "w_k", "w_v", "w_qn", "w_kn", "w_o", "w_post", "w_gate", "w_up", "w_down")
 
 
 def _shapes(seq, hidden, heads, kv_heads, head_dim, inter):
-    return {"h": (seq, hidden), "mask": (seq, seq), "cos": (seq, head_dim // 2),
-            "sin": (seq, head_dim // 2), "w_in": (hidden,), "w_q": (hidden, heads * head_dim),
-            "w_k": (hidden, kv_heads * head_dim), "w_v": (hidden, kv_heads * head_dim),
-            "w_qn": (head_dim,), "w_kn": (head_dim,), "w_o": (heads * head_dim, hidden),
-            "w_post": (hidden,), "w_gate": (hidden, inter), "w_up": (hidden, inter),
-            "w_down": (inter, hidden)}
+    return {
+        "h": (seq, hidden),
+        "mask": (seq, seq),
+        "cos": (seq, head_dim // 2),
+        "sin": (seq, head_dim // 2),
+        "w_in": (hidden,),
+        "w_q": (hidden, heads * head_dim),
+        "w_k": (hidden, kv_heads * head_dim),
+        "w_v": (hidden, kv_heads * head_dim),
+        "w_qn": (head_dim,),
+        "w_kn": (head_dim,),
+        "w_o": (heads * head_dim, hidden),
+        "w_post": (hidden,),
+        "w_gate": (hidden, inter),
+        "w_up": (hidden, inter),
+        "w_down": (inter, hidden),
+    }
 
 
 def _rmsnorm(b, x, w):
@@ -56,9 +66,9 @@ def build_qwen3_layer(seq=16, dtype=float32, **dims):
     cos, sin = x["cos"], x["sin"]
     q = _rope(b, q, cos.reshape(seq, 1, 1, hd // 2), sin.reshape(seq, 1, 1, hd // 2))
     k = _rope(b, k, cos.reshape(seq, 1, hd // 2), sin.reshape(seq, 1, hd // 2))
-    qt = b.transpose(q, (1, 2, 0, 3))                            # (kv, rep, seq, hd)
-    kt = b.transpose(k, (1, 2, 0)).reshape(kv, 1, hd, seq)        # (kv, 1, hd, seq)
-    vt = b.transpose(v, (1, 0, 2)).reshape(kv, 1, seq, hd)        # (kv, 1, seq, hd)
+    qt = b.transpose(q, (1, 2, 0, 3))  # (kv, rep, seq, hd)
+    kt = b.transpose(k, (1, 2, 0)).reshape(kv, 1, hd, seq)  # (kv, 1, hd, seq)
+    vt = b.transpose(v, (1, 0, 2)).reshape(kv, 1, seq, hd)  # (kv, 1, seq, hd)
     s = qt @ kt / float(np.sqrt(hd)) + x["mask"]
     e = b.exp(s - b.max(s, axis=-1, keepdims=True))
     p = e / b.sum(e, axis=-1, keepdims=True)
@@ -98,7 +108,7 @@ def qwen3_reference(inputs, heads=16, kv_heads=8):
 
     def rope(x):
         c, s = f["cos"][:, None, :], f["sin"][:, None, :]
-        lo, hi = x[..., : hd // 2], x[..., hd // 2:]
+        lo, hi = x[..., : hd // 2], x[..., hd // 2 :]
         return np.concatenate([lo * c - hi * s, lo * s + hi * c], -1)
 
     a = rms(h, f["w_in"])
@@ -117,11 +127,17 @@ def qwen3_reference(inputs, heads=16, kv_heads=8):
 
 
 QWEN3_TP_PLAN = {
-    "w_q": "column", "w_k": "column", "w_v": "column",   # attention: heads sharded
-    "w_o": "row",                                        # -> partial sums, one all_reduce
-    "w_gate": "column", "w_up": "column",                # MLP: intermediate sharded
-    "w_down": "row",                                     # -> partial sums, one all_reduce
-    "w_in": "replicated", "w_qn": "replicated", "w_kn": "replicated", "w_post": "replicated",
+    "w_q": "column",
+    "w_k": "column",
+    "w_v": "column",  # attention: heads sharded
+    "w_o": "row",  # -> partial sums, one all_reduce
+    "w_gate": "column",
+    "w_up": "column",  # MLP: intermediate sharded
+    "w_down": "row",  # -> partial sums, one all_reduce
+    "w_in": "replicated",
+    "w_qn": "replicated",
+    "w_kn": "replicated",
+    "w_post": "replicated",
 }
 """The Megatron plan for the layer: the same at every TP degree that divides the 8 KV heads
 (TP = 2, 4, 8); activations (h, mask, cos, sin) are replicated."""

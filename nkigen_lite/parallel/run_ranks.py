@@ -24,7 +24,8 @@ def _refuse_collective(_it, op, _args):
     world = op.attrs["world"]
     raise InterpretError(
         f"{op.name} is a collective across {world} ranks: nk.run runs a single rank; run the "
-        f"rank graphs with nk.run_ranks(graphs, inputs_per_rank, world={world})")
+        f"rank graphs with nk.run_ranks(graphs, inputs_per_rank, world={world})"
+    )
 
 
 def _graphs(graph_or_graphs, world: int) -> list[Graph]:
@@ -34,8 +35,9 @@ def _graphs(graph_or_graphs, world: int) -> list[Graph]:
         return [graph_or_graphs] * world
     graphs = list(getattr(graph_or_graphs, "graphs", graph_or_graphs))
     if len(graphs) != world or not all(isinstance(g, Graph) for g in graphs):
-        raise InterpretError(f"run_ranks: expected one Graph or {world} Graphs (one per rank), "
-                             f"got {len(graphs)} items")
+        raise InterpretError(
+            f"run_ranks: expected one Graph or {world} Graphs (one per rank), got {len(graphs)} items"
+        )
     return graphs
 
 
@@ -73,16 +75,19 @@ def _meet(ops_at: list, world: int) -> None:
                 done = r if op is None else 0
                 raise InterpretError(
                     f"rank {done} finished while another rank waits at {waiting.name}: every rank "
-                    "must reach the same collectives in the same order")
+                    "must reach the same collectives in the same order"
+                )
             continue
         if _signature(op) != _signature(first):
             raise InterpretError(
                 f"ranks disagree at a collective: rank 0 reached {first.name} {dict(first.attrs)} "
                 f"on {first.operands[0].type}, rank {r} reached {op.name} {dict(op.attrs)} on "
-                f"{op.operands[0].type}")
+                f"{op.operands[0].type}"
+            )
     if first is not None and first.attrs["world"] != world:
-        raise InterpretError(f"{first.name} has world {first.attrs['world']}, but run_ranks runs "
-                             f"world={world} ranks")
+        raise InterpretError(
+            f"{first.name} has world {first.attrs['world']}, but run_ranks runs world={world} ranks"
+        )
 
 
 def _collective(its: list[TensorInterpreter], ops_at: list) -> None:
@@ -95,8 +100,9 @@ def _collective(its: list[TensorInterpreter], ops_at: list) -> None:
         it.env[op.results[0]] = it.store(y, op.results[0].type.dtype)
 
 
-def run_ranks(graph_or_graphs, inputs_per_rank: Sequence[Mapping[str, np.ndarray]], world: int,
-              mode: str = "faithful") -> list[dict[str, np.ndarray]]:
+def run_ranks(
+    graph_or_graphs, inputs_per_rank: Sequence[Mapping[str, np.ndarray]], world: int, mode: str = "faithful"
+) -> list[dict[str, np.ndarray]]:
     """Run ``world`` ranks in lock step; returns one ``{output name: array}`` per rank.
 
     ``graph_or_graphs`` is one Graph (every rank runs it), a list of ``world`` Graphs, or the
@@ -105,8 +111,7 @@ def run_ranks(graph_or_graphs, inputs_per_rank: Sequence[Mapping[str, np.ndarray
     """
     graphs = _graphs(graph_or_graphs, world)
     if len(inputs_per_rank) != world:
-        raise InterpretError(f"run_ranks: expected inputs for {world} ranks, got "
-                             f"{len(inputs_per_rank)}")
+        raise InterpretError(f"run_ranks: expected inputs for {world} ranks, got {len(inputs_per_rank)}")
     its = [TensorInterpreter(mode) for _ in range(world)]
     bodies = []
     for r, (it, g) in enumerate(zip(its, graphs)):
@@ -125,5 +130,4 @@ def run_ranks(graph_or_graphs, inputs_per_rank: Sequence[Mapping[str, np.ndarray
             break
         _collective(its, ops_at)
         pcs = [pc + 1 for pc in pcs]
-    return [{name: np.array(it.env[v]) for name, v in g.outputs.items()}
-            for it, g in zip(its, graphs)]
+    return [{name: np.array(it.env[v]) for name, v in g.outputs.items()} for it, g in zip(its, graphs)]

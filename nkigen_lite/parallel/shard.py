@@ -40,8 +40,9 @@ def _spec_axis(name: str, spec, rank: int):
         return rank - 2
     if isinstance(spec, int) and not isinstance(spec, bool) and -rank <= spec < rank:
         return spec % rank
-    raise BuildError(f"shard: plan entry {name!r}: {spec!r} is not one of {SPECS} or an axis of "
-                     f"its rank-{rank} input")
+    raise BuildError(
+        f"shard: plan entry {name!r}: {spec!r} is not one of {SPECS} or an axis of its rank-{rank} input"
+    )
 
 
 @dataclass
@@ -67,13 +68,15 @@ class ShardedGraph:
 
     def comm_bytes(self, rank: int = 0) -> int:
         """Bytes rank ``rank`` sends in its collectives (ring algorithms)."""
-        return sum(op.comm_bytes() for op in self.graphs[rank].walk()
-                   if isinstance(op, CollectiveOp))
+        return sum(op.comm_bytes() for op in self.graphs[rank].walk() if isinstance(op, CollectiveOp))
 
     def collectives(self, rank: int = 0) -> list[str]:
         """The collectives of rank ``rank``'s graph with their operand types, in order."""
-        return [f"{op.name} {op.operands[0].type}" for op in self.graphs[rank].walk()
-                if isinstance(op, CollectiveOp)]
+        return [
+            f"{op.name} {op.operands[0].type}"
+            for op in self.graphs[rank].walk()
+            if isinstance(op, CollectiveOp)
+        ]
 
     def param_bytes(self, rank: int = 0) -> int:
         """Bytes of the plan's inputs (the parameters) rank ``rank`` holds."""
@@ -115,13 +118,19 @@ class _Sharder:
         starts = [0] * v.ndim
         stops = list(v.shape)
         starts[axis], stops[axis] = self.rank * n, (self.rank + 1) * n
-        return self.b.emit(T.SliceOp, [v], {"starts": tuple(starts), "stops": tuple(stops),
-                                            "strides": (1,) * v.ndim})
+        return self.b.emit(
+            T.SliceOp, [v], {"starts": tuple(starts), "stops": tuple(stops), "strides": (1,) * v.ndim}
+        )
 
     def emit(self, op, operands, attrs=None):
         types = [op.results[0].type] if ExplicitResultTypes in type(op).traits else None
-        return self.b.emit(type(op), operands, dict(op.attrs) if attrs is None else attrs, types,
-                           hint=op.results[0].name_hint)
+        return self.b.emit(
+            type(op),
+            operands,
+            dict(op.attrs) if attrs is None else attrs,
+            types,
+            hint=op.results[0].name_hint,
+        )
 
     def fallback(self, op):
         return self.emit(op, [self.replicated(v) for v in op.operands]), None
@@ -270,15 +279,18 @@ def shard(graph: Graph, world: int, plan: Mapping[str, object]) -> ShardedGraph:
     names = graph.input_names
     unknown = [n for n in plan if n not in names]
     if unknown:
-        raise BuildError(f"shard: plan names {unknown}, which are not inputs of @{graph.name} "
-                         f"(inputs: {names})")
+        raise BuildError(
+            f"shard: plan names {unknown}, which are not inputs of @{graph.name} (inputs: {names})"
+        )
     specs = {}
     for n in names:
         t = graph.input(n).type
         axis = _spec_axis(n, plan.get(n, "replicated"), t.rank)
         if axis is not None and t.shape[axis] % world:
-            raise BuildError(f"shard: input {n!r} {t}: axis {axis} of size {t.shape[axis]} is not "
-                             f"divisible by world {world}")
+            raise BuildError(
+                f"shard: input {n!r} {t}: axis {axis} of size {t.shape[axis]} is not "
+                f"divisible by world {world}"
+            )
         specs[n] = axis
     graphs = [_Sharder(graph, world, r, specs).run() for r in range(world)]
     return ShardedGraph(graphs, world, specs, tuple(plan))

@@ -39,19 +39,19 @@ class Estimate:
     lower_bound_ns: float
     serial_ns: float
     roofline_ns: float
-    ratio: float                      # scheduled_ns / roofline_ns
-    by_engine_ns: dict = field(default_factory=dict)   # lower-bound time per engine (+ dma)
+    ratio: float  # scheduled_ns / roofline_ns
+    by_engine_ns: dict = field(default_factory=dict)  # lower-bound time per engine (+ dma)
     by_resource_ns: dict = field(default_factory=dict)  # busy time per scheduled resource
-    by_op_ns: dict = field(default_factory=dict)        # busy time per source op (NKI loc)
+    by_op_ns: dict = field(default_factory=dict)  # busy time per source op (NKI loc)
     compute_roofline_ns: float = 0.0
     memory_roofline_ns: float = 0.0
-    dma_transfer_ns: float = 0.0      # sum of DMA transfer times
-    dma_issue_ns: float = 0.0         # sum of HW-DGE issue times
-    dependency_ns: float = 0.0        # the latency part of serial_ns
+    dma_transfer_ns: float = 0.0  # sum of DMA transfer times
+    dma_issue_ns: float = 0.0  # sum of HW-DGE issue times
+    dependency_ns: float = 0.0  # the latency part of serial_ns
     flops: int = 0
     dma_bytes: int = 0
     min_hbm_bytes: int = 0
-    instructions: int = 0             # executed instructions, DMAs included
+    instructions: int = 0  # executed instructions, DMAs included
 
     @property
     def bound(self) -> str:
@@ -79,15 +79,17 @@ class Estimate:
         us = 1e-3
         eng = ", ".join(f"{e} {self.by_engine_ns[e] * us:,.2f}" for e in ENGINES)
         ops = "; ".join(f"{name} {t * us:,.2f}" for name, t in self.top_ops())
-        return (f"estimate: {self.scheduled_ns * us:,.2f} us scheduled (critical: "
-                f"{self.critical_engine}), lower bound {self.lower_bound_ns * us:,.2f} us "
-                f"({self.bound}-bound), {self.serial_ns * us:,.2f} us serial; roofline "
-                f"{self.roofline_ns * us:,.2f} us (compute {self.compute_roofline_ns * us:,.2f}, "
-                f"memory {self.memory_roofline_ns * us:,.2f}); ratio {self.ratio:.2f}\n"
-                f"busy us: {eng}; DMA transfers {self.dma_transfer_ns * us:,.2f} us, "
-                f"issue {self.dma_issue_ns * us:,.2f} us, {self.dma_bytes:,} B; "
-                f"{self.instructions:,} instructions, {self.flops:,} matmul FLOPs\n"
-                f"busiest ops (us): {ops}")
+        return (
+            f"estimate: {self.scheduled_ns * us:,.2f} us scheduled (critical: "
+            f"{self.critical_engine}), lower bound {self.lower_bound_ns * us:,.2f} us "
+            f"({self.bound}-bound), {self.serial_ns * us:,.2f} us serial; roofline "
+            f"{self.roofline_ns * us:,.2f} us (compute {self.compute_roofline_ns * us:,.2f}, "
+            f"memory {self.memory_roofline_ns * us:,.2f}); ratio {self.ratio:.2f}\n"
+            f"busy us: {eng}; DMA transfers {self.dma_transfer_ns * us:,.2f} us, "
+            f"issue {self.dma_issue_ns * us:,.2f} us, {self.dma_bytes:,} B; "
+            f"{self.instructions:,} instructions, {self.flops:,} matmul FLOPs\n"
+            f"busiest ops (us): {ops}"
+        )
 
 
 class _Totals:
@@ -137,13 +139,18 @@ def estimate(graph: Graph, target: Target = TRN2) -> Estimate:
     sched.run(graph.body)
     issue = tot.dma_count * target.dge_issue_ns
     transfer = tot.busy["dma"]
-    dma = (target.dma_first_byte_latency_ns + max(transfer, issue / target.dge_instances)
-           if tot.dma_count else 0.0)
+    dma = (
+        target.dma_first_byte_latency_ns + max(transfer, issue / target.dge_instances)
+        if tot.dma_count
+        else 0.0
+    )
     by_engine = {**tot.busy, "dma": dma}
     lower = max(by_engine.values())
-    serial = (sum(tot.busy.values()) + tot.dma_count * (target.dge_issue_ns
-                                                        + target.dma_first_byte_latency_ns)
-              + sched.dependency_ns)
+    serial = (
+        sum(tot.busy.values())
+        + tot.dma_count * (target.dge_issue_ns + target.dma_first_byte_latency_ns)
+        + sched.dependency_ns
+    )
     scheduled = sched.makespan
     resources = {e: tot.busy[e] for e in ENGINES if e != "dma"}
     resources[DMA] = transfer
@@ -156,11 +163,21 @@ def estimate(graph: Graph, target: Target = TRN2) -> Estimate:
     memory = min_bytes / target.hbm_bytes_per_s * 1e9
     roofline = max(tot.compute_ns, memory)
     return Estimate(
-        scheduled_ns=scheduled, lower_bound_ns=lower, serial_ns=serial, roofline_ns=roofline,
+        scheduled_ns=scheduled,
+        lower_bound_ns=lower,
+        serial_ns=serial,
+        roofline_ns=roofline,
         ratio=scheduled / roofline if roofline else float("inf"),
-        by_engine_ns=by_engine, by_resource_ns=resources, by_op_ns=dict(sorted(tot.by_op.items())),
-        compute_roofline_ns=tot.compute_ns, memory_roofline_ns=memory,
-        dma_transfer_ns=transfer, dma_issue_ns=issue, dependency_ns=sched.dependency_ns,
-        flops=tot.flops, dma_bytes=tot.dma_bytes, min_hbm_bytes=min_bytes,
+        by_engine_ns=by_engine,
+        by_resource_ns=resources,
+        by_op_ns=dict(sorted(tot.by_op.items())),
+        compute_roofline_ns=tot.compute_ns,
+        memory_roofline_ns=memory,
+        dma_transfer_ns=transfer,
+        dma_issue_ns=issue,
+        dependency_ns=sched.dependency_ns,
+        flops=tot.flops,
+        dma_bytes=tot.dma_bytes,
+        min_hbm_bytes=min_bytes,
         instructions=tot.count,
     )

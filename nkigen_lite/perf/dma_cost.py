@@ -71,7 +71,14 @@ def dma_cost(op: DmaCopyOp, target: Target) -> DmaCost:
     n_eng = dma_engines_used(partitions, target)
     eff = dma_efficiency(chunk, target)
     hbm = sum(dst.size * a.dtype.itemsize for a in (dst, src) if isinstance(a.tensor.type, HbmType))
-    rate = target.dma_engine_bytes_per_s * 1e-9          # bytes per ns per engine
+    rate = target.dma_engine_bytes_per_s * 1e-9  # bytes per ns per engine
     ns = max(nbytes / (n_eng * rate * eff), hbm / (target.hbm_bytes_per_s * 1e-9))
-    return DmaCost(bytes=nbytes, hbm_bytes=hbm, partitions=partitions, engines=n_eng,
-                   chunk_bytes=chunk, efficiency=eff, transfer_ns=ns)
+    return DmaCost(
+        bytes=nbytes,
+        hbm_bytes=hbm,
+        partitions=partitions,
+        engines=n_eng,
+        chunk_bytes=chunk,
+        efficiency=eff,
+        transfer_ns=ns,
+    )

@@ -55,13 +55,21 @@ class InstructionCost:
 
 def clock_hz(engine: str, target: Target) -> float:
     """Clock of a compute engine."""
-    return {"tensor": target.tensor_clock_hz, "vector": target.vector_clock_hz,
-            "scalar": target.scalar_clock_hz, "gpsimd": target.gpsimd_clock_hz}[engine]
+    return {
+        "tensor": target.tensor_clock_hz,
+        "vector": target.vector_clock_hz,
+        "scalar": target.scalar_clock_hz,
+        "gpsimd": target.gpsimd_clock_hz,
+    }[engine]
 
 
 def _cycles(op, cycles: float, target: Target, port: bool = False) -> InstructionCost:
-    return InstructionCost(op.engine, cycles * 1e9 / clock_hz(op.engine, target), cycles,
-                           sbuf_port=port and target.vector_gpsimd_shared_sbuf_port)
+    return InstructionCost(
+        op.engine,
+        cycles * 1e9 / clock_hz(op.engine, target),
+        cycles,
+        sbuf_port=port and target.vector_gpsimd_shared_sbuf_port,
+    )
 
 
 def _accesses(op) -> list:
@@ -109,7 +117,7 @@ def _tensor_copy(op, target: Target) -> InstructionCost:
 
 
 def _tensor_scalar(op, target: Target) -> InstructionCost:
-    return _tensor_copy(op, target)      # one or two ops cost the same [OLD-ISA]
+    return _tensor_copy(op, target)  # one or two ops cost the same [OLD-ISA]
 
 
 def _tensor_tensor(op, target: Target) -> InstructionCost:
@@ -117,9 +125,11 @@ def _tensor_tensor(op, target: Target) -> InstructionCost:
     if op.engine == "gpsimd":
         return _gpsimd(op, len(ins), target)
     cycles = _streams(ins) * _n(op)
-    fast = (op.engine == "vector"
-            and all(a.dtype.name in target.vector_fast_dtypes for a in [*ins, op.access("dst")])
-            and all(a.space is MemorySpace.SBUF for a in ins))
+    fast = (
+        op.engine == "vector"
+        and all(a.dtype.name in target.vector_fast_dtypes for a in [*ins, op.access("dst")])
+        and all(a.space is MemorySpace.SBUF for a in ins)
+    )
     if fast:
         cycles /= target.vector_perf_mode_other_factor
     return _cycles(op, _min_ii(cycles, target), target, port=fast)
@@ -134,8 +144,10 @@ def _activation(op, target: Target) -> InstructionCost:
 def _tensor_reduce(op, target: Target) -> InstructionCost:
     data, dst = op.access("data"), op.access("dst")
     factor = 1
-    if (op.attrs["op"] in target.vector_fast_reduce_ops
-            and {data.dtype.name, dst.dtype.name} <= target.vector_fast_reduce_dtypes):
+    if (
+        op.attrs["op"] in target.vector_fast_reduce_ops
+        and {data.dtype.name, dst.dtype.name} <= target.vector_fast_reduce_dtypes
+    ):
         factor = target.vector_fast_reduce_factor
     return _cycles(op, _min_ii(data.free_size / factor, target), target)
 
@@ -215,6 +227,8 @@ def instruction_cost(op, target: Target) -> InstructionCost:
     """The steady-state cost of one NKI instruction (raises VerifyError for an op without a rule)."""
     rule = COST_RULES.get(type(op))
     if rule is None:
-        raise VerifyError(f"cost model: no cost rule for {op.name}; rules exist for "
-                          + ", ".join(sorted(c.name for c in COST_RULES)))
+        raise VerifyError(
+            f"cost model: no cost rule for {op.name}; rules exist for "
+            + ", ".join(sorted(c.name for c in COST_RULES))
+        )
     return rule(op, target)

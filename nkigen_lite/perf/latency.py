@@ -24,11 +24,20 @@ def dependency_latency(producer: str, consumer: str, target: Target) -> float:
         if consumer == "tensor":
             return 0.0
         return t.vector_instruction_overhead_cycles * 1e9 / clock_hz(consumer, t)
-    drain = {"tensor": t.tensor_write_drain_ns, "vector": t.vector_write_drain_ns,
-             "scalar": t.scalar_write_drain_ns, "gpsimd": t.gpsimd_write_drain_ns,
-             "dma": t.dma_write_drain_ns}
-    start = {"tensor": t.tensor_sem_to_start_ns, "vector": t.vector_sem_to_start_ns,
-             "scalar": t.scalar_sem_to_start_ns, "gpsimd": t.gpsimd_sem_to_start_ns, "dma": 0.0}
+    drain = {
+        "tensor": t.tensor_write_drain_ns,
+        "vector": t.vector_write_drain_ns,
+        "scalar": t.scalar_write_drain_ns,
+        "gpsimd": t.gpsimd_write_drain_ns,
+        "dma": t.dma_write_drain_ns,
+    }
+    start = {
+        "tensor": t.tensor_sem_to_start_ns,
+        "vector": t.vector_sem_to_start_ns,
+        "scalar": t.scalar_sem_to_start_ns,
+        "gpsimd": t.gpsimd_sem_to_start_ns,
+        "dma": 0.0,
+    }
     return drain[producer] + start[consumer]
 
 

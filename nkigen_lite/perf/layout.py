@@ -34,7 +34,7 @@ def contiguous_run(access: Access) -> int:
     """Elements in the longest innermost run the access reads or writes contiguously: within one
     partition for a tile, across all dims for HBM (size-1 dims are skipped)."""
     dims = access.dims if isinstance(access.tensor.type, HbmType) else access.dims[1:]
-    strides = element_strides(access)[len(access.dims) - len(dims):]
+    strides = element_strides(access)[len(access.dims) - len(dims) :]
     run = 1
     for d, s in zip(reversed(dims), reversed(strides)):
         if d.size == 1:

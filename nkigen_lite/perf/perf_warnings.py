@@ -42,11 +42,11 @@ from .dma_cost import dma_cost
 from .instruction_cost import FREE_OPS, instruction_cost
 from .stats import KernelStats, kernel_stats
 
-TIME_RATIO_LIMIT = 3.0          # warn when scheduled / roofline exceeds this
-TRAFFIC_RATIO_LIMIT = 2.0       # warn when HBM traffic / minimum exceeds this
-FEW_PARTITIONS = 32             # fewer partitions than this is "few" (a quarter of the array)
-SMALL_DESCRIPTOR_BYTES = 512    # contiguous DMA chunks below this are "small"
-SERIALISED_RATIO = 1.5          # scheduled / lower bound above this: "DMA and compute serialised"
+TIME_RATIO_LIMIT = 3.0  # warn when scheduled / roofline exceeds this
+TRAFFIC_RATIO_LIMIT = 2.0  # warn when HBM traffic / minimum exceeds this
+FEW_PARTITIONS = 32  # fewer partitions than this is "few" (a quarter of the array)
+SMALL_DESCRIPTOR_BYTES = 512  # contiguous DMA chunks below this are "small"
+SERIALISED_RATIO = 1.5  # scheduled / lower bound above this: "DMA and compute serialised"
 MAX_WARNINGS_PER_KIND = 3
 
 
@@ -58,14 +58,16 @@ class PerfWarning:
     op: str
     reason: str
     kind: str
-    ratio: float          # the kernel's scheduled / roofline or traffic / minimum
-    share: float          # the op's share of the kernel's busy time or HBM traffic
+    ratio: float  # the kernel's scheduled / roofline or traffic / minimum
+    share: float  # the op's share of the kernel's busy time or HBM traffic
 
     def __str__(self) -> str:
         what = "roofline" if self.kind == "time" else "minimum HBM traffic"
         part = "busy time" if self.kind == "time" else "HBM traffic"
-        return (f"performance warning: {self.op}: {self.reason} (kernel {self.ratio:.1f}x "
-                f"{what}; this op {self.share:.0%} of {part})")
+        return (
+            f"performance warning: {self.op}: {self.reason} (kernel {self.ratio:.1f}x "
+            f"{what}; this op {self.share:.0%} of {part})"
+        )
 
 
 class _Findings:
@@ -77,8 +79,8 @@ class _Findings:
         self.traffic: dict[str, dict[str, float]] = {}
         self.input_reads: dict[int, float] = {}
         self.input_locs: dict[int, dict[str, float]] = {}
-        self.pe_operands: set[int] = set()   # tiles TensorE reads (matmul / transpose operands)
-        self.weights: set[int] = set()       # kernel inputs loaded into such tiles
+        self.pe_operands: set[int] = set()  # tiles TensorE reads (matmul / transpose operands)
+        self.weights: set[int] = set()  # kernel inputs loaded into such tiles
 
     @staticmethod
     def _add(table, loc, reason, weight):
@@ -118,8 +120,11 @@ def _dma(op, mult, f: _Findings, inputs: dict, scratch: set, target: Target) -> 
     hbm_sides = [a for a in (dst, src) if isinstance(a.tensor.type, HbmType)]
     f.hbm[loc] = f.hbm.get(loc, 0.0) + mult * d.hbm_bytes
     if len(hbm_sides) == 2:
-        reason = ("np.repeat materialised in HBM" if _broadcast(src)
-                  else "copy materialised in HBM (HBM -> HBM DMA)")
+        reason = (
+            "np.repeat materialised in HBM"
+            if _broadcast(src)
+            else "copy materialised in HBM (HBM -> HBM DMA)"
+        )
         f._add(f.traffic, loc, reason, mult * d.hbm_bytes)
         f._add(f.time, loc, reason, t)
     elif isinstance(dst.tensor.type, HbmType) and id(_hbm_root(dst)[0]) in scratch:
@@ -139,8 +144,12 @@ def _dma(op, mult, f: _Findings, inputs: dict, scratch: set, target: Target) -> 
     elif d.chunk_bytes < SMALL_DESCRIPTOR_BYTES and d.chunk_bytes < dst.size * itemsize:
         f._add(f.time, loc, f"small DMA descriptors ({d.chunk_bytes} B contiguous)", t)
     if len(hbm_sides) < 2 and d.partitions < FEW_PARTITIONS:
-        f._add(f.time, loc, f"DMA over {_partitions(d.partitions)} uses {d.engines} of "
-               f"{target.dma_engines} DMA engines", t)
+        f._add(
+            f.time,
+            loc,
+            f"DMA over {_partitions(d.partitions)} uses {d.engines} of {target.dma_engines} DMA engines",
+            t,
+        )
 
 
 def _compute(op, mult, f: _Findings, target: Target) -> None:
@@ -149,8 +158,9 @@ def _compute(op, mult, f: _Findings, target: Target) -> None:
     t = mult * c.ns
     data = op.access("data") if "data" in dict(op.access_attrs()) else None
     parts = max(op.access(n).partitions for n, _ in op.access_attrs())
-    reduces = isinstance(op, TensorReduceOp) or (isinstance(op, ActivationOp)
-                                                 and op.attrs["reduce_res"] is not None)
+    reduces = isinstance(op, TensorReduceOp) or (
+        isinstance(op, ActivationOp) and op.attrs["reduce_res"] is not None
+    )
     if reduces and data is not None and data.partitions < FEW_PARTITIONS:
         f._add(f.time, loc, f"reduction on {_partitions(data.partitions)}", t)
     elif parts < FEW_PARTITIONS:
@@ -174,28 +184,35 @@ def _reason(reasons: dict[str, float]) -> str:
     return "; ".join(r for r, w in ranked if w >= 0.25 * top)
 
 
-def kernel_warnings(graph: Graph, target: Target = TRN2, est: Estimate | None = None,
-                    stats: KernelStats | None = None) -> list[PerfWarning]:
+def kernel_warnings(
+    graph: Graph, target: Target = TRN2, est: Estimate | None = None, stats: KernelStats | None = None
+) -> list[PerfWarning]:
     """Performance warnings of an NKI kernel graph (empty when it is within the limits)."""
     est = est if est is not None else estimate(graph, target)
     stats = stats if stats is not None else kernel_stats(graph, target)
     inputs = {id(v): name for name, v in zip(graph.input_names, graph.inputs)}
     outputs = {id(v) for v in graph.outputs.values()}
-    scratch = {id(op.results[0]) for op in graph.walk()
-               if op.name == "nki.alloc" and isinstance(op.results[0].type, HbmType)
-               and id(op.results[0]) not in outputs}
+    scratch = {
+        id(op.results[0])
+        for op in graph.walk()
+        if op.name == "nki.alloc"
+        and isinstance(op.results[0].type, HbmType)
+        and id(op.results[0]) not in outputs
+    }
     f = _Findings()
     for op in graph.walk():
         if isinstance(op, (MatmulOp, TransposeOp)) and op.engine == "tensor":
-            f.pe_operands.update(id(op.access(n).tensor) for n, _ in op.access_attrs()
-                                 if n not in op.writes)
+            f.pe_operands.update(id(op.access(n).tensor) for n, _ in op.access_attrs() if n not in op.writes)
     _walk(graph.body, 1, f, inputs, scratch, target)
     for root, nbytes in f.input_reads.items():
         size = next(v.type.size * v.type.dtype.itemsize for v in graph.inputs if id(v) == root)
         if nbytes >= 2 * size:
             times = f"{inputs[root]} read {nbytes / size:.1f}x from HBM"
-            reason = (f"weights reloaded per row tile ({times})" if root in f.weights
-                      else f"input re-read ({times})")
+            reason = (
+                f"weights reloaded per row tile ({times})"
+                if root in f.weights
+                else f"input re-read ({times})"
+            )
             for loc, b in f.input_locs[root].items():
                 f._add(f.traffic, loc, reason, b - size * b / nbytes)
     warnings: list[PerfWarning] = []
@@ -208,9 +225,10 @@ def kernel_warnings(graph: Graph, target: Target = TRN2, est: Estimate | None = 
                 break
             reasons = dict(f.time.get(loc, {}))
             if serialised > SERIALISED_RATIO and (loc == ranked[0][0] or not reasons):
-                reasons[f"DMA and compute serialised (tiles reused by every loop iteration: "
-                        f"scheduled {serialised:.1f}x the overlapped lower bound)"] = (
-                    est.scheduled_ns - est.lower_bound_ns)
+                reasons[
+                    f"DMA and compute serialised (tiles reused by every loop iteration: "
+                    f"scheduled {serialised:.1f}x the overlapped lower bound)"
+                ] = est.scheduled_ns - est.lower_bound_ns
             if not reasons:
                 reasons = {f"{busy / total:.0%} of the kernel's busy time": busy}
             warnings.append(PerfWarning(loc, _reason(reasons), "time", est.ratio, busy / total))
@@ -218,14 +236,17 @@ def kernel_warnings(graph: Graph, target: Target = TRN2, est: Estimate | None = 
         total = sum(f.hbm.values()) or 1.0
         ranked = sorted(f.traffic.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
         if not ranked:
-            ranked = [(loc, {"most HBM traffic": b}) for loc, b in
-                      sorted(f.hbm.items(), key=lambda kv: (-kv[1], kv[0]))[:1]]
+            ranked = [
+                (loc, {"most HBM traffic": b})
+                for loc, b in sorted(f.hbm.items(), key=lambda kv: (-kv[1], kv[0]))[:1]
+            ]
         seen: set[str] = set()
-        for loc, reasons in ranked:                   # one op per distinct reason
+        for loc, reasons in ranked:  # one op per distinct reason
             reason = _reason(reasons)
             if reason in seen or len(seen) == MAX_WARNINGS_PER_KIND:
                 continue
             seen.add(reason)
-            warnings.append(PerfWarning(loc, reason, "traffic", stats.hbm_traffic_ratio,
-                                        f.hbm.get(loc, 0.0) / total))
+            warnings.append(
+                PerfWarning(loc, reason, "traffic", stats.hbm_traffic_ratio, f.hbm.get(loc, 0.0) / total)
+            )
     return warnings

@@ -36,10 +36,10 @@ from ..nki.types import HbmType
 from .instruction_cost import FREE_OPS, InstructionCost, instruction_cost
 from .latency import latency_table
 
-STEADY_STATE_ITERATIONS = 4     # loop iterations scheduled before extrapolating (a model choice)
-IDLE_GAPS_KEPT = 32             # idle intervals of the DMA engines remembered for later transfers
-PORT = "vector_gpsimd_port"     # the SBUF bus VectorE (perf mode) and GpSimd share
-DMA = "dma"                     # the DMA engines (transfers)
+STEADY_STATE_ITERATIONS = 4  # loop iterations scheduled before extrapolating (a model choice)
+IDLE_GAPS_KEPT = 32  # idle intervals of the DMA engines remembered for later transfers
+PORT = "vector_gpsimd_port"  # the SBUF bus VectorE (perf mode) and GpSimd share
+DMA = "dma"  # the DMA engines (transfers)
 
 
 def queue_name(q: int) -> str:
@@ -54,7 +54,7 @@ class _OpInfo:
     def __init__(self, cost: InstructionCost, reads: list, writes: list):
         self.cost = cost
         self.engine = cost.engine
-        self.reads = reads            # [(root id, is_hbm)]
+        self.reads = reads  # [(root id, is_hbm)]
         self.writes = writes
         self.port = cost.sbuf_port
 
@@ -76,8 +76,7 @@ def _reads(op) -> list:
 
 
 def _writes(op) -> list:
-    return list(dict.fromkeys(_root(op.access(n).tensor) for n in op.writes
-                              if op.access(n) is not None))
+    return list(dict.fromkeys(_root(op.access(n).tensor) for n in op.writes if op.access(n) is not None))
 
 
 class _LoopInfo:
@@ -90,7 +89,7 @@ class _LoopInfo:
         self.read_roots: set = set()
         self.written_roots: set = set()
         self.dmas = 0
-        self.busy = 0.0       # one iteration's instruction times, each DMA with issue + latency
+        self.busy = 0.0  # one iteration's instruction times, each DMA with issue + latency
 
 
 class Scheduler:
@@ -100,19 +99,19 @@ class Scheduler:
 
     def __init__(self, target: Target, costs: dict | None = None, trace: bool = False):
         self.target = target
-        self.costs = {} if costs is None else costs   # id(op) -> InstructionCost
+        self.costs = {} if costs is None else costs  # id(op) -> InstructionCost
         self.lat = latency_table(target)
         self.info: dict[int, _OpInfo] = {}
         self.loops: dict[int, _LoopInfo] = {}
-        self.free: dict[str, float] = {}        # resource -> time it becomes free
-        self.w_end: dict[int, float] = {}       # buffer -> end of its latest write
+        self.free: dict[str, float] = {}  # resource -> time it becomes free
+        self.w_end: dict[int, float] = {}  # buffer -> end of its latest write
         self.w_eng: dict[int, str] = {}
-        self.r_end: dict[int, float] = {}       # buffer -> end of its reads since that write
+        self.r_end: dict[int, float] = {}  # buffer -> end of its reads since that write
         self.r_eng: dict[int, str] = {}
         self.dma_counter = 0
-        self.gaps: list[list[float]] = []       # idle [start, end) of the DMA engines before free[DMA]
+        self.gaps: list[list[float]] = []  # idle [start, end) of the DMA engines before free[DMA]
         self.dependency_ns = 0.0
-        self.trace: list | None = [] if trace else None   # (op, start, end) per scheduled instruction
+        self.trace: list | None = [] if trace else None  # (op, start, end) per scheduled instruction
 
     # ---- static facts ----------------------------------------------------------------------
     def _op_info(self, op) -> _OpInfo:
@@ -176,7 +175,7 @@ class Scheduler:
         w_end, w_eng, r_end, r_eng = self.w_end, self.w_eng, self.r_end, self.r_eng
         ready = 0.0
         dep = 0.0
-        for root, _hbm in info.reads:                           # RAW
+        for root, _hbm in info.reads:  # RAW
             if root in w_end:
                 d = lat[w_eng[root], eng]
                 ready = max(ready, w_end[root] + d)
@@ -184,11 +183,11 @@ class Scheduler:
         for root, hbm in info.writes:
             if hbm:
                 continue
-            if root in r_end:                                   # WAR
+            if root in r_end:  # WAR
                 d = lat[r_eng[root], eng]
                 ready = max(ready, r_end[root] + d)
                 dep = max(dep, d)
-            elif root in w_end:                                 # WAW
+            elif root in w_end:  # WAW
                 d = lat[w_eng[root], eng]
                 ready = max(ready, w_end[root] + d)
                 dep = max(dep, d)
@@ -200,8 +199,7 @@ class Scheduler:
             self.dma_counter += 1
             start = max(ready, free.get(q, 0.0))
             free[q] = start + t.dge_issue_ns
-            end = self._transfer(start + t.dge_issue_ns + t.dma_first_byte_latency_ns,
-                                 info.cost.ns)
+            end = self._transfer(start + t.dge_issue_ns + t.dma_first_byte_latency_ns, info.cost.ns)
         else:
             start = max(ready, free.get(eng, 0.0))
             if info.port:
@@ -259,9 +257,11 @@ class Scheduler:
         return end
 
     def _snapshot(self, li: _LoopInfo) -> tuple:
-        return ({r: self.free[r] for r in li.resources if r in self.free},
-                {b: self.w_end[b] for b in li.written_roots if b in self.w_end},
-                {b: self.r_end[b] for b in li.read_roots if b in self.r_end})
+        return (
+            {r: self.free[r] for r in li.resources if r in self.free},
+            {b: self.w_end[b] for b in li.written_roots if b in self.w_end},
+            {b: self.r_end[b] for b in li.read_roots if b in self.r_end},
+        )
 
     def _loop(self, loop: ForiLoopOp) -> None:
         trips = loop.trip_count

@@ -38,12 +38,14 @@ class KernelStats:
     def summary(self) -> str:
         """A few human-readable lines."""
         eng = ", ".join(f"{k} {v:,}" for k, v in sorted(self.dynamic_by_engine.items()))
-        return (f"instructions: {self.instructions_static:,} static, "
-                f"{self.instructions_dynamic:,} executed ({eng})\n"
-                f"DMA: {self.dma_count:,} transfers, {self.dma_bytes:,} B moved; HBM traffic "
-                f"{self.hbm_bytes:,} B = {self.hbm_traffic_ratio:.3f} x minimum "
-                f"({self.min_hbm_bytes:,} B)\n"
-                f"peak per partition: SBUF {self.peak_sbuf_bytes:,} B, PSUM {self.peak_psum_bytes:,} B")
+        return (
+            f"instructions: {self.instructions_static:,} static, "
+            f"{self.instructions_dynamic:,} executed ({eng})\n"
+            f"DMA: {self.dma_count:,} transfers, {self.dma_bytes:,} B moved; HBM traffic "
+            f"{self.hbm_bytes:,} B = {self.hbm_traffic_ratio:.3f} x minimum "
+            f"({self.min_hbm_bytes:,} B)\n"
+            f"peak per partition: SBUF {self.peak_sbuf_bytes:,} B, PSUM {self.peak_psum_bytes:,} B"
+        )
 
 
 def _engine_of(op) -> str:

@@ -39,6 +39,7 @@ from .types import TensorType
 
 Operand = Any  # Value, Python scalar, NumPy scalar or NumPy array
 
+
 def _elementwise_class(table: dict, kind: str):
     """The op class in ``table`` (UNARY_OPS or BINARY_OPS) one of whose ``builder_names`` is
     ``kind``, or None."""
@@ -86,8 +87,14 @@ class Builder:
             raise BuildError(f"{what} ({v!r}) belongs to a different builder or graph")
         return v
 
-    def emit(self, cls: type[Op], operands: Sequence[Value] = (), attrs: dict | None = None,
-             result_types=None, hint: str | None = None) -> Value:
+    def emit(
+        self,
+        cls: type[Op],
+        operands: Sequence[Value] = (),
+        attrs: dict | None = None,
+        result_types=None,
+        hint: str | None = None,
+    ) -> Value:
         """Append an op and return its single result."""
         op = cls(list(operands), attrs, result_types)
         if result_types is not None:  # explicit types were not inferred, so check them now
@@ -170,8 +177,10 @@ class Builder:
         if cls is None:
             raise BuildError(f"unknown composite op {name!r}; known: {', '.join(ops.COMPOSITE_OPS)}")
         if len(operands) != len(cls.operand_names):
-            raise BuildError(f"{cls.name} takes {len(cls.operand_names)} operands "
-                             f"{list(cls.operand_names)}, got {len(operands)}")
+            raise BuildError(
+                f"{cls.name} takes {len(cls.operand_names)} operands "
+                f"{list(cls.operand_names)}, got {len(operands)}"
+            )
         vals = [self.as_value(x) for x in operands]
         return self.emit(cls, vals, attrs)
 
@@ -192,8 +201,9 @@ class Builder:
     def _exact_int_scalar(self, s: Operand, other: Operand) -> Operand:
         """A Python int outside an integer tensor's range, as a wider (int32 or uint32)
         constant: NumPy 2 compares such ints exactly (``int8_x < 1000`` is all True)."""
-        if not (isinstance(s, int) and not isinstance(s, bool) and isinstance(other, Value)
-                and other.dtype.is_int):
+        if not (
+            isinstance(s, int) and not isinstance(s, bool) and isinstance(other, Value) and other.dtype.is_int
+        ):
             return s
         info = np.iinfo(other.dtype.np_dtype)
         if info.min <= s <= info.max:
@@ -240,10 +250,8 @@ class Builder:
         try:
             value = dt.python_value(value)
         except (ValueError, OverflowError):
-            raise BuildError(f"tensor.full: value {value!r} cannot be stored as "
-                             f"{dt.numpy_name}") from None
-        return self.emit(ops.FullOp, (), {"value": value},
-                         [TensorType(tuple(shape), dt)], hint="c")
+            raise BuildError(f"tensor.full: value {value!r} cannot be stored as {dt.numpy_name}") from None
+        return self.emit(ops.FullOp, (), {"value": value}, [TensorType(tuple(shape), dt)], hint="c")
 
     def zeros(self, shape, dtype=float32) -> Value:
         return self.full(shape, 0, dtype)
@@ -265,23 +273,26 @@ class Builder:
             shape = (int(shape),)
         shape = tuple(shape)
         ax = rules.normalize_axis("tensor.iota", axis, len(shape))
-        return self.emit(ops.IotaOp, (), {"axis": ax}, [TensorType(shape, get_dtype(dtype))],
-                         hint="iota")
+        return self.emit(ops.IotaOp, (), {"axis": ax}, [TensorType(shape, get_dtype(dtype))], hint="iota")
 
     def arange(self, n: int, dtype=int32) -> Value:
         return self.iota((n,), 0, dtype)
 
     # ---- reductions and matmul -------------------------------------------------------------------
-    def reduce(self, x: Operand, axis=None, kind: str = "sum", keepdims: bool = False,
-               ddof: int = 0) -> Value:
+    def reduce(
+        self, x: Operand, axis=None, kind: str = "sum", keepdims: bool = False, ddof: int = 0
+    ) -> Value:
         """Reduce over ``axis`` (None = all, int or tuple, negatives allowed) with ``kind``."""
         v = self.as_value(x)
         if kind not in ops.REDUCE_KINDS:
             raise BuildError(f"tensor.reduce: unknown kind {kind!r}; known: {', '.join(ops.REDUCE_KINDS)}")
         axes = rules.normalize_axes("tensor.reduce", axis, v.ndim)
-        return self.emit(ops.ReduceOp, [v], {"axes": axes, "kind": kind,
-                                            "keepdims": bool(keepdims), "ddof": int(ddof)},
-                         hint=kind)
+        return self.emit(
+            ops.ReduceOp,
+            [v],
+            {"axes": axes, "kind": kind, "keepdims": bool(keepdims), "ddof": int(ddof)},
+            hint=kind,
+        )
 
     def sum(self, x, axis=None, keepdims=False):
         return self.reduce(x, axis, "sum", keepdims)
@@ -402,8 +413,7 @@ class Builder:
             st.append(c)
         if all(a == 0 and b == n and c == 1 for a, b, c, n in zip(lo, hi, st, v.shape)):
             return v
-        return self.emit(ops.SliceOp, [v], {"starts": tuple(lo), "stops": tuple(hi),
-                                           "strides": tuple(st)})
+        return self.emit(ops.SliceOp, [v], {"starts": tuple(lo), "stops": tuple(hi), "strides": tuple(st)})
 
     def concat(self, xs: Sequence[Operand], axis: int = 0) -> Value:
         """Join tensors along ``axis`` (dtypes promote)."""
@@ -472,8 +482,7 @@ class Builder:
     def all_to_all(self, x: Operand, split_axis: int, concat_axis: int, *, world: int) -> Value:
         """Rank r gets block r along ``split_axis`` of every rank's ``x``, concatenated along
         ``concat_axis`` in rank order."""
-        return self._collective("all_to_all", x, world, split_axis=split_axis,
-                                concat_axis=concat_axis)
+        return self._collective("all_to_all", x, world, split_axis=split_axis, concat_axis=concat_axis)
 
     # ---- operator protocol used by Value -------------------------------------------------------
     def value_operator(self, name: str, a: Any, b: Any = None) -> Value:
@@ -506,7 +515,7 @@ class Builder:
             raise BuildError(f"too many indices for a tensor of rank {v.ndim}")
         if any(k is Ellipsis for k in key):  # identity: == on a Value would build an op
             i = next(n for n, k in enumerate(key) if k is Ellipsis)
-            key = key[:i] + (slice(None),) * (v.ndim - n_real) + key[i + 1:]
+            key = key[:i] + (slice(None),) * (v.ndim - n_real) + key[i + 1 :]
         else:
             key = key + (slice(None),) * (v.ndim - n_real)
         slices, out_shape, dim = [], [], 0
@@ -549,6 +558,7 @@ def _add_elementwise_methods() -> None:
 def _unary_method(short: str, alias: str, doc: str | None):
     def method(self, x):
         return self.unary(short, x)
+
     method.__name__, method.__doc__ = alias, doc
     return method
 
@@ -556,6 +566,7 @@ def _unary_method(short: str, alias: str, doc: str | None):
 def _binary_method(short: str, alias: str, doc: str | None):
     def method(self, a, b):
         return self.binary(short, a, b)
+
     method.__name__, method.__doc__ = alias, doc
     return method
 

@@ -23,6 +23,7 @@ from . import ops as T
 
 MODES = ("faithful", "float64")
 
+
 class TensorInterpreter(Interpreter):
     """Runs tensor graphs on NumPy (see module docstring for the two modes)."""
 
@@ -48,7 +49,6 @@ class TensorInterpreter(Interpreter):
         if dtype.is_float and self.mode == "float64":
             return x.astype(np.float64)
         return cast_array(x, dtype)
-
 
     def declare(self, x, dtype: DType) -> np.ndarray:
         """A value the program declares in ``dtype`` (a constant, a cast result): rounded to
@@ -189,13 +189,16 @@ def run(graph: Graph, inputs: Mapping[str, np.ndarray], mode: str = "faithful") 
     is run on the NKI interpreter instead, as ``kernel.run(inputs)``.)"""
     if not isinstance(graph, Graph) and hasattr(graph, "nki_source"):
         if mode != "faithful":
-            raise InterpretError(f"nk.run(kernel, mode={mode!r}): a compiled Kernel runs on the "
-                                 "NKI interpreter; use nk.run(graph, inputs, mode=...) for the "
-                                 "tensor interpreter's modes")
+            raise InterpretError(
+                f"nk.run(kernel, mode={mode!r}): a compiled Kernel runs on the "
+                "NKI interpreter; use nk.run(graph, inputs, mode=...) for the "
+                "tensor interpreter's modes"
+            )
         return graph.run(inputs)
     if not isinstance(graph, Graph):
-        raise InterpretError(f"nk.run takes a tensor Graph (or a compiled Kernel), got "
-                             f"{type(graph).__name__}")
+        raise InterpretError(
+            f"nk.run takes a tensor Graph (or a compiled Kernel), got {type(graph).__name__}"
+        )
     it = TensorInterpreter(mode)
     arrays = check_inputs(graph, inputs)
     ret = graph.return_op

@@ -30,13 +30,28 @@ def _traced(cls) -> str:
 
 def op_table(classes=None) -> str:
     """The markdown table of ``classes`` (default: every op in ``ops.ALL_TENSOR_OPS``)."""
-    rows = ["| op | what | NumPy | dtype | Builder | traced from | needs |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    rows = [
+        "| op | what | NumPy | dtype | Builder | traced from | needs |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for cls in classes if classes is not None else T.ALL_TENSOR_OPS:
         needs = f"`{cls.needs}`" if cls.needs is not None else "—"
-        rows.append("| " + " | ".join(_cell(c) for c in (
-            f"`{cls.name}`", cls.summary(), f"`{cls.numpy}`", cls.dtype_doc,
-            _code(f"b.{n}" for n in cls.builder_names), _traced(cls), needs)) + " |")
+        rows.append(
+            "| "
+            + " | ".join(
+                _cell(c)
+                for c in (
+                    f"`{cls.name}`",
+                    cls.summary(),
+                    f"`{cls.numpy}`",
+                    cls.dtype_doc,
+                    _code(f"b.{n}" for n in cls.builder_names),
+                    _traced(cls),
+                    needs,
+                )
+            )
+            + " |"
+        )
     return "\n".join(rows) + "\n"
 
 

@@ -31,9 +31,7 @@ def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
                 continue
             if dim != 1:
                 shown = " and ".join(str(tuple(x)) for x in shapes)
-                raise BuildError(
-                    f"{op}: shapes {shown} do not broadcast (dim {k - rank}: {dim} vs {d})"
-                )
+                raise BuildError(f"{op}: shapes {shown} do not broadcast (dim {k - rank}: {dim} vs {d})")
             dim = d
         out.append(dim)
     return tuple(out)
@@ -102,15 +100,20 @@ def binary_dtype(op: str, ufunc: Callable, category: str, a: DType, b: DType) ->
     if category in ("compare", "logical"):
         return bool_
     if category == "bitwise":
-        raise BuildError(
-            f"{op}: needs integer or bool operands, got {a.numpy_name} and {b.numpy_name}"
-        )
+        raise BuildError(f"{op}: needs integer or bool operands, got {a.numpy_name} and {b.numpy_name}")
     return promote_types(a, b)
 
 
 _REDUCE_FN = {
-    "sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "mean": np.mean,
-    "var": np.var, "std": np.std, "any": np.any, "all": np.all,
+    "sum": np.sum,
+    "prod": np.prod,
+    "max": np.max,
+    "min": np.min,
+    "mean": np.mean,
+    "var": np.var,
+    "std": np.std,
+    "any": np.any,
+    "all": np.all,
 }
 
 
@@ -135,9 +138,7 @@ def matmul_shape(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, 
     a2 = (1,) + a if len(a) == 1 else a
     b2 = b + (1,) if len(b) == 1 else b
     if a2[-1] != b2[-2]:
-        raise BuildError(
-            f"{op}: contraction dims differ: {a} @ {b} ({a2[-1]} vs {b2[-2]})"
-        )
+        raise BuildError(f"{op}: contraction dims differ: {a} @ {b} ({a2[-1]} vs {b2[-2]})")
     batch = broadcast_shapes(op, a2[:-2], b2[:-2])
     out = batch + (a2[-2], b2[-1])
     if len(a) == 1:

@@ -41,8 +41,7 @@ from .types import TensorType
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def trace(fn: Callable | None = None, *, name: str | None = None,
-          static_argnames: Sequence[str] = ()):
+def trace(fn: Callable | None = None, *, name: str | None = None, static_argnames: Sequence[str] = ()):
     """Wrap a NumPy function: ``f.trace(*example_args)`` builds its Graph, ``f(...)`` runs it.
 
     Use as ``@nk.trace`` or ``@nk.trace(name="mlp", static_argnames=("eps",))``.
@@ -55,8 +54,7 @@ def trace(fn: Callable | None = None, *, name: str | None = None,
 class TracedFunction:
     """A NumPy function that can also be traced into a tensor Graph (see ``trace``)."""
 
-    def __init__(self, fn: Callable, *, name: str | None = None,
-                 static_argnames: Sequence[str] = ()):
+    def __init__(self, fn: Callable, *, name: str | None = None, static_argnames: Sequence[str] = ()):
         if not callable(fn):
             raise BuildError(f"nk.trace needs a function, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
@@ -67,8 +65,10 @@ class TracedFunction:
             static_argnames = (static_argnames,)
         unknown = [s for s in static_argnames if s not in self.signature.parameters]
         if unknown:
-            raise BuildError(f"nk.trace({self.graph_name}): static_argnames {unknown} are not "
-                             f"parameters of {self.graph_name}{self.signature}")
+            raise BuildError(
+                f"nk.trace({self.graph_name}): static_argnames {unknown} are not "
+                f"parameters of {self.graph_name}{self.signature}"
+            )
         self.static_argnames = tuple(static_argnames)
 
     def __call__(self, *args, **kwargs):
@@ -85,8 +85,10 @@ class TracedFunction:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
-            raise BuildError(f"nk.trace({self.graph_name}): example arguments do not match "
-                             f"{self.graph_name}{self.signature}: {e}") from None
+            raise BuildError(
+                f"nk.trace({self.graph_name}): example arguments do not match "
+                f"{self.graph_name}{self.signature}: {e}"
+            ) from None
         b = Builder(self.graph_name)
         b.locator = _user_location
         names = _Names()
@@ -98,7 +100,8 @@ class TracedFunction:
                 _warn_if_constant(self.graph_name, pname, val)
             if param.kind is inspect.Parameter.VAR_POSITIONAL:
                 bound.arguments[pname] = tuple(
-                    _inputs(b, names, v, f"{pname}_{i}") for i, v in enumerate(val))
+                    _inputs(b, names, v, f"{pname}_{i}") for i, v in enumerate(val)
+                )
             elif param.kind is inspect.Parameter.VAR_KEYWORD:
                 bound.arguments[pname] = {k: _inputs(b, names, v, k) for k, v in val.items()}
             else:
@@ -115,7 +118,8 @@ class TracedFunction:
 
 _SKIP_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (np,)) + tuple(
     os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d) + os.sep
-    for d in ("tensor", "ir"))
+    for d in ("tensor", "ir")
+)
 
 
 def _user_location() -> str | None:
@@ -154,10 +158,10 @@ def _signature(fn) -> inspect.Signature:
     except (ValueError, TypeError):
         if isinstance(fn, np.ufunc):
             names = ["x"] if fn.nin == 1 else [f"x{i + 1}" for i in range(fn.nin)]
-            return inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY)
-                                      for n in names])
-        raise BuildError(f"nk.trace: cannot read the parameters of {fn!r}; wrap it in a "
-                         "Python function (def f(x): ...)") from None
+            return inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names])
+        raise BuildError(
+            f"nk.trace: cannot read the parameters of {fn!r}; wrap it in a Python function (def f(x): ...)"
+        ) from None
 
 
 def _stacklevel() -> int:
@@ -175,7 +179,9 @@ def _warn_if_constant(fname: str, pname: str, val) -> None:
             f"nk.trace({fname}): argument {pname!r} = {val!r} is a {type(val).__name__}, not an "
             "array, so it is a compile-time constant and the graph has no input for it; pass an "
             "array or a (shape, dtype) spec to make it an input, or name it in static_argnames",
-            NkWarning, stacklevel=_stacklevel())
+            NkWarning,
+            stacklevel=_stacklevel(),
+        )
 
 
 def _spec(x) -> TensorType | None:
@@ -188,12 +194,19 @@ def _spec(x) -> TensorType | None:
         except BuildError as e:
             raise BuildError(f"example array of dtype {x.dtype}: {e}") from None
         if x.dtype.itemsize == 8 and x.dtype.kind in "fiu":
-            warnings.warn(f"example array of dtype {x.dtype} becomes a {t.dtype} input (trn2 has "
-                          "no 64-bit types)", NkWarning, stacklevel=_stacklevel())
+            warnings.warn(
+                f"example array of dtype {x.dtype} becomes a {t.dtype} input (trn2 has no 64-bit types)",
+                NkWarning,
+                stacklevel=_stacklevel(),
+            )
         return t
-    if (isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (tuple, list))
-            and all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in x[0])
-            and _is_dtype(x[1])):
+    if (
+        isinstance(x, tuple)
+        and len(x) == 2
+        and isinstance(x[0], (tuple, list))
+        and all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in x[0])
+        and _is_dtype(x[1])
+    ):
         return TensorType(tuple(int(d) for d in x[0]), dtype_arg(x[1]))
     return None
 
@@ -219,8 +232,10 @@ def _inputs(b: Builder, names: _Names, x, raw_name: str):
     if t is not None:
         return TracedArray(b.add_input(names.take(raw_name), t.shape, t.dtype))
     if isinstance(x, TracedArray):
-        raise TraceError(f"argument {raw_name!r} is already a traced array; call the function "
-                         "directly inside a trace instead of tracing it again")
+        raise TraceError(
+            f"argument {raw_name!r} is already a traced array; call the function "
+            "directly inside a trace instead of tracing it again"
+        )
     if isinstance(x, dict):
         return {k: _inputs(b, names, v, f"{raw_name}_{k}") for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -238,8 +253,10 @@ def _outputs(b: Builder, result, fname: str) -> dict:
             raise BuildError(f"{fname} returned an empty dict; return at least one array")
         for k in result:
             if not isinstance(k, str) or not _IDENT.match(k):
-                raise BuildError(f"{fname} returned a dict with key {k!r}, which is not a valid "
-                                 "output name (an identifier [A-Za-z_][A-Za-z0-9_]*)")
+                raise BuildError(
+                    f"{fname} returned a dict with key {k!r}, which is not a valid "
+                    "output name (an identifier [A-Za-z_][A-Za-z0-9_]*)"
+                )
         items = result.items()
     elif isinstance(result, (tuple, list)):
         if not result:
@@ -257,5 +274,7 @@ def _output_value(b: Builder, r, fname: str, name: str):
         return r.value
     if isinstance(r, (bool, int, float, np.generic, np.ndarray)):
         return b.as_value(r)  # a constant output, computed in NumPy at trace time
-    raise BuildError(f"{fname}: output {name!r} is a {type(r).__name__}, not an array; return "
-                     "an array, a tuple / list of arrays or a dict of arrays")
+    raise BuildError(
+        f"{fname}: output {name!r} is a {type(r).__name__}, not an array; return "
+        "an array, a tuple / list of arrays or a dict of arrays"
+    )

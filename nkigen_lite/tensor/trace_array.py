@@ -38,8 +38,9 @@ class _NoValue:
 
 NOVALUE = _NoValue()
 
-_NO_DATA = ("a traced array has no data at trace time: only its shape {shape} and dtype "
-            "{dtype} are known; {what}")
+_NO_DATA = (
+    "a traced array has no data at trace time: only its shape {shape} and dtype {dtype} are known; {what}"
+)
 
 
 def memory_args(what: str, order="K", subok=False, device=None) -> None:
@@ -122,13 +123,17 @@ class TracedArray:
     def rebind(self, value: Value, what: str) -> TracedArray:
         """Finish an in-place update: the shape is kept and the dtype cast back, as NumPy does."""
         if value.shape != self.shape:
-            raise TraceError(f"{what}: the result shape {value.shape} differs from the target's "
-                             f"{self.shape} (NumPy cannot broadcast into an in-place target)")
+            raise TraceError(
+                f"{what}: the result shape {value.shape} differs from the target's "
+                f"{self.shape} (NumPy cannot broadcast into an in-place target)"
+            )
         dt = self._value.dtype
         if value.dtype is not dt:
             if not _same_kind(value.dtype, dt):
-                raise TraceError(f"{what}: cannot cast the result from {value.dtype.numpy_name} to "
-                                 f"{dt.numpy_name} in place (NumPy's 'same_kind' rule)")
+                raise TraceError(
+                    f"{what}: cannot cast the result from {value.dtype.numpy_name} to "
+                    f"{dt.numpy_name} in place (NumPy's 'same_kind' rule)"
+                )
             value = self.builder.cast(value, dt)
         self._value = value
         return self
@@ -184,17 +189,20 @@ class TracedArray:
 
     # ---- no data at trace time --------------------------------------------------------------
     def _no_data(self, what: str) -> TraceError:
-        return TraceError(_NO_DATA.format(shape=self.shape, dtype=self._value.dtype.numpy_name,
-                                          what=what))
+        return TraceError(_NO_DATA.format(shape=self.shape, dtype=self._value.dtype.numpy_name, what=what))
 
     def __array__(self, dtype=None, copy=None):
-        raise self._no_data("it cannot become a NumPy array (np.asarray / np.array / a NumPy "
-                            "function tracing does not support)")
+        raise self._no_data(
+            "it cannot become a NumPy array (np.asarray / np.array / a NumPy "
+            "function tracing does not support)"
+        )
 
     def __bool__(self):
-        raise self._no_data("its truth value is unknown, so data-dependent Python control flow "
-                            "(if / while / and / or on array values) cannot be traced; "
-                            "use np.where(cond, a, b)")
+        raise self._no_data(
+            "its truth value is unknown, so data-dependent Python control flow "
+            "(if / while / and / or on array values) cannot be traced; "
+            "use np.where(cond, a, b)"
+        )
 
     def __float__(self):
         raise self._no_data("float() needs a value")
@@ -219,8 +227,9 @@ class TracedArray:
 
     def __getattr__(self, name: str):
         if not name.startswith("__") and hasattr(np.ndarray, name):
-            raise AttributeError(f"ndarray.{name} is not supported on traced arrays "
-                                 f"({self!r}); see docs/trace.md for what is")
+            raise AttributeError(
+                f"ndarray.{name} is not supported on traced arrays ({self!r}); see docs/trace.md for what is"
+            )
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ---- indexing and methods -------------------------------------------------------------------
@@ -273,14 +282,39 @@ def _call(func, *args, **kwargs):
 
 def _install_methods() -> None:
     """ndarray methods that are NumPy functions with the array first (``x.sum(axis=0)``)."""
-    names = ("all", "any", "argmax", "argmin", "clip", "copy", "cumsum", "cumprod", "diagonal",
-             "dot", "max", "mean", "min", "nonzero", "prod", "ravel", "repeat", "round",
-             "squeeze", "std", "sum", "swapaxes", "take", "trace", "var")
+    names = (
+        "all",
+        "any",
+        "argmax",
+        "argmin",
+        "clip",
+        "copy",
+        "cumsum",
+        "cumprod",
+        "diagonal",
+        "dot",
+        "max",
+        "mean",
+        "min",
+        "nonzero",
+        "prod",
+        "ravel",
+        "repeat",
+        "round",
+        "squeeze",
+        "std",
+        "sum",
+        "swapaxes",
+        "take",
+        "trace",
+        "var",
+    )
     for name in names:
         func = getattr(np, name)
 
         def method(self, *args, _f=func, **kwargs):
             return _call(_f, self, *args, **kwargs)
+
         method.__name__ = name
         method.__doc__ = f"Same as numpy.{name}(x, ...)."
         setattr(TracedArray, name, method)
@@ -297,13 +331,28 @@ def _same_kind(src: DType, dst: DType) -> bool:
 def _install_operators() -> None:
     """Operators and in-place operators: each is the NumPy ufunc it stands for."""
     binary = {
-        "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
-        "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
-        "matmul": np.matmul, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-        "lshift": np.left_shift, "rshift": np.right_shift,
+        "add": np.add,
+        "sub": np.subtract,
+        "mul": np.multiply,
+        "truediv": np.true_divide,
+        "floordiv": np.floor_divide,
+        "mod": np.remainder,
+        "pow": np.power,
+        "matmul": np.matmul,
+        "and": np.bitwise_and,
+        "or": np.bitwise_or,
+        "xor": np.bitwise_xor,
+        "lshift": np.left_shift,
+        "rshift": np.right_shift,
     }
-    compare = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-               "eq": np.equal, "ne": np.not_equal}
+    compare = {
+        "lt": np.less,
+        "le": np.less_equal,
+        "gt": np.greater,
+        "ge": np.greater_equal,
+        "eq": np.equal,
+        "ne": np.not_equal,
+    }
     unary = {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert}
 
     def make(uf, reflected=False):
@@ -312,6 +361,7 @@ def _install_operators() -> None:
 
             args = (other, self) if reflected else (self, other)
             return apply_ufunc(uf, "__call__", args, {})
+
         return op
 
     def make_inplace(uf, name):
@@ -322,11 +372,24 @@ def _install_operators() -> None:
             self.check_inplace(what)
             res = apply_ufunc(uf, "__call__", (self, other), {})
             return self.rebind(res.value, what)
+
         return op
 
-    symbols = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
-               "pow": "**", "matmul": "@", "and": "&", "or": "|", "xor": "^", "lshift": "<<",
-               "rshift": ">>"}
+    symbols = {
+        "add": "+",
+        "sub": "-",
+        "mul": "*",
+        "truediv": "/",
+        "floordiv": "//",
+        "mod": "%",
+        "pow": "**",
+        "matmul": "@",
+        "and": "&",
+        "or": "|",
+        "xor": "^",
+        "lshift": "<<",
+        "rshift": ">>",
+    }
     for name, uf in binary.items():
         setattr(TracedArray, f"__{name}__", make(uf))
         setattr(TracedArray, f"__r{name}__", make(uf, True))
@@ -334,10 +397,12 @@ def _install_operators() -> None:
     for name, uf in compare.items():
         setattr(TracedArray, f"__{name}__", make(uf))
     for name, uf in unary.items():
+
         def op(self, _uf=uf):
             from .trace_ufuncs import apply_ufunc
 
             return apply_ufunc(_uf, "__call__", (self,), {})
+
         setattr(TracedArray, f"__{name}__", op)
 
 

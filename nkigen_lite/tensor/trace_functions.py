@@ -25,12 +25,14 @@ _SIGNATURES: dict[Callable, inspect.Signature] = {}
 
 def implements(*np_funcs: Callable):
     """Register a handler ``fn(builder, <NumPy's parameters>)`` for NumPy functions."""
+
     def deco(fn):
         sig = inspect.signature(fn)
         _SIGNATURES[fn] = sig.replace(parameters=list(sig.parameters.values())[1:])
         for f in np_funcs:
             FUNCTIONS[f] = fn
         return fn
+
     return deco
 
 
@@ -43,8 +45,9 @@ def apply_function(func: Callable, args: tuple, kwargs: dict):
     name = numpy_name(func)
     handler = FUNCTIONS.get(func)
     if handler is None:
-        raise TraceError(f"{name} is not supported when tracing (see docs/trace.md for the "
-                         "supported NumPy functions)")
+        raise TraceError(
+            f"{name} is not supported when tracing (see docs/trace.md for the supported NumPy functions)"
+        )
     t = find_traced(list(args) + list(kwargs.values()))
     try:
         bound = _SIGNATURES[handler].bind(*args, **kwargs)
@@ -64,8 +67,7 @@ def value(b, x, what: str) -> Value:
 
 
 def dtype_of(b, x, what: str):
-    return value(b, x, what).dtype if isinstance(x, (TracedArray, Value)) else \
-        from_numpy(np.asarray(x).dtype)
+    return value(b, x, what).dtype if isinstance(x, (TracedArray, Value)) else from_numpy(np.asarray(x).dtype)
 
 
 def view(base, v: Value) -> TracedArray:
@@ -80,20 +82,35 @@ def require(cond: bool, what: str, message: str) -> None:
 
 # ---- selection ------------------------------------------------------------------------------
 
+
 @implements(np.where)
 def where(b, condition, x=NOVALUE, y=NOVALUE):
     if x is NOVALUE and y is NOVALUE:
-        raise TraceError("numpy.where: the one-argument form (np.nonzero) has a data-dependent "
-                         "shape and cannot be traced; use np.where(cond, a, b)")
-    require(x is not NOVALUE and y is not NOVALUE, "numpy.where",
-            "either both or neither of x and y should be given")
+        raise TraceError(
+            "numpy.where: the one-argument form (np.nonzero) has a data-dependent "
+            "shape and cannot be traced; use np.where(cond, a, b)"
+        )
+    require(
+        x is not NOVALUE and y is not NOVALUE,
+        "numpy.where",
+        "either both or neither of x and y should be given",
+    )
     w = "numpy.where"
     return TracedArray(b.where(operand(b, condition, w), operand(b, x, w), operand(b, y, w)))
 
 
 @implements(np.clip)
-def clip(b, a, a_min=NOVALUE, a_max=NOVALUE, out=None, *, min=NOVALUE, max=NOVALUE,  # noqa: A002
-         **kwargs):
+def clip(
+    b,
+    a,
+    a_min=NOVALUE,
+    a_max=NOVALUE,
+    out=None,
+    *,
+    min=NOVALUE,
+    max=NOVALUE,  # noqa: A002
+    **kwargs,
+):
     w = "numpy.clip"
     check_kwargs(w, {"out": out, **kwargs}, {})
     if min is not NOVALUE:
@@ -109,6 +126,7 @@ def clip(b, a, a_min=NOVALUE, a_max=NOVALUE, out=None, *, min=NOVALUE, max=NOVAL
 
 # ---- creation from a template ------------------------------------------------------------------
 
+
 def _like(b, a, fill, dtype, shape, what):
     dt = dtype_arg(dtype) if dtype is not None else dtype_of(b, a, what)
     if shape is None:
@@ -117,8 +135,7 @@ def _like(b, a, fill, dtype, shape, what):
         shape = (int(shape),)
     shape = tuple(int(d) for d in shape)
     if isinstance(fill, (bool, int, float, np.generic)) and np.ndim(fill) == 0:
-        return TracedArray(b.full(shape, fill.item() if isinstance(fill, np.generic) else fill,
-                                  dt))
+        return TracedArray(b.full(shape, fill.item() if isinstance(fill, np.generic) else fill, dt))
     return TracedArray(b.broadcast_to(b.cast(value(b, fill, what), dt), shape))
 
 
@@ -149,6 +166,7 @@ def empty_like(b, prototype, dtype=None, order="K", subok=True, shape=None, *, d
 
 # ---- conversion and copies ---------------------------------------------------------------------
 
+
 @implements(np.astype)
 def astype(b, x, dtype, *, copy=True, device=None):
     memory_args("numpy.astype", device=device)
@@ -177,11 +195,12 @@ def round_(b, a, decimals=0, out=None):
     if d == 0:
         return TracedArray(rint(b, v))
     if d > 0:
-        return TracedArray(b.div(rint(b, b.mul(v, 10.0 ** d)), 10.0 ** d))
-    return TracedArray(b.mul(rint(b, b.div(v, 10.0 ** -d)), 10.0 ** -d))
+        return TracedArray(b.div(rint(b, b.mul(v, 10.0**d)), 10.0**d))
+    return TracedArray(b.mul(rint(b, b.div(v, 10.0**-d)), 10.0**-d))
 
 
 # ---- static queries ------------------------------------------------------------------------------
+
 
 @implements(np.shape)
 def shape(_b, a):

@@ -30,10 +30,14 @@ def _static_key(key, what: str) -> tuple:
     for k in key:
         if isinstance(k, TracedArray):
             if k.value.dtype.is_bool:
-                raise TraceError(f"{what}: a traced boolean mask selects a data-dependent number "
-                                 "of elements; use np.where(mask, x, other) instead")
-            raise TraceError(f"{what}: traced indices (a data-dependent gather) are not "
-                             "supported by trace; only static ints, slices and NumPy arrays")
+                raise TraceError(
+                    f"{what}: a traced boolean mask selects a data-dependent number "
+                    "of elements; use np.where(mask, x, other) instead"
+                )
+            raise TraceError(
+                f"{what}: traced indices (a data-dependent gather) are not "
+                "supported by trace; only static ints, slices and NumPy arrays"
+            )
         if isinstance(k, list):
             k = np.asarray(k)
         if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu":
@@ -45,15 +49,17 @@ def _static_key(key, what: str) -> tuple:
 def take_static(b, v, indices, axis: int, mode: str, what: str):
     """``np.take(v, indices, axis)`` for static integer indices (evenly spaced runs -> slices)."""
     idx = np.asarray(indices)
-    require(idx.dtype.kind in "iu" or idx.size == 0, what,
-            f"indices must be integers, got dtype {idx.dtype}")
+    require(idx.dtype.kind in "iu" or idx.size == 0, what, f"indices must be integers, got dtype {idx.dtype}")
     ax = rules.normalize_axis(what, axis, v.ndim)
     n = v.shape[ax]
     flat = idx.reshape(-1).astype(np.int64)
     if mode == "raise":
         bad = flat[(flat < -n) | (flat >= n)]
-        require(not bad.size, what, f"index {int(bad[0]) if bad.size else 0} is out of bounds "
-                f"for axis {ax} with size {n}")
+        require(
+            not bad.size,
+            what,
+            f"index {int(bad[0]) if bad.size else 0} is out of bounds for axis {ax} with size {n}",
+        )
         flat = flat % n if n else flat
     elif mode == "wrap":
         flat = flat % n
@@ -72,7 +78,7 @@ def take_static(b, v, indices, axis: int, mode: str, what: str):
         if step == 0:
             sl[ax] = slice(start, start + 1)
             p = slices(b, v, sl)
-            parts.append(b.broadcast_to(p, v.shape[:ax] + (count,) + v.shape[ax + 1:]))
+            parts.append(b.broadcast_to(p, v.shape[:ax] + (count,) + v.shape[ax + 1 :]))
         else:
             stop = start + step * (count - 1) + (1 if step > 0 else -1)
             sl[ax] = slice(start, stop if stop >= 0 else None, step)
@@ -82,7 +88,7 @@ def take_static(b, v, indices, axis: int, mode: str, what: str):
         sl[ax] = slice(0, 0)
         parts.append(slices(b, v, sl))
     out = b.concat(parts, ax)
-    return b.reshape(out, v.shape[:ax] + idx.shape + v.shape[ax + 1:])
+    return b.reshape(out, v.shape[:ax] + idx.shape + v.shape[ax + 1 :])
 
 
 @implements(np.take)
@@ -90,8 +96,10 @@ def take(b, a, indices, axis=None, out=None, mode="raise"):
     w = "numpy.take"
     require(out is None, w, "out= is not supported when tracing; assign the result")
     if isinstance(indices, TracedArray):
-        raise TraceError(f"{w}: traced indices (a data-dependent gather) are not supported "
-                         "by trace; only static integer indices")
+        raise TraceError(
+            f"{w}: traced indices (a data-dependent gather) are not supported "
+            "by trace; only static integer indices"
+        )
     v = value(b, a, w)
     if axis is None:
         v, axis = b.reshape(v, (-1,)), 0
@@ -107,18 +115,24 @@ def getitem(arr: TracedArray, key) -> TracedArray:
     if not arrays:
         return arr.view(b.value_getitem(v, key))
     if len(arrays) > 1:
-        raise TraceError(f"{what}: more than one integer-array index is not supported when "
-                         "tracing; index one axis at a time or use np.take")
+        raise TraceError(
+            f"{what}: more than one integer-array index is not supported when "
+            "tracing; index one axis at a time or use np.take"
+        )
     pos = arrays[0]
     idx = key[pos]
     if idx.dtype == np.bool_:
         if len(key) == 1 and idx.shape == v.shape and v.ndim > 1:
             flat = b.reshape(v, (-1,))
             return TracedArray(take_static(b, flat, np.flatnonzero(idx), 0, "raise", what))
-        require(idx.ndim == 1, what, f"a boolean index of shape {idx.shape} is not supported "
-                "when tracing (only 1-D masks or a mask of the array's full shape)")
+        require(
+            idx.ndim == 1,
+            what,
+            f"a boolean index of shape {idx.shape} is not supported "
+            "when tracing (only 1-D masks or a mask of the array's full shape)",
+        )
         idx = np.flatnonzero(idx)
-    basic = key[:pos] + (slice(None),) + key[pos + 1:]
+    basic = key[:pos] + (slice(None),) + key[pos + 1 :]
     w = b.value_getitem(v, basic)
     axis = _result_axis(key, pos, v.ndim)
     r = take_static(b, w, idx, axis, "raise", what)
@@ -148,11 +162,13 @@ def setitem(arr: TracedArray, key, val) -> None:
     arr.check_inplace(what)
     b, v = arr.builder, arr.value
     if isinstance(key, (np.ndarray, TracedArray)) and np.dtype(key.dtype) == np.bool_:
-        require(tuple(key.shape) == v.shape, what, f"a boolean mask must have the array's shape "
-                f"{v.shape}, got {tuple(key.shape)}")
+        require(
+            tuple(key.shape) == v.shape,
+            what,
+            f"a boolean mask must have the array's shape {v.shape}, got {tuple(key.shape)}",
+        )
         u = value(b, val, what)
-        require(u.ndim == 0, what, "assigning through a boolean mask needs a scalar value "
-                "when tracing")
+        require(u.ndim == 0, what, "assigning through a boolean mask needs a scalar value when tracing")
         mask = key.value if isinstance(key, TracedArray) else b.constant(key)
         arr.rebind(b.where(mask, b.cast(u, v.dtype), v), what)
         return
@@ -161,14 +177,18 @@ def setitem(arr: TracedArray, key, val) -> None:
     u = value(b, val, what)
     while u.ndim > len(view_shape) and u.shape[0] == 1:  # NumPy drops leading unit dims
         u = b.reshape(u, u.shape[1:])
-    require(rules.can_broadcast_to(u.shape, view_shape), what,
-            f"could not broadcast a value of shape {u.shape} into shape {view_shape}")
+    require(
+        rules.can_broadcast_to(u.shape, view_shape),
+        what,
+        f"could not broadcast a value of shape {u.shape} into shape {view_shape}",
+    )
     u = b.cast(b.broadcast_to(u, view_shape), v.dtype)
     u = b.reshape(u, tuple(hi - lo for lo, hi, _ in region))
     flips = [d for d, (_, _, rev) in enumerate(region) if rev]
     if flips:
-        u = b.value_getitem(u, tuple(slice(None, None, -1) if d in flips else slice(None)
-                                     for d in range(len(region))))
+        u = b.value_getitem(
+            u, tuple(slice(None, None, -1) if d in flips else slice(None) for d in range(len(region)))
+        )
     if any(hi == lo for lo, hi, _ in region):
         return
     arr.rebind(_place(b, v, u, region, 0), what)
@@ -178,15 +198,16 @@ def _region(key, shape, what):
     """Per dim (lo, hi, reversed) of a basic key with unit steps, and the shape it selects."""
     for k in key:
         if not (k is None or k is Ellipsis or isinstance(k, slice) or _is_int(k)):
-            raise TraceError(f"{what}: index {k!r} is not supported for assignment when tracing "
-                             "(only ints, slices, None, ... and a full boolean mask)")
+            raise TraceError(
+                f"{what}: index {k!r} is not supported for assignment when tracing "
+                "(only ints, slices, None, ... and a full boolean mask)"
+            )
     n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
     require(n_real <= len(shape), what, f"too many indices for an array of rank {len(shape)}")
-    require(sum(k is Ellipsis for k in key) <= 1, what, "an index can only have a single "
-            "ellipsis ('...')")
+    require(sum(k is Ellipsis for k in key) <= 1, what, "an index can only have a single ellipsis ('...')")
     if any(k is Ellipsis for k in key):
         i = next(n for n, k in enumerate(key) if k is Ellipsis)
-        key = key[:i] + (slice(None),) * (len(shape) - n_real) + key[i + 1:]
+        key = key[:i] + (slice(None),) * (len(shape) - n_real) + key[i + 1 :]
     else:
         key = key + (slice(None),) * (len(shape) - n_real)
     region, view_shape, d = [], [], 0
@@ -198,8 +219,11 @@ def _region(key, shape, what):
         if isinstance(k, slice):
             start, stop, step = k.indices(n)
             count = len(range(start, stop, step))
-            require(abs(step) == 1 or count <= 1, what,
-                    f"assignment to a strided slice (step {step}) is not supported when tracing")
+            require(
+                abs(step) == 1 or count <= 1,
+                what,
+                f"assignment to a strided slice (step {step}) is not supported when tracing",
+            )
             if step < 0 and count:
                 region.append((start - count + 1, start + 1, True))
             else:

@@ -21,11 +21,13 @@ def contract(b, va: Value, vb: Value, axes_a, axes_b, what: str) -> Value:
     axes_a = [rules.normalize_axis(what, x, va.ndim) for x in axes_a]
     axes_b = [rules.normalize_axis(what, x, vb.ndim) for x in axes_b]
     require(len(axes_a) == len(axes_b), what, "the two axis lists differ in length")
-    require(len(set(axes_a)) == len(axes_a) and len(set(axes_b)) == len(axes_b), what,
-            "repeated axis")
+    require(len(set(axes_a)) == len(axes_a) and len(set(axes_b)) == len(axes_b), what, "repeated axis")
     for x, y in zip(axes_a, axes_b):
-        require(va.shape[x] == vb.shape[y], what,
-                f"shape mismatch for sum: {va.shape} axis {x} vs {vb.shape} axis {y}")
+        require(
+            va.shape[x] == vb.shape[y],
+            what,
+            f"shape mismatch for sum: {va.shape} axis {x} vs {vb.shape} axis {y}",
+        )
     free_a = [i for i in range(va.ndim) if i not in axes_a]
     free_b = [i for i in range(vb.ndim) if i not in axes_b]
     k = int(np.prod([va.shape[i] for i in axes_a], dtype=np.int64))

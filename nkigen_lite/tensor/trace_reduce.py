@@ -14,8 +14,19 @@ from .trace_ufuncs import check_kwargs
 _INITIAL_OP = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}
 
 
-def reduction(b, kind: str, what: str, a, axis=None, dtype=None, out=None, keepdims=False,
-              initial=NOVALUE, where=True, ddof=0) -> TracedArray:
+def reduction(
+    b,
+    kind: str,
+    what: str,
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    keepdims=False,
+    initial=NOVALUE,
+    where=True,
+    ddof=0,
+) -> TracedArray:
     """``np.<kind>(a, axis, dtype, keepdims, initial, ddof)`` with NumPy's result dtype."""
     check_kwargs(what, {"out": out, "where": where}, {"where": True})
     v = value(b, a, what)
@@ -65,15 +76,37 @@ def _ddof(what, ddof, correction, mean):
 
 
 @implements(np.var)
-def var(b, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
-        mean=NOVALUE, correction=NOVALUE):
+def var(
+    b,
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=False,
+    *,
+    where=True,
+    mean=NOVALUE,
+    correction=NOVALUE,
+):
     d = _ddof("numpy.var", ddof, correction, mean)
     return reduction(b, "var", "numpy.var", a, axis, dtype, out, keepdims, NOVALUE, where, d)
 
 
 @implements(np.std)
-def std(b, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
-        mean=NOVALUE, correction=NOVALUE):
+def std(
+    b,
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    ddof=0,
+    keepdims=False,
+    *,
+    where=True,
+    mean=NOVALUE,
+    correction=NOVALUE,
+):
     d = _ddof("numpy.std", ddof, correction, mean)
     return reduction(b, "std", "numpy.std", a, axis, dtype, out, keepdims, NOVALUE, where, d)
 
@@ -129,12 +162,12 @@ def argmin(b, a, axis=None, out=None, *, keepdims=False):
     return _arg_extreme(b, "min", "numpy.argmin", a, axis, out, keepdims)
 
 
-def ufunc_reduce(kind: str, what: str, array, axis=0, dtype=None, out=None, keepdims=False,
-                 initial=NOVALUE, where=True) -> TracedArray:
+def ufunc_reduce(
+    kind: str, what: str, array, axis=0, dtype=None, out=None, keepdims=False, initial=NOVALUE, where=True
+) -> TracedArray:
     """``np.add.reduce`` and friends (note NumPy's default ``axis=0``)."""
     if not isinstance(array, TracedArray):
         raise TraceError(f"{what}: the array to reduce must be a traced array")
     if kind in ("max", "min", "any", "all") and dtype is not None:
         raise TraceError(f"{what}: dtype= is not supported")
-    return reduction(array.builder, kind, what, array, axis, dtype, out, keepdims, initial,
-                     where)
+    return reduction(array.builder, kind, what, array, axis, dtype, out, keepdims, initial, where)

@@ -87,8 +87,11 @@ def broadcast_to(b, array, shape, subok=False):
     memory_args("numpy.broadcast_to", subok=subok)
     v = value(b, array, "numpy.broadcast_to")
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    require(rules.can_broadcast_to(v.shape, shape), "numpy.broadcast_to",
-            f"cannot broadcast shape {v.shape} to {shape}")
+    require(
+        rules.can_broadcast_to(v.shape, shape),
+        "numpy.broadcast_to",
+        f"cannot broadcast shape {v.shape} to {shape}",
+    )
     return view(array, b.broadcast_to(v, shape))
 
 
@@ -132,6 +135,7 @@ def atleast_3d(b, *arys):
 
 
 # ---- joining and splitting ------------------------------------------------------------------
+
 
 def _joined(b, arrays, dtype, casting, what):
     require(casting == "same_kind", what, f"casting={casting!r} is not supported")
@@ -212,6 +216,7 @@ def vsplit(b, ary, indices_or_sections):
 
 # ---- triangles, repetition, reordering -------------------------------------------------------
 
+
 def _triangle(b, m, k, lower: bool, what):
     v = value(b, m, what)
     require(v.ndim >= 1, what, "needs an array of rank >= 1")
@@ -247,9 +252,8 @@ def repeat(b, a, repeats, axis=None):
         r = operator.index(reps.item())
         require(r >= 0, w, f"negative repeat count {r}")
         s = v.shape
-        e = b.broadcast_to(b.reshape(v, s[:ax + 1] + (1,) + s[ax + 1:]),
-                           s[:ax + 1] + (r,) + s[ax + 1:])
-        return TracedArray(b.reshape(e, s[:ax] + (s[ax] * r,) + s[ax + 1:]))
+        e = b.broadcast_to(b.reshape(v, s[: ax + 1] + (1,) + s[ax + 1 :]), s[: ax + 1] + (r,) + s[ax + 1 :])
+        return TracedArray(b.reshape(e, s[:ax] + (s[ax] * r,) + s[ax + 1 :]))
     from .trace_indexing import take_static
 
     idx = np.repeat(np.arange(v.shape[ax]), reps)
@@ -304,8 +308,11 @@ def pad(b, array, pad_width, mode="constant", **kwargs):
     require(mode == "constant", w, f"mode={mode!r} is not supported (only 'constant')")
     cval = kwargs.pop("constant_values", 0)
     require(not kwargs, w, f"unsupported keyword arguments {sorted(kwargs)}")
-    require(np.ndim(cval) == 0 and not isinstance(cval, TracedArray), w,
-            "constant_values must be one static scalar")
+    require(
+        np.ndim(cval) == 0 and not isinstance(cval, TracedArray),
+        w,
+        "constant_values must be one static scalar",
+    )
     v = value(b, array, w)
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (v.ndim, 2))
     require(bool((widths >= 0).all()), w, "pad widths must be non-negative")
@@ -316,7 +323,7 @@ def pad(b, array, pad_width, mode="constant", **kwargs):
             if n is None:
                 parts.append(v)
             elif n:
-                parts.append(b.full(v.shape[:ax] + (n,) + v.shape[ax + 1:], fill, v.dtype))
+                parts.append(b.full(v.shape[:ax] + (n,) + v.shape[ax + 1 :], fill, v.dtype))
         v = b.concat(parts, ax)
     return TracedArray(v)
 
@@ -330,7 +337,7 @@ def diff(b, a, n=1, axis=-1, prepend=NOVALUE, append=NOVALUE):
 
     def edge(extra):
         e = value(b, extra, w)
-        return b.broadcast_to(e, v.shape[:ax] + (1,) + v.shape[ax + 1:]) if e.ndim == 0 else e
+        return b.broadcast_to(e, v.shape[:ax] + (1,) + v.shape[ax + 1 :]) if e.ndim == 0 else e
 
     parts = [v]
     if prepend is not NOVALUE:

@@ -20,12 +20,24 @@ from . import ops, rules
 from .trace_array import TracedArray, TraceError, find_traced
 
 # ufunc keyword arguments accepted at their default value only
-_KW_DEFAULTS = {"where": True, "casting": "same_kind", "order": "K", "dtype": None,
-                "subok": True, "signature": None}
+_KW_DEFAULTS = {
+    "where": True,
+    "casting": "same_kind",
+    "order": "K",
+    "dtype": None,
+    "subok": True,
+    "signature": None,
+}
 
 # ufunc.reduce -> reduction kind
-REDUCE_KINDS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
-                np.logical_and: "all", np.logical_or: "any"}
+REDUCE_KINDS = {
+    np.add: "sum",
+    np.multiply: "prod",
+    np.maximum: "max",
+    np.minimum: "min",
+    np.logical_and: "all",
+    np.logical_or: "any",
+}
 
 UFUNCS: dict[np.ufunc, Callable[..., Value]] = table()
 """Ufuncs composed from several ops; a ufunc in an op class's ``traced_from`` is that op."""
@@ -63,8 +75,10 @@ def operand(b, x, what: str):
         return x
     if isinstance(x, (list, tuple)):
         if find_traced(x) is not None:
-            raise TraceError(f"{what}: a list or tuple holding traced arrays is not an array; "
-                             "use np.stack or np.concatenate")
+            raise TraceError(
+                f"{what}: a list or tuple holding traced arrays is not an array; "
+                "use np.stack or np.concatenate"
+            )
         try:
             return np.asarray(x)
         except ValueError as e:
@@ -85,8 +99,10 @@ def check_kwargs(what: str, kwargs: dict, defaults: dict) -> None:
     """Refuse keyword arguments that tracing does not support (``out=``, ``where=``, ...)."""
     for k, v in kwargs.items():
         if k == "out" and v is not None:
-            raise TraceError(f"{what}: out= is not supported when tracing (a traced result "
-                             "cannot be written into an existing array); assign the result")
+            raise TraceError(
+                f"{what}: out= is not supported when tracing (a traced result "
+                "cannot be written into an existing array); assign the result"
+            )
         if k in defaults and (v is defaults[k] or (v == defaults[k]) is True):
             continue
         if k != "out":
@@ -106,8 +122,9 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict):
         return ufunc_reduce(REDUCE_KINDS[ufunc], what, *inputs, **kwargs)
     handler = _handler(ufunc)
     if handler is None or method not in ("__call__", "outer"):
-        raise TraceError(f"{what} is not supported when tracing (see docs/trace.md for the "
-                         "supported NumPy functions)")
+        raise TraceError(
+            f"{what} is not supported when tracing (see docs/trace.md for the supported NumPy functions)"
+        )
     check_kwargs(what, kwargs, _KW_DEFAULTS)
     ops = [operand(b, x, what) for x in inputs]
     if method == "outer":
@@ -145,8 +162,10 @@ def _as_float(b, ufunc, x) -> Value:
 def _reciprocal(b, x):
     v = b.as_value(x)
     if not v.dtype.is_float:
-        raise TraceError(f"numpy.reciprocal of {v.dtype.numpy_name} is integer division in "
-                         "NumPy (1 // x) and is not supported when tracing; use 1 / x")
+        raise TraceError(
+            f"numpy.reciprocal of {v.dtype.numpy_name} is integer division in "
+            "NumPy (1 // x) and is not supported when tracing; use 1 / x"
+        )
     return b.unary("reciprocal", v)
 
 
@@ -179,6 +198,7 @@ def _expm1(b, x):
 def _log_base(base: float, ufunc):
     def fn(b, x):
         return b.div(b.log(_as_float(b, ufunc, x)), math.log(base))
+
     return fn
 
 
@@ -246,6 +266,7 @@ def _fmax_fmin(kind: str):
             return r
         r = b.where(_isnan(b, vx), vy, r)
         return b.where(_isnan(b, vy), vx, r)
+
     return fn
 
 

@@ -40,7 +40,7 @@ class Directive:
 def _compile(pattern: str) -> re.Pattern:
     parts, pos = [], 0
     for m in re.finditer(r"\{\{(.*?)\}\}", pattern):
-        parts.append(re.escape(pattern[pos:m.start()]))
+        parts.append(re.escape(pattern[pos : m.start()]))
         parts.append(f"(?:{m.group(1)})")
         pos = m.end()
     parts.append(re.escape(pattern[pos:]))
@@ -83,8 +83,7 @@ def _fail(d: Directive, why: str, lines: list[str], at: int) -> AssertionError:
     return AssertionError(
         f"check line {d.line}: {d.kind}: {d.pattern!r} {why} "
         f"(search started at output line {min(at, len(lines) - 1) + 1 if lines else 0})\n"
-        f"{_context(lines, min(at, max(len(lines) - 1, 0)))}\n--- full output ---\n"
-        + "\n".join(lines)
+        f"{_context(lines, min(at, max(len(lines) - 1, 0)))}\n--- full output ---\n" + "\n".join(lines)
     )
 
 

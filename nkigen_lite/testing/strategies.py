@@ -48,14 +48,14 @@ from ..tensor.builder import Builder
 from ..tensor.types import TensorType
 
 _SOURCES = ("full", "iota", "constant")
-_STRUCTURAL = ("where", "cast", "reduce", "matmul", "transpose", "reshape", "broadcast_to",
-               "slice", "concat")
+_STRUCTURAL = ("where", "cast", "reduce", "matmul", "transpose", "reshape", "broadcast_to", "slice", "concat")
 _FIRST = ("add", "mul", "exp", "sub", "neg")  # simple ops first: hypothesis shrinks toward them
 OP_NAMES: tuple[str, ...] = _FIRST + tuple(
     n for n in (*T.BINARY_OPS, *T.UNARY_OPS, *_STRUCTURAL, *_SOURCES) if n not in _FIRST
 )
-_DISCONTINUOUS = {"floor", "ceil", "sign", "floor_divide", "mod", "where", "logical_not",
-                  "bitwise_not"} | {n for n, c in T.BINARY_OPS.items() if c.category != "arith"}
+_DISCONTINUOUS = {"floor", "ceil", "sign", "floor_divide", "mod", "where", "logical_not", "bitwise_not"} | {
+    n for n, c in T.BINARY_OPS.items() if c.category != "arith"
+}
 SMOOTH_OPS: frozenset[str] = frozenset(OP_NAMES) - _DISCONTINUOUS
 
 _GUARDED_UNARY = {"log", "sqrt", "rsqrt", "reciprocal"}
@@ -88,8 +88,18 @@ def _infers(cls, types, attrs=None) -> bool:
 class _Gen:
     """State of one graph being drawn: the builder, the value pool and known-positive values."""
 
-    def __init__(self, draw, dtypes, names, max_rank, max_dim, smooth, boundary_dims=False,
-                 empty=False, max_elements=1 << 14):
+    def __init__(
+        self,
+        draw,
+        dtypes,
+        names,
+        max_rank,
+        max_dim,
+        smooth,
+        boundary_dims=False,
+        empty=False,
+        max_elements=1 << 14,
+    ):
         self.draw, self.dtypes, self.names = draw, tuple(dtypes), names
         self.max_rank, self.max_dim, self.smooth = max_rank, max_dim, smooth
         self.boundary_dims, self.empty, self.max_elements = boundary_dims, empty, max_elements
@@ -127,7 +137,7 @@ class _Gen:
         wide = self.boundary_dims or self.empty
         if wide and self.pool and self.draw(st.integers(0, 2)) == 0:  # a broadcastable relative
             base = self.value().shape
-            suffix = base[len(base) - self.draw(st.integers(0, len(base))):]
+            suffix = base[len(base) - self.draw(st.integers(0, len(base))) :]
             if len(suffix) >= min_rank:
                 return tuple(1 if self.draw(st.integers(0, 2)) == 0 else d for d in suffix)
         return tuple(dims)
@@ -187,8 +197,9 @@ class _Gen:
         cls = T.BINARY_OPS[name]
         b = self.b
         denom = name in _GUARDED_DENOM
-        a = self.value(lambda v: _infers(cls, [v.type, v.type])
-                       and not (v.dtype.is_bool and (denom or name == "pow")))
+        a = self.value(
+            lambda v: _infers(cls, [v.type, v.type]) and not (v.dtype.is_bool and (denom or name == "pow"))
+        )
         if a is None:
             return None
         if name == "pow":
@@ -198,9 +209,13 @@ class _Gen:
         if mode == "self":
             other = a
         elif mode == "tensor":
-            other = self.value(lambda v: _broadcast(a.shape, v.shape) is not None
-                               and _infers(cls, [a.type, v.type])
-                               and not (denom and v.dtype.is_bool))
+            other = self.value(
+                lambda v: (
+                    _broadcast(a.shape, v.shape) is not None
+                    and _infers(cls, [a.type, v.type])
+                    and not (denom and v.dtype.is_bool)
+                )
+            )
             if other is None:
                 return None
         else:
@@ -216,8 +231,12 @@ class _Gen:
         x = self.value()
         if x is None:
             return None
-        y = self.value(lambda v: _broadcast(x.shape, v.shape) is not None
-                       and _infers(T.WhereOp, [TensorType((), bool_), x.type, v.type]))
+        y = self.value(
+            lambda v: (
+                _broadcast(x.shape, v.shape) is not None
+                and _infers(T.WhereOp, [TensorType((), bool_), x.type, v.type])
+            )
+        )
         if y is None or self.draw(st.booleans()):
             y = self.scalar(x.dtype)
         ys = y.shape if not isinstance(y, (int, float)) else ()
@@ -243,9 +262,13 @@ class _Gen:
         rank = v.ndim
         axes = tuple(sorted(self.draw(st.sets(st.integers(0, max(rank - 1, 0)), max_size=rank))))
         count = math.prod(v.shape[a] for a in axes)
-        kinds = [k for k in T.REDUCE_KINDS if not (self.smooth and k in ("any", "all"))
-                 and not (k == "prod" and count > 8)
-                 and _infers(T.ReduceOp, [v.type], {"axes": axes, "kind": k})]
+        kinds = [
+            k
+            for k in T.REDUCE_KINDS
+            if not (self.smooth and k in ("any", "all"))
+            and not (k == "prod" and count > 8)
+            and _infers(T.ReduceOp, [v.type], {"axes": axes, "kind": k})
+        ]
         if not kinds:
             return None
         kind = self.pick(kinds)
@@ -267,9 +290,14 @@ class _Gen:
         if a is None:
             return None
         k = a.shape[-1]
-        c = self.value(lambda v: v.ndim >= 1 and not v.dtype.is_bool
-                       and (v.shape[-2] if v.ndim >= 2 else v.shape[0]) == k
-                       and _broadcast(a.shape[:-2], v.shape[:-2]) is not None)
+        c = self.value(
+            lambda v: (
+                v.ndim >= 1
+                and not v.dtype.is_bool
+                and (v.shape[-2] if v.ndim >= 2 else v.shape[0]) == k
+                and _broadcast(a.shape[:-2], v.shape[:-2]) is not None
+            )
+        )
         if c is None or self.draw(st.booleans()):
             shape = (k,) if self.draw(st.booleans()) else (k, self.dim())
             c = self.b.constant(self.data(shape, a.dtype), a.dtype)
@@ -351,9 +379,13 @@ class _Gen:
         axis = self.draw(st.integers(0, v.ndim - 1))
         parts = [v]
         for _ in range(self.draw(st.integers(1, 2))):
-            p = self.value(lambda u: u.ndim == v.ndim and all(
-                d == e for i, (d, e) in enumerate(zip(u.shape, v.shape)) if i != axis)
-                and _infers(T.ConcatOp, [v.type, u.type], {"axis": axis}))
+            p = self.value(
+                lambda u: (
+                    u.ndim == v.ndim
+                    and all(d == e for i, (d, e) in enumerate(zip(u.shape, v.shape)) if i != axis)
+                    and _infers(T.ConcatOp, [v.type, u.type], {"axis": axis})
+                )
+            )
             parts.append(p if p is not None else v)
         return self.b.concat(parts, axis - v.ndim if self.draw(st.booleans()) else axis)
 
@@ -389,13 +421,24 @@ def _prime_factors(n: int) -> list[int]:
 
 
 @st.composite
-def _graphs(draw, max_ops, dtypes, names, max_rank, max_dim, smooth, boundary_dims=False,
-            empty=False, max_elements=1 << 14, max_outputs=2):
+def _graphs(
+    draw,
+    max_ops,
+    dtypes,
+    names,
+    max_rank,
+    max_dim,
+    smooth,
+    boundary_dims=False,
+    empty=False,
+    max_elements=1 << 14,
+    max_outputs=2,
+):
     gen = _Gen(draw, dtypes, names, max_rank, max_dim, smooth, boundary_dims, empty, max_elements)
     base = gen.shape()
     for i in range(draw(st.integers(1, 3))):
         if draw(st.booleans()):  # a suffix of a common shape, some dims 1: broadcasts
-            suffix = base[len(base) - draw(st.integers(0, len(base))):]
+            suffix = base[len(base) - draw(st.integers(0, len(base))) :]
             shape = tuple(1 if draw(st.integers(0, 3)) == 0 else d for d in suffix)
         else:
             shape = gen.shape()
@@ -414,10 +457,19 @@ def _graphs(draw, max_ops, dtypes, names, max_rank, max_dim, smooth, boundary_di
     return gen.b.graph
 
 
-def tensor_graphs(max_ops: int = 8, dtypes=(float32,), ops=None, max_rank: int = 3,
-                  max_dim: int = 8, *, smooth: bool = False, boundary_dims: bool = False,
-                  empty: bool = False, max_elements: int = 1 << 14,
-                  max_outputs: int = 2) -> st.SearchStrategy[Graph]:
+def tensor_graphs(
+    max_ops: int = 8,
+    dtypes=(float32,),
+    ops=None,
+    max_rank: int = 3,
+    max_dim: int = 8,
+    *,
+    smooth: bool = False,
+    boundary_dims: bool = False,
+    empty: bool = False,
+    max_elements: int = 1 << 14,
+    max_outputs: int = 2,
+) -> st.SearchStrategy[Graph]:
     """Random valid tensor graphs (see the module docstring for what they contain).
 
     ``dtypes``: element types of inputs, sources and cast targets; ``ops``: op short names
@@ -436,8 +488,18 @@ def tensor_graphs(max_ops: int = 8, dtypes=(float32,), ops=None, max_rank: int =
         raise ValueError("tensor_graphs needs ops, dtypes, max_ops >= 1, max_rank >= 1, max_dim >= 1")
     if max_outputs < 1 or max_elements < 1:
         raise ValueError("tensor_graphs needs max_outputs >= 1 and max_elements >= 1")
-    return _graphs(max_ops, tuple(dtypes), names, max_rank, max_dim, smooth, boundary_dims,
-                   empty, max_elements, max_outputs)
+    return _graphs(
+        max_ops,
+        tuple(dtypes),
+        names,
+        max_rank,
+        max_dim,
+        smooth,
+        boundary_dims,
+        empty,
+        max_elements,
+        max_outputs,
+    )
 
 
 def _array(dt: DType, shape, positive: bool, grid: bool = False) -> st.SearchStrategy[np.ndarray]:
@@ -471,11 +533,11 @@ def _array(dt: DType, shape, positive: bool, grid: bool = False) -> st.SearchStr
     return st.integers(0, 2**32 - 1).map(from_seed)
 
 
-def graph_inputs(graph: Graph, *, positive: bool = False,
-                 grid: bool = False) -> st.SearchStrategy[dict[str, np.ndarray]]:
+def graph_inputs(
+    graph: Graph, *, positive: bool = False, grid: bool = False
+) -> st.SearchStrategy[dict[str, np.ndarray]]:
     """Inputs for ``graph``: right shapes and storage dtypes; floats finite in [-3, 3]
     (``positive``: in [1/16, 3]; ``grid``: only multiples of 1/8 there), signed ints in
     [-10, 10], uints in [0, 20] (both from 1 when ``positive``), random bools."""
-    parts = {n: _array(v.dtype, v.shape, positive, grid)
-             for n, v in zip(graph.input_names, graph.inputs)}
+    parts = {n: _array(v.dtype, v.shape, positive, grid) for n, v in zip(graph.input_names, graph.inputs)}
     return st.fixed_dictionaries(parts)

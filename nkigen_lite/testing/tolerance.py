@@ -31,15 +31,23 @@ from ..ir.dtypes import DType, get_dtype
 ORACLE = "float64"
 
 _FLOAT_TOL = {
-    "f32": 1e-5, "tf32": 2e-3, "f16": 2e-3, "bf16": 1e-2, "f8e3m4": 6.25e-2,
-    "f8e4m3": 1.25e-1, "f8e4m3fn": 1.25e-1, "f8e5m2": 2.5e-1,
+    "f32": 1e-5,
+    "tf32": 2e-3,
+    "f16": 2e-3,
+    "bf16": 1e-2,
+    "f8e3m4": 6.25e-2,
+    "f8e4m3": 1.25e-1,
+    "f8e4m3fn": 1.25e-1,
+    "f8e5m2": 2.5e-1,
 }
 _ORACLE_TOL = 1e-9
 
 
 def _resolve(dtype) -> DType | str:
-    if (isinstance(dtype, str) and dtype == ORACLE) or dtype is np.float64 or (
-        isinstance(dtype, np.dtype) and dtype == np.float64
+    if (
+        (isinstance(dtype, str) and dtype == ORACLE)
+        or dtype is np.float64
+        or (isinstance(dtype, np.dtype) and dtype == np.float64)
     ):
         return ORACLE
     return get_dtype(dtype)
@@ -94,8 +102,9 @@ def _label(what: str, dt, rtol: float, atol: float) -> str:
     return f"{head}[{name}, rtol={rtol:g}, atol={atol:g}]"
 
 
-def assert_close(got, ref, dtype, *, what: str = "", rtol: float | None = None,
-                 atol: float | None = None) -> None:
+def assert_close(
+    got, ref, dtype, *, what: str = "", rtol: float | None = None, atol: float | None = None
+) -> None:
     """Assert ``got`` (computed in ``dtype``) matches the float64 reference ``ref``.
 
     Shapes must be equal (no broadcasting). Integer and bool dtypes compare exactly. On
@@ -131,9 +140,16 @@ def assert_close(got, ref, dtype, *, what: str = "", rtol: float | None = None,
     )
 
 
-def assert_outputs_close(got: Mapping[str, np.ndarray], ref: Mapping[str, np.ndarray], graph,
-                         *, mode: str = "faithful", what: str = "",
-                         rtol: float | None = None, atol: float | None = None) -> None:
+def assert_outputs_close(
+    got: Mapping[str, np.ndarray],
+    ref: Mapping[str, np.ndarray],
+    graph,
+    *,
+    mode: str = "faithful",
+    what: str = "",
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> None:
     """``assert_close`` on every output of ``graph``, each with its own dtype's tolerance
     (``mode="float64"``: float outputs use the oracle tolerance)."""
     outs = graph.outputs
@@ -144,5 +160,4 @@ def assert_outputs_close(got: Mapping[str, np.ndarray], ref: Mapping[str, np.nda
         )
     for name, v in outs.items():
         dt = ORACLE if (mode == "float64" and v.dtype.is_float) else v.dtype
-        assert_close(got[name], ref[name], dt, what=f"{what or graph.name}.{name}",
-                     rtol=rtol, atol=atol)
+        assert_close(got[name], ref[name], dt, what=f"{what or graph.name}.{name}", rtol=rtol, atol=atol)

@@ -33,8 +33,9 @@ class Capabilities:
             return True
         if needs.name is None:
             return False
-        family = {"act": self.activation_functions, "alu": self.alu_ops,
-                  "reduce": self.reduce_ops}.get(needs.family)
+        family = {"act": self.activation_functions, "alu": self.alu_ops, "reduce": self.reduce_ops}.get(
+            needs.family
+        )
         if family is None:
             raise ValueError(f"unknown capability family {needs.family!r} (act, alu, reduce)")
         return needs.name in family

@@ -67,8 +67,9 @@ def short_name(cls: type[Op]) -> str:
     return cls.name.split(".", 1)[1]
 
 
-def make(rw: Rewriter, cls: type[Op], operands: Sequence[Value] = (), attrs: dict | None = None,
-         result_type=None) -> Value:
+def make(
+    rw: Rewriter, cls: type[Op], operands: Sequence[Value] = (), attrs: dict | None = None, result_type=None
+) -> Value:
     """Create ``cls`` at the rewriter's insertion point; its result is named after the op."""
     types = None if result_type is None else [result_type]
     return rw.create(cls, list(operands), attrs, types, name_hint=short_name(cls)).result
@@ -76,8 +77,9 @@ def make(rw: Rewriter, cls: type[Op], operands: Sequence[Value] = (), attrs: dic
 
 def full(rw: Rewriter, value, dtype: DType, shape: Sequence[int] = ()) -> Value:
     """A ``tensor.full`` of ``value`` (converted to the dtype's Python type)."""
-    return rw.create(T.FullOp, (), {"value": dtype.python_value(value)},
-                     [TensorType(tuple(shape), dtype)], name_hint="c").result
+    return rw.create(
+        T.FullOp, (), {"value": dtype.python_value(value)}, [TensorType(tuple(shape), dtype)], name_hint="c"
+    ).result
 
 
 def replace(rw: Rewriter, op: Op, new: Value) -> bool:

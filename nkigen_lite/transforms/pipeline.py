@@ -21,16 +21,21 @@ DEFAULT_STAGES: tuple[tuple[str, str], ...] = (
 """The compile pipeline as (stage name, registered pass name), in order."""
 
 DEFAULT_TENSOR_PASSES: tuple[str, ...] = tuple(
-    p for _, p in DEFAULT_STAGES[: [s for s, _ in DEFAULT_STAGES].index("lower")])
+    p for _, p in DEFAULT_STAGES[: [s for s, _ in DEFAULT_STAGES].index("lower")]
+)
 """The passes of ``DEFAULT_STAGES`` before lowering (tensor IR in, tensor IR out)."""
 
 
-def tensor_pipeline(names: Iterable[str] = DEFAULT_TENSOR_PASSES, *,
-                    print_after: Iterable[str] | str = (),
-                    print_fn: Callable[[str, str], None] | None = None) -> Pipeline:
+def tensor_pipeline(
+    names: Iterable[str] = DEFAULT_TENSOR_PASSES,
+    *,
+    print_after: Iterable[str] | str = (),
+    print_fn: Callable[[str, str], None] | None = None,
+) -> Pipeline:
     """A pipeline of the named registered passes, verifying the graph after each."""
-    return Pipeline([get_pass(n) for n in names], verify_each=True, print_after=print_after,
-                    print_fn=print_fn)
+    return Pipeline(
+        [get_pass(n) for n in names], verify_each=True, print_after=print_after, print_fn=print_fn
+    )
 
 
 def default_tensor_pipeline(**kw) -> Pipeline:

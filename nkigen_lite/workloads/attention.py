@@ -37,7 +37,7 @@ def build_rope(batch=1, seq=128, heads=16, d=128, dtype=float32):
     sin = b.add_input("sin", (seq, d // 2), dt)
     c = cos[None, :, None, :]
     s = sin[None, :, None, :]
-    lo, hi = q[..., : d // 2], q[..., d // 2:]
+    lo, hi = q[..., : d // 2], q[..., d // 2 :]
     b.set_outputs({"y": b.concat([lo * c - hi * s, lo * s + hi * c], axis=-1)})
     return b.graph
 
@@ -50,8 +50,21 @@ def rope_reference(q, cos, sin):
     return {"y": np.concatenate([lo * c - hi * s, lo * s + hi * c], axis=-1)}
 
 
-ATTENTION = register(Workload("attention", build_attention, attention_reference,
-                              {"seq": 128, "d": 64}, "single-head softmax(QKᵀ/√d)·V"))
-ROPE = register(Workload("rope", build_rope, rope_reference,
-                         {"batch": 1, "seq": 128, "heads": 16, "d": 128},
-                         "rotary embedding, rotate-halves form"))
+ATTENTION = register(
+    Workload(
+        "attention",
+        build_attention,
+        attention_reference,
+        {"seq": 128, "d": 64},
+        "single-head softmax(QKᵀ/√d)·V",
+    )
+)
+ROPE = register(
+    Workload(
+        "rope",
+        build_rope,
+        rope_reference,
+        {"batch": 1, "seq": 128, "heads": 16, "d": 128},
+        "rotary embedding, rotate-halves form",
+    )
+)

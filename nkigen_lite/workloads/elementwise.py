@@ -19,7 +19,7 @@ def build_gelu_tanh(shape=(1024, 2048), dtype=float32):
 
 def gelu_tanh_reference(x):
     x = np.asarray(x, np.float64)
-    return {"y": 0.5 * x * (1 + np.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))}
+    return {"y": 0.5 * x * (1 + np.tanh(0.7978845608028654 * (x + 0.044715 * x**3)))}
 
 
 def build_clamped_swiglu(shape=(128, 1440), dtype=float32, alpha=1.702, limit=7.0):
@@ -40,7 +40,21 @@ def clamped_swiglu_reference(g, u, alpha=1.702, limit=7.0):
     return {"y": (u + 1) * (g / (1 + np.exp(-alpha * g)))}
 
 
-GELU = register(Workload("gelu_tanh", build_gelu_tanh, gelu_tanh_reference,
-                         {"shape": (1024, 2048)}, "tanh-approximated GELU chain"))
-CLAMPED = register(Workload("clamped_swiglu", build_clamped_swiglu, clamped_swiglu_reference,
-                            {"shape": (128, 1440)}, "gpt-oss clamped SwiGLU activation"))
+GELU = register(
+    Workload(
+        "gelu_tanh",
+        build_gelu_tanh,
+        gelu_tanh_reference,
+        {"shape": (1024, 2048)},
+        "tanh-approximated GELU chain",
+    )
+)
+CLAMPED = register(
+    Workload(
+        "clamped_swiglu",
+        build_clamped_swiglu,
+        clamped_swiglu_reference,
+        {"shape": (128, 1440)},
+        "gpt-oss clamped SwiGLU activation",
+    )
+)

@@ -42,8 +42,15 @@ def matmul_reference(a, b):
     return {"y": np.asarray(a, np.float64) @ np.asarray(b, np.float64)}
 
 
-SWIGLU = register(Workload("swiglu_mlp", build_swiglu_mlp, swiglu_mlp_reference,
-                           {"tokens": 128, "hidden": 256, "inter": 512},
-                           "SwiGLU MLP: (silu(x@Wg) * (x@Wu)) @ Wd"))
-MATMUL = register(Workload("matmul", build_matmul, matmul_reference,
-                           {"m": 256, "k": 384, "n": 1024}, "matmul (M,K)@(K,N)"))
+SWIGLU = register(
+    Workload(
+        "swiglu_mlp",
+        build_swiglu_mlp,
+        swiglu_mlp_reference,
+        {"tokens": 128, "hidden": 256, "inter": 512},
+        "SwiGLU MLP: (silu(x@Wg) * (x@Wu)) @ Wd",
+    )
+)
+MATMUL = register(
+    Workload("matmul", build_matmul, matmul_reference, {"m": 256, "k": 384, "n": 1024}, "matmul (M,K)@(K,N)")
+)

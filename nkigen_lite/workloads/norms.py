@@ -46,7 +46,15 @@ def layernorm_reference(x, w, b, eps=1e-5):
     return {"y": (x - mu) / np.sqrt(var + eps) * w + b}
 
 
-RMSNORM = register(Workload("rmsnorm", build_rmsnorm, rmsnorm_reference,
-                            {"shape": (128, 1024)}, "RMSNorm with fp32 upcast"))
-LAYERNORM = register(Workload("layernorm", build_layernorm, layernorm_reference,
-                              {"shape": (128, 1024)}, "LayerNorm with weight and bias"))
+RMSNORM = register(
+    Workload("rmsnorm", build_rmsnorm, rmsnorm_reference, {"shape": (128, 1024)}, "RMSNorm with fp32 upcast")
+)
+LAYERNORM = register(
+    Workload(
+        "layernorm",
+        build_layernorm,
+        layernorm_reference,
+        {"shape": (128, 1024)},
+        "LayerNorm with weight and bias",
+    )
+)

@@ -24,12 +24,11 @@ def _rope(b: Builder, x, cos, sin):
     """x (heads, seq, d); cos / sin (seq, d/2) in fp32."""
     d = x.type.shape[-1]
     xf = x.astype(float32)
-    lo, hi = xf[..., : d // 2], xf[..., d // 2:]
+    lo, hi = xf[..., : d // 2], xf[..., d // 2 :]
     return b.concat([lo * cos - hi * sin, lo * sin + hi * cos], axis=-1)
 
 
-def build_qwen3_layer(seq=128, hidden=4096, heads=32, kv_heads=8, head_dim=128, inter=12288,
-                      dtype=bfloat16):
+def build_qwen3_layer(seq=128, hidden=4096, heads=32, kv_heads=8, head_dim=128, inter=12288, dtype=bfloat16):
     b = Builder("qwen3_layer")
     dt = get_dtype(dtype)
     group = heads // kv_heads
@@ -62,8 +61,7 @@ def build_qwen3_layer(seq=128, hidden=4096, heads=32, kv_heads=8, head_dim=128, 
     e = b.exp(s - b.max(s, axis=-1, keepdims=True))
     p = (e / b.sum(e, axis=-1, keepdims=True)).astype(dt)
     o = b.reshape(p, (kv_heads, group * seq, seq)) @ v
-    o = b.reshape(b.transpose(b.reshape(o, (heads, seq, head_dim)), (1, 0, 2)),
-                  (seq, heads * head_dim))
+    o = b.reshape(b.transpose(b.reshape(o, (heads, seq, head_dim)), (1, 0, 2)), (seq, heads * head_dim))
     x1 = x + o @ wo
     h2 = _rmsnorm(b, x1, w_post, dt)
     g = (h2 @ wg).astype(float32)
@@ -76,8 +74,9 @@ def _rms64(x, w):
     return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + EPS) * w
 
 
-def qwen3_layer_reference(x, w_in_norm, wq, wk, wv, q_norm, k_norm, wo, w_post_norm, w_gate,
-                          w_up, w_down, cos, sin):
+def qwen3_layer_reference(
+    x, w_in_norm, wq, wk, wv, q_norm, k_norm, wo, w_post_norm, w_gate, w_up, w_down, cos, sin
+):
     """float64 NumPy, written from the model's definition (not from the graph)."""
     a = {k: np.asarray(v, np.float64) for k, v in locals().items()}
     x = a["x"]
@@ -90,7 +89,7 @@ def qwen3_layer_reference(x, w_in_norm, wq, wk, wv, q_norm, k_norm, wo, w_post_n
     v = (h @ a["wv"]).reshape(seq, kv_heads, d).transpose(1, 0, 2)
 
     def rope(t):
-        lo, hi = t[..., : d // 2], t[..., d // 2:]
+        lo, hi = t[..., : d // 2], t[..., d // 2 :]
         return np.concatenate([lo * a["cos"] - hi * a["sin"], lo * a["sin"] + hi * a["cos"]], -1)
 
     q = rope(_rms64(q, a["q_norm"]))
@@ -134,7 +133,12 @@ class _Qwen3Workload(Workload):
         return qwen3_inputs(graph, seed)
 
 
-QWEN3_LAYER = register(_Qwen3Workload(
-    "qwen3_layer", build_qwen3_layer, qwen3_layer_reference,
-    {"seq": 128, "hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "inter": 12288},
-    "Qwen3 decoder layer (Qwen3-Embedding-8B shapes), bf16"))
+QWEN3_LAYER = register(
+    _Qwen3Workload(
+        "qwen3_layer",
+        build_qwen3_layer,
+        qwen3_layer_reference,
+        {"seq": 128, "hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128, "inter": 12288},
+        "Qwen3 decoder layer (Qwen3-Embedding-8B shapes), bf16",
+    )
+)

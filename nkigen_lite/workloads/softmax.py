@@ -23,5 +23,8 @@ def softmax_reference(x):
     return {"y": e / e.sum(axis=-1, keepdims=True)}
 
 
-SOFTMAX = register(Workload("softmax", build_softmax, softmax_reference,
-                            {"shape": (256, 512)}, "row softmax: exp(x - max) / sum"))
+SOFTMAX = register(
+    Workload(
+        "softmax", build_softmax, softmax_reference, {"shape": (256, 512)}, "row softmax: exp(x - max) / sum"
+    )
+)

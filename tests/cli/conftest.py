@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-USER_PY = textwrap.dedent('''\
+USER_PY = textwrap.dedent("""\
     import numpy as np
 
 
@@ -24,11 +24,11 @@ USER_PY = textwrap.dedent('''\
 
     def raises_python_error(x):
         return x + undefined_name  # noqa: F821
-    ''')
+    """)
 
-TENSOR_IR = ("graph @g(%x: tensor<300x70xf32>) {\n"
-             "  %e = tensor.exp %x : tensor<300x70xf32>\n"
-             "  return y = %e\n}\n")
+TENSOR_IR = (
+    "graph @g(%x: tensor<300x70xf32>) {\n  %e = tensor.exp %x : tensor<300x70xf32>\n  return y = %e\n}\n"
+)
 
 
 @pytest.fixture

@@ -34,8 +34,19 @@ def test_compile_user_function_to_a_file_that_runs(user_py, tmp_path, capsys):
 
 
 def test_emit_with_stats_and_timing_keeps_stdout_a_valid_module(user_py, capsys):
-    rc = main(["compile", f"{user_py}:scaled", "-i", "x=128x64:f32", "-i", "w=64x32:f32",
-               "--emit", "--stats", "--timing"])
+    rc = main(
+        [
+            "compile",
+            f"{user_py}:scaled",
+            "-i",
+            "x=128x64:f32",
+            "-i",
+            "w=64x32:f32",
+            "--emit",
+            "--stats",
+            "--timing",
+        ]
+    )
     assert rc == 0
     cap = capsys.readouterr()
     ast.parse(cap.out)
@@ -62,8 +73,21 @@ def test_passes_flag_runs_named_passes_on_a_traced_function(user_py, capsys):
 
 
 def test_knobs_reach_the_layout_solver(tensor_ir, capsys):
-    assert main(["compile", str(tensor_ir), "--knobs", '{"x": {"partition_dim": 1}}',
-                 "--emit", "ir", "--stage", "layout"]) == 0
+    assert (
+        main(
+            [
+                "compile",
+                str(tensor_ir),
+                "--knobs",
+                '{"x": {"partition_dim": 1}}',
+                "--emit",
+                "ir",
+                "--stage",
+                "layout",
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().out
     assert main(["compile", str(tensor_ir), "--knobs", "[1]"]) == 1
     assert "--knobs must be a JSON object" in capsys.readouterr().err
@@ -71,13 +95,28 @@ def test_knobs_reach_the_layout_solver(tensor_ir, capsys):
 
 def test_console_script_and_python_dash_m(user_py, tmp_path):
     out = tmp_path / "k.py"
-    r = subprocess.run([sys.executable, "-m", "nkigen_lite", "compile", f"{user_py}:softmax",
-                        "--input", "x=128x256:f32", "-o", str(out)],
-                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nkigen_lite",
+            "compile",
+            f"{user_py}:softmax",
+            "--input",
+            "x=128x256:f32",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout == "" and "@nki.jit" in out.read_text()
-    r = subprocess.run([sys.executable, "-m", "nkigen_lite", "--version"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "nkigen_lite", "--version"], capture_output=True, text=True, timeout=120
+    )
     import nkigen_lite
 
     assert r.returncode == 0 and r.stdout.strip() == f"nkigen-lite {nkigen_lite.__version__}"

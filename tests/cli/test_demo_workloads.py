@@ -33,9 +33,9 @@ def test_compile_emit_prints_a_python_module(capsys):
 
 def test_compile_ir_text_with_stats_and_stage(tmp_path, capsys):
     f = tmp_path / "g.mlir"
-    f.write_text("graph @g(%x: tensor<300x70xf32>) {\n"
-                 "  %e = tensor.exp %x : tensor<300x70xf32>\n"
-                 "  return y = %e\n}\n")
+    f.write_text(
+        "graph @g(%x: tensor<300x70xf32>) {\n  %e = tensor.exp %x : tensor<300x70xf32>\n  return y = %e\n}\n"
+    )
     assert main(["compile", str(f), "--stats"]) == 0
     cap = capsys.readouterr()
     assert "nki.activation" in cap.out and "1.000 x minimum" in cap.err  # stats on stderr

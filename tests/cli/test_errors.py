@@ -40,18 +40,21 @@ def test_syntax_error_in_user_file(tmp_path, capsys):
     assert f"{p}:2:" in _one_error(capsys)
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["compile", "{py}:softmax"], "needs --input for x"),
-    (["compile", "{py}:softmax", "-i", "x=4", "-i", "z=4"], "z: softmax(x) has no such parameter"),
-    (["compile", "{py}:nope", "-i", "x=4"], "no function 'nope' here (it defines:"),
-    (["compile", "{py}:softmax", "-i", "x=4x0"], "is not dimensions like 256x512"),
-    (["compile", "{py}:softmax", "-i", "x=4:f99"], "unknown dtype 'f99'"),
-    (["compile", "{py}:softmax", "-i", "x=4", "--stage", "bogus"], "stages: input, canonicalize"),
-    (["compile", "{ir}", "--knobs", "{{"], "--knobs is not valid JSON"),
-    (["compile"], "give FILE.py:function, an IR file"),
-    (["compile", "{tmp}/missing.mlir"], "missing.mlir: no such file"),
-    (["demo", "no_such_workload"], "unknown workload"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["compile", "{py}:softmax"], "needs --input for x"),
+        (["compile", "{py}:softmax", "-i", "x=4", "-i", "z=4"], "z: softmax(x) has no such parameter"),
+        (["compile", "{py}:nope", "-i", "x=4"], "no function 'nope' here (it defines:"),
+        (["compile", "{py}:softmax", "-i", "x=4x0"], "is not dimensions like 256x512"),
+        (["compile", "{py}:softmax", "-i", "x=4:f99"], "unknown dtype 'f99'"),
+        (["compile", "{py}:softmax", "-i", "x=4", "--stage", "bogus"], "stages: input, canonicalize"),
+        (["compile", "{ir}", "--knobs", "{{"], "--knobs is not valid JSON"),
+        (["compile"], "give FILE.py:function, an IR file"),
+        (["compile", "{tmp}/missing.mlir"], "missing.mlir: no such file"),
+        (["demo", "no_such_workload"], "unknown workload"),
+    ],
+)
 def test_bad_arguments_give_one_line(argv, needle, user_py, tensor_ir, tmp_path, capsys):
     argv = [a.format(py=user_py, ir=tensor_ir, tmp=tmp_path) for a in argv]
     assert main(argv) == 1
@@ -75,16 +78,26 @@ def test_non_utf8_file_names_the_byte(tmp_path, capsys):
 def test_debug_shows_the_traceback(tmp_path):
     f = tmp_path / "bad.mlir"
     f.write_text("graph @g(%x: tensor<4xf32>) {\n  %y = tensor.nope %x : tensor<4xf32>\n}\n")
-    r = subprocess.run([sys.executable, "-m", "nkigen_lite", "compile", str(f), "--debug"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "nkigen_lite", "compile", str(f), "--debug"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 1 and "Traceback" in r.stderr and "ParseError" in r.stderr
 
 
 def test_no_silent_wait_on_stdin(tmp_path):
     """`compile` without a file is an error at once; `-` reads stdin (here: closed, empty)."""
-    r = subprocess.run([sys.executable, "-m", "nkigen_lite", "compile"], capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "nkigen_lite", "compile"], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 1 and "give FILE.py:function" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "nkigen_lite", "verify", "-"], input="",
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "nkigen_lite", "verify", "-"],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 1 and r.stderr.startswith("nkigen-lite: error: <stdin>:1:1:")

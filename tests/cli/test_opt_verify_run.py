@@ -56,15 +56,16 @@ def test_split_without_diagnostics_reports_each_failing_chunk(tmp_path, capsys):
     out = tmp_path / "o.mlir"
     assert main(["opt", "--split-input-file", str(f), "-o", str(out)]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert err == [f"nkigen-lite: error: {f}:8:8: unknown op 'tensor.nope'",
-                   f"nkigen-lite: error: {f}:13:8: tensor.exp: result type is tensor<5xf32> but "
-                   "the operands give tensor<4xf32> (at: %y = tensor.exp %x : tensor<5xf32>)"]
+    assert err == [
+        f"nkigen-lite: error: {f}:8:8: unknown op 'tensor.nope'",
+        f"nkigen-lite: error: {f}:13:8: tensor.exp: result type is tensor<5xf32> but "
+        "the operands give tensor<4xf32> (at: %y = tensor.exp %x : tensor<5xf32>)",
+    ]
     assert out.read_text().startswith("graph @ok")
 
 
 def test_opt_passes_and_print_ir_after_all(tensor_ir, capsys):
-    assert main(["opt", str(tensor_ir), "-p", "canonicalize,decompose",
-                 "--print-ir-after-all"]) == 0
+    assert main(["opt", str(tensor_ir), "-p", "canonicalize,decompose", "--print-ir-after-all"]) == 0
     cap = capsys.readouterr()
     assert "IR Dump After canonicalize" in cap.err and "IR Dump After decompose" in cap.err
     assert cap.out.startswith("graph @g") and "IR Dump" not in cap.out
@@ -85,15 +86,16 @@ def test_verify_runs_the_hardware_verifier(tensor_ir, tmp_path, capsys):
     # a 256-partition tile: the hardware verifier names the line of the alloc
     i = next(i for i, ln in enumerate(lines) if "nki.alloc : tile<" in ln and "sbuf" in ln)
     wide = tmp_path / "wide.nki"
-    wide.write_text("\n".join(lines[:i] + [re.sub(r"tile<\d+x", "tile<256x", lines[i])]
-                              + lines[i + 1:]) + "\n")
+    wide.write_text(
+        "\n".join(lines[:i] + [re.sub(r"tile<\d+x", "tile<256x", lines[i])] + lines[i + 1 :]) + "\n"
+    )
     assert main(["verify", str(wide)]) == 1
     err = capsys.readouterr().err
     assert f"{wide}:{i + 1}:" in err and "256 partitions > 128" in err
     # a leaked tile (its dealloc removed)
     j = next(j for j, ln in enumerate(lines) if "nki.dealloc" in ln)
     leak = tmp_path / "leak.nki"
-    leak.write_text("\n".join(lines[:j] + lines[j + 1:]) + "\n")
+    leak.write_text("\n".join(lines[:j] + lines[j + 1 :]) + "\n")
     assert main(["verify", str(leak)]) == 1
     assert "deallocated" in capsys.readouterr().err
 
@@ -118,13 +120,40 @@ def test_run_python_function(backend, user_py, tmp_path, capsys):
     w = np.random.default_rng(3).standard_normal((128, 16)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "w.npy", w)
-    assert main(["run", f"{user_py}:scaled", "-i", f"x={tmp_path / 'x.npy'}",
-                 "-i", f"w={tmp_path / 'w.npy'}", "--backend", backend]) == 0
+    assert (
+        main(
+            [
+                "run",
+                f"{user_py}:scaled",
+                "-i",
+                f"x={tmp_path / 'x.npy'}",
+                "-i",
+                f"w={tmp_path / 'w.npy'}",
+                "--backend",
+                backend,
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.startswith("y: (64, 16) float32")
-    assert main(["run", f"{user_py}:scaled", "-i", f"x={tmp_path / 'x.npy'}",
-                 "-i", f"w={tmp_path / 'w.npy'}", "--backend", backend,
-                 "-o", str(tmp_path / "y.npy")]) == 0
+    assert (
+        main(
+            [
+                "run",
+                f"{user_py}:scaled",
+                "-i",
+                f"x={tmp_path / 'x.npy'}",
+                "-i",
+                f"w={tmp_path / 'w.npy'}",
+                "--backend",
+                backend,
+                "-o",
+                str(tmp_path / "y.npy"),
+            ]
+        )
+        == 0
+    )
     ref = np.tanh(x.astype(np.float64) @ w.astype(np.float64)) * 0.5
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), ref, rtol=0, atol=2e-5)  # f32 matmul
 

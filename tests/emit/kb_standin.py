@@ -15,27 +15,66 @@ from dataclasses import dataclass, field
 # Keywords per nb.isa call: documented in facts §4, or assumed (labelled) by the emitter.
 ISA_KEYWORDS = {
     "dma_copy": {"dst", "src", "engine"},
-    "tensor_copy": {"dst", "src", "engine"},                       # engine: assumed
-    "memset": {"dst", "value", "engine"},                          # keywords: assumed
-    "iota": {"dst", "pattern", "offset", "channel_multiplier"},    # assumed
+    "tensor_copy": {"dst", "src", "engine"},  # engine: assumed
+    "memset": {"dst", "value", "engine"},  # keywords: assumed
+    "iota": {"dst", "pattern", "offset", "channel_multiplier"},  # assumed
     "matmul": {"dst", "stationary", "moving", "accum"},
-    "transpose": {"dst", "src"},                                   # assumed
+    "transpose": {"dst", "src"},  # assumed
     "stream_transpose": {"dst", "src"},
     "activation": {"dst", "src", "bias", "scale", "op", "reduce_op", "reduce_res", "reduce_cmd"},
     "tensor_tensor_arith": {"dst", "lhs", "rhs", "op", "engine"},  # engine: assumed
     "tensor_tensor_bitvec": {"dst", "lhs", "rhs", "op", "engine"},
-    "tensor_scalar_arith": {"dst", "src", "op0", "operand0", "reverse0", "op1", "operand1",
-                            "reverse1", "engine"},                 # keywords: assumed
-    "tensor_scalar_bitvec": {"dst", "src", "op0", "operand0", "reverse0", "op1", "operand1",
-                             "reverse1", "engine"},
+    "tensor_scalar_arith": {
+        "dst",
+        "src",
+        "op0",
+        "operand0",
+        "reverse0",
+        "op1",
+        "operand1",
+        "reverse1",
+        "engine",
+    },  # keywords: assumed
+    "tensor_scalar_bitvec": {
+        "dst",
+        "src",
+        "op0",
+        "operand0",
+        "reverse0",
+        "op1",
+        "operand1",
+        "reverse1",
+        "engine",
+    },
     "tensor_reduce_arith": {"dst", "src", "op", "num_r_dim", "negated"},
     "tensor_reduce_bitvec": {"dst", "src", "op", "num_r_dim", "negated"},
     "select_reduce": {"dst", "predicate", "on_true", "on_false"},
-    "affine_select": {"dst", "on_true_tile", "pattern", "channel_multiplier", "offset", "cmp_op",
-                      "on_false_value"},                           # assumed
+    "affine_select": {
+        "dst",
+        "on_true_tile",
+        "pattern",
+        "channel_multiplier",
+        "offset",
+        "cmp_op",
+        "on_false_value",
+    },  # assumed
 }
-DTYPES = ("float32", "float16", "bfloat16", "tfloat32", "float8_e4m3fn", "float8_e4m3",
-          "float8_e5m2", "float8_e3m4", "int8", "int16", "int32", "uint8", "uint16", "uint32")
+DTYPES = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "tfloat32",
+    "float8_e4m3fn",
+    "float8_e4m3",
+    "float8_e5m2",
+    "float8_e3m4",
+    "int8",
+    "int16",
+    "int32",
+    "uint8",
+    "uint16",
+    "uint32",
+)
 
 
 class SurfaceError(AssertionError):
@@ -116,7 +155,7 @@ class FakeTensor:
     shape: tuple
     dtype: object
     space: object
-    index: tuple = ()      # the key of the last indexing that made this view
+    index: tuple = ()  # the key of the last indexing that made this view
 
     def __getitem__(self, key):
         key = key if isinstance(key, tuple) else (key,)
@@ -184,6 +223,7 @@ class _Isa:
             if extra:
                 raise SurfaceError(f"nb.isa.{name}: keywords {sorted(extra)} not in the surface")
             self._rec.calls.append(Call(f"isa.{name}", (), kwargs))
+
         return isa_call
 
 
@@ -249,10 +289,16 @@ class FakeKernelBuilder:
         params = list(inspect.signature(kernel_fn).parameters)
         if params != list(input_specs) + list(output_specs):
             raise SurfaceError(f"kernel parameters {params} differ from the specs")
-        self.rec.calls.append(Call("build_kernel", (), {"target": target,
-                                                        "input_specs": input_specs,
-                                                        "output_specs": output_specs}))
-        tensors = {n: FakeTensor(n, spec[1], spec[2], self.hbm)
-                   for n, spec in {**input_specs, **output_specs}.items()}
+        self.rec.calls.append(
+            Call(
+                "build_kernel",
+                (),
+                {"target": target, "input_specs": input_specs, "output_specs": output_specs},
+            )
+        )
+        tensors = {
+            n: FakeTensor(n, spec[1], spec[2], self.hbm)
+            for n, spec in {**input_specs, **output_specs}.items()
+        }
         kernel_fn(**tensors)
         return ("module", self.rec)

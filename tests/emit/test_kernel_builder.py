@@ -39,14 +39,20 @@ EXPECTED = {
     K.IotaOp: ("iota", {"dst": "dst"}),
     K.MatmulOp: ("matmul", {"dst": "dst", "stationary": "stationary", "moving": "moving"}),
     K.TransposeOp: (None, {"dst": "dst", "data": "src"}),
-    K.ActivationOp: ("activation", {"dst": "dst", "data": "src", "bias": "bias",
-                                    "scale": "scale", "reduce_res": "reduce_res"}),
+    K.ActivationOp: (
+        "activation",
+        {"dst": "dst", "data": "src", "bias": "bias", "scale": "scale", "reduce_res": "reduce_res"},
+    ),
     K.TensorTensorOp: ("tensor_tensor", {"dst": "dst", "data1": "lhs", "data2": "rhs"}),
-    K.TensorScalarOp: ("tensor_scalar", {"dst": "dst", "data": "src", "operand0": "operand0",
-                                         "operand1": "operand1"}),
+    K.TensorScalarOp: (
+        "tensor_scalar",
+        {"dst": "dst", "data": "src", "operand0": "operand0", "operand1": "operand1"},
+    ),
     K.TensorReduceOp: ("tensor_reduce", {"dst": "dst", "data": "src"}),
-    K.SelectOp: ("select_reduce", {"dst": "dst", "predicate": "predicate", "on_true": "on_true",
-                                   "on_false": "on_false"}),
+    K.SelectOp: (
+        "select_reduce",
+        {"dst": "dst", "predicate": "predicate", "on_true": "on_true", "on_false": "on_false"},
+    ),
     K.AffineSelectOp: ("affine_select", {"dst": "dst", "on_true_tile": "on_true_tile"}),
 }
 
@@ -72,8 +78,11 @@ def _expected(block, names, outputs, views, loops, out):
             t = op.result.type
             if op.result in outputs:
                 continue
-            out.append(("ndarray", (t.shape or (1,), "hbm")) if isinstance(t, HbmType)
-                       else ("compiler.alloc", (t.shape, t.space.value)))
+            out.append(
+                ("ndarray", (t.shape or (1,), "hbm"))
+                if isinstance(t, HbmType)
+                else ("compiler.alloc", (t.shape, t.space.value))
+            )
         elif isinstance(op, K.DeallocOp):
             out.append(("compiler.release", names[op.operand(0)]))
         elif isinstance(op, K.HbmViewOp):
@@ -180,8 +189,9 @@ def test_loop_offsets_reach_the_builder_as_traced_index_arithmetic():
     k = nk.compile(get_workload("softmax").graph(shape=(256, 512)))
     nb = FakeKernelBuilder()
     emit_kb(k.nki, nb)
-    loads = [c.kwargs["src"] for c in nb.rec.calls if c.name == "isa.dma_copy"
-             and c.kwargs["src"].root == "x"]
+    loads = [
+        c.kwargs["src"] for c in nb.rec.calls if c.name == "isa.dma_copy" and c.kwargs["src"].root == "x"
+    ]
     rows = [t.index[0] for t in loads if t.index and isinstance(t.index[0].start, Sym)]
     assert rows and all(isinstance(r, DsSlice) and r.size == 128 for r in rows)
     assert all(list(r.start.terms.values()) == [128] and r.start.const == 0 for r in rows)
@@ -189,7 +199,7 @@ def test_loop_offsets_reach_the_builder_as_traced_index_arithmetic():
 
 def test_without_the_sdk_build_kb_names_the_package_and_the_install_command(monkeypatch):
     k = nk.compile(get_workload("softmax").graph())
-    monkeypatch.setitem(sys.modules, "nki", None)   # an uninstalled package
+    monkeypatch.setitem(sys.modules, "nki", None)  # an uninstalled package
     with pytest.raises(NeuronSdkMissing) as info:
         k.build_kb()
     msg = str(info.value)
@@ -205,6 +215,7 @@ def test_the_simulator_never_passes_for_the_sdk():
 
 
 # ---- the real Neuron SDK (skipped when it does not import) ----------------------------------
+
 
 @pytest.mark.neuron
 @pytest.mark.parametrize("name", NAMES)

@@ -27,8 +27,9 @@ def check_kernel_language(src: str) -> None:
         assert not isinstance(n, ast.Delete), ast.unparse(n)
         if isinstance(n, ast.Call):
             head = ast.unparse(n.func)
-            assert head.startswith(("nl.", "nisa.")) or head.endswith(
-                (".reshape", ".ap")) or head == "range", f"undocumented call {ast.unparse(n)}"
+            assert (
+                head.startswith(("nl.", "nisa.")) or head.endswith((".reshape", ".ap")) or head == "range"
+            ), f"undocumented call {ast.unparse(n)}"
         if isinstance(n, ast.For):
             assert isinstance(n.iter, ast.Call) and ast.unparse(n.iter.func) == "range"
         if isinstance(n, ast.Attribute):
@@ -44,8 +45,9 @@ def test_every_workload_kernel_uses_documented_constructs(name):
 def test_non_finite_immediates_are_module_constants():
     b = nk.Builder("specials")
     x = b.add_input("x", (128, 64), nk.float32)
-    b.set_outputs({"y": b.where(x > 0, x, -np.inf), "z": b.where(x < 1, x, np.nan),
-                   "w": b.where(x < 2, np.inf, x)})
+    b.set_outputs(
+        {"y": b.where(x > 0, x, -np.inf), "z": b.where(x < 1, x, np.nan), "w": b.where(x < 2, np.inf, x)}
+    )
     k = nk.compile(b.graph)
     src = k.nki_source()
     check_kernel_language(src)

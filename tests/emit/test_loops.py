@@ -20,8 +20,10 @@ def _kinds(g) -> dict[str, str]:
     got, want = simulate(src, {"x": X}), nk.nki.run(g, {"x": X})
     for n in want:
         np.testing.assert_allclose(got[n], want[n], rtol=1e-6, err_msg=n)
-    return {v: ("sequential" if note else "affine")
-            for v, note in re.findall(r"for (\w+) in range\([^)]*\):(  # sequential)?", src)}
+    return {
+        v: ("sequential" if note else "affine")
+        for v, note in re.findall(r"for (\w+) in range\([^)]*\):(  # sequential)?", src)
+    }
 
 
 def _kernel(body, out_shape=(512, 8)):
@@ -40,6 +42,7 @@ def test_disjoint_tile_stores_are_affine():
             b.dma_copy(dst=t, src=x[ds(i * 128, 128), 0:8])
             b.dma_copy(dst=y[ds(i * 128, 128), 0:8], src=t)
             b.dealloc(t)
+
     assert _kinds(_kernel(body)) == {"i": "affine"}
 
 
@@ -54,6 +57,7 @@ def test_a_running_sum_in_a_tile_from_outside_is_sequential():
             b.dealloc(t)
         b.dma_copy(dst=y, src=acc)
         b.dealloc(acc)
+
     assert _kinds(_kernel(body, (128, 8))) == {"i": "sequential"}
 
 
@@ -66,11 +70,16 @@ def test_disjoint_slices_of_an_outside_tile_are_affine_and_neighbours_are_not():
         b.memset(dst=u, value=1.0)
         with b.fori_loop(0, 3, name="k") as k:
             # reads slice k + shift, writes slice k: another iteration's element when shift != 0
-            b.tensor_tensor(dst=u[0:128, ds(k, 1), 0:8], data1=u[0:128, ds(k + shift, 1), 0:8],
-                            data2=t[0:128, ds(k, 1), 0:8], op="add")
+            b.tensor_tensor(
+                dst=u[0:128, ds(k, 1), 0:8],
+                data1=u[0:128, ds(k + shift, 1), 0:8],
+                data2=t[0:128, ds(k, 1), 0:8],
+                op="add",
+            )
         b.dma_copy(dst=y, src=u)
         b.dealloc(t)
         b.dealloc(u)
+
     same = _kinds(_kernel(lambda b, x, y: body(b, x, y, 0), (128, 32)))
     assert same == {"j": "affine", "k": "affine"}
     shifted = _kinds(_kernel(lambda b, x, y: body(b, x, y, 1), (128, 32)))
@@ -87,6 +96,7 @@ def test_hbm_views_are_compared_on_the_flat_storage():
             b.dma_copy(dst=flat[ds(i * 1024, 1024)], src=t)
             b.dma_copy(dst=y[ds(i * rows + first_row, rows), 0:8], src=t[0:rows, 0:8])
             b.dealloc(t)
+
     # each iteration re-writes rows of its own tile: no element crosses iterations
     assert _kinds(_kernel(lambda b, x, y: body(b, x, y, 0, 128))) == {"i": "affine"}
     # rows 32 + 96 i ... overlap the tile another iteration stores through the flat view
@@ -105,4 +115,5 @@ def test_nested_loops_are_classified_separately():
                 b.dealloc(t)
             b.dma_copy(dst=y[ds(i * 128, 128), 0:8], src=acc)
             b.dealloc(acc)
+
     assert _kinds(_kernel(body, (256, 8))) == {"i": "affine", "j": "sequential"}

@@ -31,19 +31,19 @@ def test_views_strided_windows_and_broadcast_reads():
     b = nk.nki.Builder("views")
     x = b.add_input("x", (64, 96), nk.float32)
     w = b.add_input("w", (96,), nk.float32)
-    y = b.alloc((96, 64), nk.float32, "hbm", name="y")      # written through a transposed view
+    y = b.alloc((96, 64), nk.float32, "hbm", name="y")  # written through a transposed view
     z = b.alloc((32, 48), nk.float32, "hbm", name="z")
-    xt = b.hbm_view(x, (96, 64), (1, 96), name="xt")        # transpose
-    wb = b.hbm_view(w, (64, 96), (0, 1), name="wb")         # broadcast rows
+    xt = b.hbm_view(x, (96, 64), (1, 96), name="xt")  # transpose
+    wb = b.hbm_view(w, (64, 96), (0, 1), name="wb")  # broadcast rows
     yt = b.hbm_view(y, (64, 96), (1, 64), name="yt")
-    flat = b.hbm_view(z, (1536,), (1,), name="flat")        # a reshape
+    flat = b.hbm_view(z, (1536,), (1,), name="flat")  # a reshape
     t, u = b.alloc((64, 96), name="t"), b.alloc((64, 96), name="u")
     b.dma_copy(dst=t, src=x)
     b.dma_copy(dst=u, src=wb)
     b.tensor_tensor(dst=t, data1=t, data2=u, op="multiply")
     b.dma_copy(dst=yt, src=t)
     s = b.alloc((32, 48), name="s")
-    b.dma_copy(dst=s, src=x[0:64:2, 0:96:2])                # strided HBM window
+    b.dma_copy(dst=s, src=x[0:64:2, 0:96:2])  # strided HBM window
     col = b.alloc((32, 1), name="col")
     b.dma_copy(dst=col, src=xt[0:1, 0:64:2])
     b.tensor_tensor(dst=s, data1=s, data2=col[0:32, ds(0, 48, 0)], op="add")  # stride-0 tile read
@@ -71,8 +71,15 @@ def test_loops_iota_affine_select_and_vector_transpose():
         t = b.alloc((128, 32), name="t")
         b.dma_copy(dst=t, src=x[ds(i * 128, 128), 0:32])
         m = b.alloc((128, 32), name="m")
-        b.affine_select(dst=m, pattern=[[-1, 32]], channel_multiplier=1, on_true_tile=t,
-                        on_false_value=-1e4, cmp_op="greater_equal", offset=i * 128)
+        b.affine_select(
+            dst=m,
+            pattern=[[-1, 32]],
+            channel_multiplier=1,
+            on_true_tile=t,
+            on_false_value=-1e4,
+            cmp_op="greater_equal",
+            offset=i * 128,
+        )
         b.dma_copy(dst=y[ds(i * 128, 128), 0:32], src=m)
         io = b.alloc((128, 32), nk.int32, name="io")
         b.iota(dst=io, pattern=[[1, 32]], offset=i * 4096, channel_multiplier=32)
@@ -97,17 +104,26 @@ def test_alu_forms_select_reduce_and_memset():
     b = nk.nki.Builder("alu")
     x = b.add_input("x", (128, 64), nk.float32)
     n = b.add_input("n", (128, 64), nk.int32)
-    out = {k: b.alloc(s, dt, "hbm", name=k) for k, s, dt in (
-        ("ts", (128, 64), nk.float32), ("bits", (128, 64), nk.int32), ("sel", (128, 64), nk.float32),
-        ("red", (128, 1), nk.float32), ("act", (128, 64), nk.bfloat16), ("gp", (128, 64), nk.int32))}
+    out = {
+        k: b.alloc(s, dt, "hbm", name=k)
+        for k, s, dt in (
+            ("ts", (128, 64), nk.float32),
+            ("bits", (128, 64), nk.int32),
+            ("sel", (128, 64), nk.float32),
+            ("red", (128, 1), nk.float32),
+            ("act", (128, 64), nk.bfloat16),
+            ("gp", (128, 64), nk.int32),
+        )
+    }
     t, ti = b.alloc((128, 64), name="t"), b.alloc((128, 64), nk.int32, name="ti")
     b.dma_copy(dst=t, src=x)
     b.dma_copy(dst=ti, src=n)
     col = b.alloc((128, 1), name="col")
     b.memset(dst=col, value=0.5)
     r = b.alloc((128, 64), name="r")
-    b.tensor_scalar(dst=r, data=t, op0="subtract", operand0=col, reverse0=True, op1="maximum",
-                    operand1=-0.25)                            # max(0.5 - x, -0.25)
+    b.tensor_scalar(
+        dst=r, data=t, op0="subtract", operand0=col, reverse0=True, op1="maximum", operand1=-0.25
+    )  # max(0.5 - x, -0.25)
     b.dma_copy(dst=out["ts"], src=r)
     ri = b.alloc((128, 64), nk.int32, name="ri")
     b.tensor_scalar(dst=ri, data=ti, op0="bitwise_and", operand0=6, op1="left_shift", operand1=1)
@@ -147,7 +163,7 @@ def test_alu_forms_select_reduce_and_memset():
 def test_matmul_k_accumulation(k):
     """The first K block overwrites PSUM, the others accumulate in a sequential loop."""
     b = nk.nki.Builder("mm")
-    a = b.add_input("a", (k, 128), nk.float32)      # stationary [K, M]
+    a = b.add_input("a", (k, 128), nk.float32)  # stationary [K, M]
     w = b.add_input("w", (k, 512), nk.float32)
     y = b.alloc((128, 512), nk.float32, "hbm", name="y")
     acc = b.alloc((128, 512), nk.float32, "psum", name="acc")

@@ -26,30 +26,50 @@ def _tile(b, made, shape=(128, 64), dtype=F32, space="sbuf"):
 
 CASES = {
     "select predicate bool": (
-        lambda b, m: b.select(dst=_tile(b, m), predicate=_tile(b, m, dtype=nk.bool_),
-                              on_true=_tile(b, m), on_false=0.0),
-        "predicate must be int8/uint8/int16/uint16", "predicate dtype must be int8"),
+        lambda b, m: b.select(
+            dst=_tile(b, m), predicate=_tile(b, m, dtype=nk.bool_), on_true=_tile(b, m), on_false=0.0
+        ),
+        "predicate must be int8/uint8/int16/uint16",
+        "predicate dtype must be int8",
+    ),
     "select predicate f32": (
-        lambda b, m: b.select(dst=_tile(b, m), predicate=_tile(b, m), on_true=_tile(b, m),
-                              on_false=0.0),
-        "predicate must be int8/uint8/int16/uint16", "predicate dtype must be int8"),
+        lambda b, m: b.select(dst=_tile(b, m), predicate=_tile(b, m), on_true=_tile(b, m), on_false=0.0),
+        "predicate must be int8/uint8/int16/uint16",
+        "predicate dtype must be int8",
+    ),
     "select on_true int32": (
-        lambda b, m: b.select(dst=_tile(b, m, dtype=I32), predicate=_tile(b, m, dtype=U8),
-                              on_true=_tile(b, m, dtype=I32), on_false=0.0),
-        "on_true may not be i32", "on_true may not be int32"),
+        lambda b, m: b.select(
+            dst=_tile(b, m, dtype=I32),
+            predicate=_tile(b, m, dtype=U8),
+            on_true=_tile(b, m, dtype=I32),
+            on_false=0.0,
+        ),
+        "on_true may not be i32",
+        "on_true may not be int32",
+    ),
     "select on_false full tile": (
-        lambda b, m: b.select(dst=_tile(b, m), predicate=_tile(b, m, dtype=U8),
-                              on_true=_tile(b, m), on_false=_tile(b, m)),
-        r"on_false must be a \(128, 1\) per-partition column", r"must be a scalar or a \(128, 1\)"),
+        lambda b, m: b.select(
+            dst=_tile(b, m), predicate=_tile(b, m, dtype=U8), on_true=_tile(b, m), on_false=_tile(b, m)
+        ),
+        r"on_false must be a \(128, 1\) per-partition column",
+        r"must be a scalar or a \(128, 1\)",
+    ),
     "select on_false integer scalar": (
-        lambda b, m: b.select(dst=_tile(b, m), predicate=_tile(b, m, dtype=U8),
-                              on_true=_tile(b, m), on_false=3),
-        "scalar on_false must be an fp32 number", "scalar on_false must be a float32"),
+        lambda b, m: b.select(
+            dst=_tile(b, m), predicate=_tile(b, m, dtype=U8), on_true=_tile(b, m), on_false=3
+        ),
+        "scalar on_false must be an fp32 number",
+        "scalar on_false must be a float32",
+    ),
     "matmul 3-d operand": (
-        lambda b, m: b.nc_matmul(dst=_tile(b, m, (16, 64), space="psum"),
-                                 stationary=_tile(b, m, (128, 4, 32))[:, :, 0:4],
-                                 moving=_tile(b, m, (128, 64))),
-        "do not collapse into one contiguous run", "must be a 2-D tile view"),
+        lambda b, m: b.nc_matmul(
+            dst=_tile(b, m, (16, 64), space="psum"),
+            stationary=_tile(b, m, (128, 4, 32))[:, :, 0:4],
+            moving=_tile(b, m, (128, 64)),
+        ),
+        "do not collapse into one contiguous run",
+        "must be a 2-D tile view",
+    ),
 }
 
 
@@ -84,9 +104,15 @@ def test_rejected_by_verifier_interpreter_and_simulator(case):
 def test_the_legal_variant_runs_on_all_three():
     """Control: the same frame with a legal select passes everywhere (so the cases above fail
     for their rule, not for the frame)."""
+
     def good(b, m):
-        b.select(dst=_tile(b, m), predicate=_tile(b, m, dtype=U8), on_true=_tile(b, m),
-                 on_false=_tile(b, m, (128, 1)))
+        b.select(
+            dst=_tile(b, m),
+            predicate=_tile(b, m, dtype=U8),
+            on_true=_tile(b, m),
+            on_false=_tile(b, m, (128, 1)),
+        )
+
     g = _kernel(good)
     x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
     nk.nki.verify(g)

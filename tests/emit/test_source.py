@@ -23,8 +23,7 @@ def _kernel(name="rmsnorm", **opts):
 
 
 def _calls(tree, prefix):
-    return [n for n in ast.walk(tree) if isinstance(n, ast.Call)
-            and ast.unparse(n.func).startswith(prefix)]
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func).startswith(prefix)]
 
 
 def test_module_layout_follows_the_current_nki_api():
@@ -37,12 +36,16 @@ def test_module_layout_follows_the_current_nki_api():
     assert len(funcs) == 1 and [ast.unparse(d) for d in funcs[0].decorator_list] == ["nki.jit"]
     assert [a.arg for a in funcs[0].args.args] == ["x", "w"]
     consts = {t.targets[0].id: ast.literal_eval(t.value) for t in tree.body if isinstance(t, ast.Assign)}
-    assert consts == {"INPUT_NAMES": ("x", "w"), "OUTPUT_NAMES": ("y",),
-                      "INPUT_SPECS": {"x": ((128, 1024), "float32"), "w": ((1024,), "float32")}}
+    assert consts == {
+        "INPUT_NAMES": ("x", "w"),
+        "OUTPUT_NAMES": ("y",),
+        "INPUT_SPECS": {"x": ((128, 1024), "float32"), "w": ((1024,), "float32")},
+    }
     for call in _calls(tree, "nisa."):
         assert not call.args and call.keywords[0].arg == "dst", ast.unparse(call)
-    buffers = {ast.unparse(kw.value) for c in _calls(tree, "nl.ndarray") for kw in c.keywords
-               if kw.arg == "buffer"}
+    buffers = {
+        ast.unparse(kw.value) for c in _calls(tree, "nl.ndarray") for kw in c.keywords if kw.arg == "buffer"
+    }
     assert buffers == {"nl.shared_hbm", "nl.sbuf", "nl.psum"}
     assert ast.unparse(funcs[0].body[-1]) == "return y"
 
@@ -69,8 +72,9 @@ def test_every_variable_is_used_and_every_dealloc_is_a_release(name):
     k = _kernel(name)
     tree = ast.parse(k.nki_source())
     assigns = [n for n in ast.walk(tree) if isinstance(n, ast.Assign)]
-    released = [n.targets[0].id for n in assigns
-                if isinstance(n.value, ast.Constant) and n.value.value is None]
+    released = [
+        n.targets[0].id for n in assigns if isinstance(n.value, ast.Constant) and n.value.value is None
+    ]
     assigned = {t.id for n in assigns for t in n.targets if isinstance(t, ast.Name)}
     loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     assert assigned - {"INPUT_NAMES", "OUTPUT_NAMES", "INPUT_SPECS"} <= loaded
@@ -82,8 +86,8 @@ def test_unused_views_are_not_emitted():
     b = nk.nki.Builder("views")
     x = b.add_input("x", (64, 32), nk.float32)
     y = b.alloc((64, 32), nk.float32, "hbm", name="y")
-    b.hbm_view(x, (32, 64), (1, 32), name="unused_t")        # transpose, never accessed
-    b.hbm_view(x, (2048,), (1,), name="unused_flat")          # reshape, never accessed
+    b.hbm_view(x, (32, 64), (1, 32), name="unused_t")  # transpose, never accessed
+    b.hbm_view(x, (2048,), (1,), name="unused_flat")  # reshape, never accessed
     flat = b.hbm_view(y, (2048,), (1,), name="flat")
     t = b.alloc((64, 32), name="t")
     b.dma_copy(dst=t, src=x)
@@ -131,9 +135,11 @@ def test_names_avoid_keywords_builtins_and_module_names():
         assert not keyword.iskeyword(p) and not hasattr(builtins, p)
         assert p not in ("nki", "nl", "nisa", "np", "OUTPUT_NAMES", "INPUT_NAMES", "INPUT_SPECS")
     assert len(set(params)) == len(params)
-    assert ast.literal_eval(ast.unparse(next(
-        n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "INPUT_NAMES"))) \
-        == tuple(names)
+    assert ast.literal_eval(
+        ast.unparse(
+            next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "INPUT_NAMES")
+        )
+    ) == tuple(names)
     x = {n: np.full((4, 8), i + 1, np.float32) for i, n in enumerate(names)}
     three_way(g, x, k)
 
@@ -203,11 +209,17 @@ def test_simulate_reports_wrong_inputs():
     # the same check and wording as Kernel.run and nk.run (tests/test_run_paths.py)
     with pytest.raises(nk.InterpretError, match=r"missing \['w'\].*unexpected \['q'\]"):
         nk.simulate(k, {"x": x["x"], "q": x["w"]})
-    with pytest.raises(nk.InterpretError, match=r"input 'x' has shape \(128, 512\), expected "
-                                                 r"\(128, 1024\)"):
+    with pytest.raises(
+        nk.InterpretError,
+        match=r"input 'x' has shape \(128, 512\), expected "
+        r"\(128, 1024\)",
+    ):
         nk.simulate(k, {"x": x["x"][:, :512], "w": x["w"]})
-    with pytest.raises(nk.InterpretError, match=r"input 'x' has shape \(128, 512\), expected "
-                                                 r"\(128, 1024\)"):
+    with pytest.raises(
+        nk.InterpretError,
+        match=r"input 'x' has shape \(128, 512\), expected "
+        r"\(128, 1024\)",
+    ):
         nk.simulate(k.nki_source(), {"x": x["x"][:, :512], "w": x["w"]})
     with pytest.raises(nk.BuildError, match="NKI source text or a Kernel"):
         nk.simulate(k.nki, x)

@@ -30,10 +30,30 @@ CASES = [
     ("swiglu_mlp", {"tokens": 130, "hidden": 192, "inter": 320, "dtype": nk.bfloat16}),
     ("matmul", {"m": 256, "k": 384, "n": 1024}),
     ("matmul", {"m": 200, "k": 300, "n": 700, "dtype": nk.bfloat16}),
-    ("qwen3_layer", {"seq": 128, "hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64,
-                     "inter": 512, "dtype": nk.float32}),
-    ("qwen3_layer", {"seq": 100, "hidden": 192, "heads": 4, "kv_heads": 1, "head_dim": 32,
-                     "inter": 320, "dtype": nk.bfloat16}),
+    (
+        "qwen3_layer",
+        {
+            "seq": 128,
+            "hidden": 256,
+            "heads": 4,
+            "kv_heads": 2,
+            "head_dim": 64,
+            "inter": 512,
+            "dtype": nk.float32,
+        },
+    ),
+    (
+        "qwen3_layer",
+        {
+            "seq": 100,
+            "hidden": 192,
+            "heads": 4,
+            "kv_heads": 1,
+            "head_dim": 32,
+            "inter": 320,
+            "dtype": nk.bfloat16,
+        },
+    ),
 ]
 
 

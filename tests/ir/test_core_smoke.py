@@ -128,8 +128,10 @@ def test_interpreter_rejects_bad_inputs():
 
 
 def test_interpreter_reports_results_too_big_for_host_memory():
-    g = nk.parse("graph @g(%x: tensor<2xf32>) {\n"
-                 "  %c = tensor.full {value = 1.0} : tensor<100000000000x100000xf32>\n"
-                 "  return y = %c\n}\n")
+    g = nk.parse(
+        "graph @g(%x: tensor<2xf32>) {\n"
+        "  %c = tensor.full {value = 1.0} : tensor<100000000000x100000xf32>\n"
+        "  return y = %c\n}\n"
+    )
     with pytest.raises(nk.InterpretError, match="tensor.full: not enough host memory"):
         nk.run(g, {"x": np.zeros(2, np.float32)})

@@ -55,13 +55,17 @@ def test_an_op_error_message_does_not_carry_a_large_constant():
 
 def test_long_integer_lists_parse_like_short_ones():
     perm = list(range(50_000))
-    text = ("graph @g(%x: tensor<4xf32>) {\n"
-            f"  %y = tensor.transpose %x {{perm = [ {' ,  '.join(map(str, perm))} ]}} "
-            ": tensor<4xf32>\n  return y = %y\n}\n")
+    text = (
+        "graph @g(%x: tensor<4xf32>) {\n"
+        f"  %y = tensor.transpose %x {{perm = [ {' ,  '.join(map(str, perm))} ]}} "
+        ": tensor<4xf32>\n  return y = %y\n}\n"
+    )
     with pytest.raises(nk.VerifyError, match="perm"):
         nk.parse(text)
-    ok = ("graph @g(%x: tensor<2x3xf32>) {\n"
-          "  %y = tensor.transpose %x {perm = [ 1 ,0]} : tensor<3x2xf32>\n  return y = %y\n}\n")
+    ok = (
+        "graph @g(%x: tensor<2x3xf32>) {\n"
+        "  %y = tensor.transpose %x {perm = [ 1 ,0]} : tensor<3x2xf32>\n  return y = %y\n}\n"
+    )
     g = nk.parse(ok)
     assert next(iter(g.body)).attrs["perm"] == (1, 0)
     neg = ok.replace("[ 1 ,0]", "[-1, 0]")

@@ -33,27 +33,55 @@ CASES = [
     (_op("  %x = tensor.exp %x : tensor<2xf32>"), 2, 3, "redefinition of %x"),
     (_op("  %a, %b = tensor.exp %x : tensor<2xf32>"), 2, 12, "2 result names but 1 result types"),
     (_op("  %y = tensor.exp %x"), 2, 8, "1 result names but 0 result types"),
-    (_op("  %y = tensor.reduce %x {axes = [0], kind = median} : tensor<f32>"), 2, 8,
-     "attribute 'kind': expected one of sum"),
-    (_op("  %y = tensor.reduce %x {axes = [0], axes = [0]} : tensor<f32>"), 2, 38,
-     "attribute 'axes' given twice"),
-    (_op("  %y = tensor.reduce %x {axes = 0, kind = sum} : tensor<f32>"), 2, 8,
-     "attribute 'axes': expected a list of an integer"),
-    (_op("  %y = tensor.reduce %x {axes = [0] kind = sum} : tensor<f32>"), 2, 37,
-     "expected '}', found 'kind'"),
+    (
+        _op("  %y = tensor.reduce %x {axes = [0], kind = median} : tensor<f32>"),
+        2,
+        8,
+        "attribute 'kind': expected one of sum",
+    ),
+    (
+        _op("  %y = tensor.reduce %x {axes = [0], axes = [0]} : tensor<f32>"),
+        2,
+        38,
+        "attribute 'axes' given twice",
+    ),
+    (
+        _op("  %y = tensor.reduce %x {axes = 0, kind = sum} : tensor<f32>"),
+        2,
+        8,
+        "attribute 'axes': expected a list of an integer",
+    ),
+    (
+        _op("  %y = tensor.reduce %x {axes = [0] kind = sum} : tensor<f32>"),
+        2,
+        37,
+        "expected '}', found 'kind'",
+    ),
     (_op("  %y = tensor.reduce %x {axes = } : tensor<f32>"), 2, 33, "expected an attribute value, found '}'"),
     (_op("  %y = tensor.full {value = -foo} : tensor<f32>"), 2, 30, "expected a number after '-'"),
     (_op('  %y = tensor.reduce %x {axes = [0], kind = "sum} : tensor<f32>'), 2, 45, "unterminated string"),
     (_op("  %y = tensor.exp %x ; : tensor<2xf32>"), 2, 22, "unexpected character ';'"),
     (_op("  % = tensor.exp %x : tensor<2xf32>"), 2, 3, "expected a name after '%'"),
     (_op('  %y = tensor.constant {value = dense<2xf32, "zz">} : tensor<2xf32>'), 2, 33, "bad dense literal"),
-    (_op('  %y = tensor.constant {value = dense<2xf32 "00">} : tensor<2xf32>'), 2, 33,
-     'expected dense<SHAPExDTYPE, "hex">'),
-    (_op('  %y = tensor.constant {value = dense<2xf32, "0000">} : tensor<2xf32>'), 2, 8,
-     "dense literal holds 2 bytes, expected 8"),
+    (
+        _op('  %y = tensor.constant {value = dense<2xf32 "00">} : tensor<2xf32>'),
+        2,
+        33,
+        'expected dense<SHAPExDTYPE, "hex">',
+    ),
+    (
+        _op('  %y = tensor.constant {value = dense<2xf32, "0000">} : tensor<2xf32>'),
+        2,
+        8,
+        "dense literal holds 2 bytes, expected 8",
+    ),
     (_op("  %y = tensor.exp %x : tensor<2xf32> : tensor<2xf32>"), 2, 38, "expected an op name, found ':'"),
-    (_op("  %y = tensor.exp %x {value = " + "[" * 70 + "]" * 70 + "} : tensor<2xf32>"), 2, 95,
-     "nesting deeper than 64 levels"),
+    (
+        _op("  %y = tensor.exp %x {value = " + "[" * 70 + "]" * 70 + "} : tensor<2xf32>"),
+        2,
+        95,
+        "nesting deeper than 64 levels",
+    ),
     (_op("  %y = tensor.exp %x : tensor<²xf32>"), 2, 24, "bad tensor type"),
     (_op("  %é = tensor.exp %x : tensor<2xf32>"), 2, 3, "expected a name after '%'"),
     (_op("  %y = tensor.exp %x {bad = 1} : tensor<2xf32>"), 2, 8, "tensor.exp: unknown attribute 'bad'"),
@@ -73,8 +101,11 @@ def test_parse_error_position_and_message(text, line, col, fragment):
 
 
 def test_wellformed_text_breaking_an_op_rule_is_a_verify_error():
-    with pytest.raises(nk.VerifyError, match=r"tensor.exp: result type is tensor<3xf32> but the "
-                       r"operands give tensor<2xf32>\n  at: %y = tensor.exp %x : tensor<3xf32>"):
+    with pytest.raises(
+        nk.VerifyError,
+        match=r"tensor.exp: result type is tensor<3xf32> but the "
+        r"operands give tensor<2xf32>\n  at: %y = tensor.exp %x : tensor<3xf32>",
+    ):
         nk.parse(_op("  %y = tensor.exp %x : tensor<3xf32>"))
     with pytest.raises(nk.VerifyError, match="tensor.full: value 1 is not a float for float32"):
         nk.parse(_op("  %y = tensor.full {value = 1} : tensor<f32>"))

@@ -22,12 +22,12 @@ def _payloads(marker: pathlib.Path):
         f"graph @g(%x: {cmd}) {{\n  return y = %x\n}}\n",
         f"graph @g(%x: tensor<2xf32>) {{\n  %y = tensor.exp %x {{value = {cmd}}} : tensor<2xf32>\n"
         "  return y = %y\n}\n",
-        f"graph @g(%x: tensor<2xf32>) {{\n  %y = tensor.reduce %x {{axes = [0], kind = \"{cmd}\"}}"
+        f'graph @g(%x: tensor<2xf32>) {{\n  %y = tensor.reduce %x {{axes = [0], kind = "{cmd}"}}'
         " : tensor<f32>\n  return y = %y\n}\n",
-        f"graph @g(%x: tensor<2xf32>) {{\n  %y = tensor.constant {{value = dense<2xf32, \"{cmd}\">}}"
+        f'graph @g(%x: tensor<2xf32>) {{\n  %y = tensor.constant {{value = dense<2xf32, "{cmd}">}}'
         " : tensor<2xf32>\n  return y = %y\n}\n",
         f"graph @g(%x: tensor<2xf32>) {{\n  return y = %x, {cmd} = %x\n}}\n",
-        "graph @g() {\n  %y = tensor.full {value = eval(\"1+1\")} : tensor<f32>\n  return y = %y\n}\n",
+        'graph @g() {\n  %y = tensor.full {value = eval("1+1")} : tensor<f32>\n  return y = %y\n}\n',
         "graph @g() {\n  %y = tensor.full {value = (lambda: 1)()} : tensor<f32>\n  return y = %y\n}\n",
         "graph @g() {\n  %y = tensor.full {value = 1 + 1} : tensor<f32>\n  return y = %y\n}\n",
         "graph @g() {\n  %y = tensor.full {value = __builtins__} : tensor<f32>\n  return y = %y\n}\n",
@@ -53,6 +53,7 @@ def no_eval(monkeypatch):
         def fn(*args, **kwargs):
             calls.append(label)
             return real(*args, **kwargs)
+
         monkeypatch.setattr(owner, name, fn)
 
     for name in ("eval", "exec", "compile"):
@@ -82,9 +83,14 @@ def test_parsing_valid_text_calls_no_evaluator(no_eval):
 
 def test_ir_package_source_uses_no_evaluator():
     root = pathlib.Path(nk.__file__).parent / "ir"
-    banned = re.compile(r"(?<![\w.])(eval|exec|compile|__import__)\s*\(|\b(literal_eval|pickle|marshal)\b"
-                        r"|^\s*(import|from) ast\b")
-    offenders = [f"{p.name}:{i}" for p in sorted(root.glob("*.py"))
-                 for i, line in enumerate(p.read_text().splitlines(), 1)
-                 if banned.search(line.split("#", 1)[0])]
+    banned = re.compile(
+        r"(?<![\w.])(eval|exec|compile|__import__)\s*\(|\b(literal_eval|pickle|marshal)\b"
+        r"|^\s*(import|from) ast\b"
+    )
+    offenders = [
+        f"{p.name}:{i}"
+        for p in sorted(root.glob("*.py"))
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if banned.search(line.split("#", 1)[0])
+    ]
     assert offenders == []

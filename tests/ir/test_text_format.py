@@ -41,8 +41,9 @@ def test_documented_example_round_trips_and_matches_the_builder():
 
 
 def test_comments_and_blank_space_are_ignored():
-    noisy = ("// leading comment\n\ngraph @softmax(%x: tensor<256x512xf32>) {   // sig\n"
-             + SOFTMAX.split("{\n", 1)[1].replace("\n  %sub", "  // mid\n\n  %sub"))
+    noisy = "// leading comment\n\ngraph @softmax(%x: tensor<256x512xf32>) {   // sig\n" + SOFTMAX.split(
+        "{\n", 1
+    )[1].replace("\n  %sub", "  // mid\n\n  %sub")
     assert str(nk.parse(noisy)) == SOFTMAX
 
 
@@ -91,12 +92,25 @@ def test_special_floats_in_constants_and_full_values_are_bit_exact(d):
 
 def test_float_attribute_text_forms():
     b = nk.Builder("f")
-    b.set_outputs({"a": b.full((), 1e-06, nk.float32), "b": b.full((), 1.0, nk.float32),
-                   "c": b.full((), float("-inf"), nk.float32), "d": b.full((), 2**70, nk.float32),
-                   "e": b.full((), -7, nk.int8), "t": b.full((), True, nk.bool_)})
+    b.set_outputs(
+        {
+            "a": b.full((), 1e-06, nk.float32),
+            "b": b.full((), 1.0, nk.float32),
+            "c": b.full((), float("-inf"), nk.float32),
+            "d": b.full((), 2**70, nk.float32),
+            "e": b.full((), -7, nk.int8),
+            "t": b.full((), True, nk.bool_),
+        }
+    )
     text = str(b.graph)
-    for frag in ["{value = 1e-06}", "{value = 1.0}", "{value = -inf}", "{value = 1.1805916207174113e+21}",
-                 "{value = -7}", "{value = true}"]:
+    for frag in [
+        "{value = 1e-06}",
+        "{value = 1.0}",
+        "{value = -inf}",
+        "{value = 1.1805916207174113e+21}",
+        "{value = -7}",
+        "{value = true}",
+    ]:
         assert frag in text, frag
     _roundtrip(text)
 
@@ -157,7 +171,7 @@ def test_graph_without_inputs_and_ops_round_trips():
     _roundtrip("graph @id(%x: tensor<f32>) {\n  return x = %x, y = %x\n}\n")
 
 
-@pytest.mark.parametrize("s", ['plain', 'quo"te', 'back\\slash', 'tab\tnew\nline', '\x01\x7f', 'ünï'])
+@pytest.mark.parametrize("s", ["plain", 'quo"te', "back\\slash", "tab\tnew\nline", "\x01\x7f", "ünï"])
 def test_string_literals_round_trip_through_the_lexer(s):
     tok = Lexer(quote_string(s)).next()
     assert tok.kind == "string" and tok.value == s

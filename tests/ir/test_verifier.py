@@ -34,39 +34,77 @@ def _set_type(value, t):
 
 
 CORRUPTIONS = {
-    "use_before_def": (lambda g, x, e, s, n: _move_first(g, n), "operand 0 (%sum) is used before its definition"),
+    "use_before_def": (
+        lambda g, x, e, s, n: _move_first(g, n),
+        "operand 0 (%sum) is used before its definition",
+    ),
     "missing_use": (lambda g, x, e, s, n: _remove_use(g, s), "is missing this use in its use-list"),
-    "bogus_use_index": (lambda g, x, e, s, n: s._add_use(n.owner, 3),
-                        "use-list of result 0 names operand 3 of a tensor.neg op that does not use it"),
-    "use_by_detached_op": (lambda g, x, e, s, n: x._add_use(T.ExpOp([e]), 0),
-                           "use-list of %x names a tensor.exp op that is not in the graph"),
-    "use_by_foreign_op": (lambda g, x, e, s, n: T.SqrtOp([x]), "names a tensor.sqrt op that is not in the graph"),
-    "wrong_result_shape": (lambda g, x, e, s, n: _set_type(e, nk.TensorType((3, 2), nk.float32)),
-                           "tensor.exp: result type is tensor<3x2xf32> but the operands give tensor<2x3xf32>"),
-    "wrong_result_dtype": (lambda g, x, e, s, n: _set_type(s, nk.TensorType((2,), nk.float16)),
-                           "tensor.reduce: result type is tensor<2xf16>"),
+    "bogus_use_index": (
+        lambda g, x, e, s, n: s._add_use(n.owner, 3),
+        "use-list of result 0 names operand 3 of a tensor.neg op that does not use it",
+    ),
+    "use_by_detached_op": (
+        lambda g, x, e, s, n: x._add_use(T.ExpOp([e]), 0),
+        "use-list of %x names a tensor.exp op that is not in the graph",
+    ),
+    "use_by_foreign_op": (
+        lambda g, x, e, s, n: T.SqrtOp([x]),
+        "names a tensor.sqrt op that is not in the graph",
+    ),
+    "wrong_result_shape": (
+        lambda g, x, e, s, n: _set_type(e, nk.TensorType((3, 2), nk.float32)),
+        "tensor.exp: result type is tensor<3x2xf32> but the operands give tensor<2x3xf32>",
+    ),
+    "wrong_result_dtype": (
+        lambda g, x, e, s, n: _set_type(s, nk.TensorType((2,), nk.float16)),
+        "tensor.reduce: result type is tensor<2xf16>",
+    ),
     "result_type_not_a_type": (lambda g, x, e, s, n: _set_type(e, 42), "tensor.exp: result type is 42"),
-    "input_type_garbage": (lambda g, x, e, s, n: _set_type(x, None), "tensor.exp: operand 0 must be a tensor"),
-    "dangling_operand": (lambda g, x, e, s, n: n.owner.set_operand(0, nk.Builder().add_input("z", (2,))),
-                         "operand 0 (%<undefined:z>) is used before its definition or outside its scope"),
-    "removed_while_used": (lambda g, x, e, s, n: g.body.remove(s.owner),
-                           "operand 0 (%<undefined:sum>) is used before its definition"),
-    "terminator_not_last": (lambda g, x, e, s, n: g.body.insert_before(n.owner, ReturnOp([], {"names": ()})),
-                            "return must be the last op of its block"),
-    "return_moved_up": (lambda g, x, e, s, n: _move_return_before(g, n), "graph @g must end with a return op"),
+    "input_type_garbage": (
+        lambda g, x, e, s, n: _set_type(x, None),
+        "tensor.exp: operand 0 must be a tensor",
+    ),
+    "dangling_operand": (
+        lambda g, x, e, s, n: n.owner.set_operand(0, nk.Builder().add_input("z", (2,))),
+        "operand 0 (%<undefined:z>) is used before its definition or outside its scope",
+    ),
+    "removed_while_used": (
+        lambda g, x, e, s, n: g.body.remove(s.owner),
+        "operand 0 (%<undefined:sum>) is used before its definition",
+    ),
+    "terminator_not_last": (
+        lambda g, x, e, s, n: g.body.insert_before(n.owner, ReturnOp([], {"names": ()})),
+        "return must be the last op of its block",
+    ),
+    "return_moved_up": (
+        lambda g, x, e, s, n: _move_return_before(g, n),
+        "graph @g must end with a return op",
+    ),
     "no_terminator": (lambda g, x, e, s, n: g.body.remove(g.return_op), "graph @g must end with a return op"),
     "operand_not_a_value": (lambda g, x, e, s, n: _operand_to_float(n), "operand 0 is not a Value"),
     "result_index": (lambda g, x, e, s, n: setattr(s, "index", 4), "result 0 does not point back to its op"),
-    "parent_pointer": (lambda g, x, e, s, n: setattr(e.owner, "parent", None),
-                       "op's parent pointer does not match its block"),
-    "input_names": (lambda g, x, e, s, n: g.input_names.append("ghost"),
-                    "graph input names and block arguments differ in number"),
-    "bad_attrs": (lambda g, x, e, s, n: setattr(s.owner, "attrs", {"axes": (5,), "kind": "sum",
-                                                                   "keepdims": False, "ddof": 0}),
-                  "tensor.reduce: axes [5] must be sorted, unique and in [0, 2)"),
-    "full_value_type": (lambda g, x, e, s, n: _replace_with_full(g, e), "tensor.full: value 'oops' is not a float"),
-    "return_names": (lambda g, x, e, s, n: setattr(g.return_op, "attrs", {"names": ("y",)}),
-                     "return: number of names and values differ"),
+    "parent_pointer": (
+        lambda g, x, e, s, n: setattr(e.owner, "parent", None),
+        "op's parent pointer does not match its block",
+    ),
+    "input_names": (
+        lambda g, x, e, s, n: g.input_names.append("ghost"),
+        "graph input names and block arguments differ in number",
+    ),
+    "bad_attrs": (
+        lambda g, x, e, s, n: setattr(
+            s.owner, "attrs", {"axes": (5,), "kind": "sum", "keepdims": False, "ddof": 0}
+        ),
+        "tensor.reduce: axes [5] must be sorted, unique and in [0, 2)",
+    ),
+    "full_value_type": (
+        lambda g, x, e, s, n: _replace_with_full(g, e),
+        "tensor.full: value 'oops' is not a float",
+    ),
+    "return_names": (
+        lambda g, x, e, s, n: setattr(g.return_op, "attrs", {"names": ("y",)}),
+        "return: number of names and values differ",
+    ),
 }
 
 

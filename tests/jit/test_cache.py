@@ -79,15 +79,17 @@ def _corrupt_consistent_but_illegal(path):
     ir = meta["stage_ir"]["deallocs"]
     i = ir.index("tile<")
     j = ir.index("x", i)
-    meta["stage_ir"]["deallocs"] = ir[:i + 5] + "256" + ir[j:]
+    meta["stage_ir"]["deallocs"] = ir[: i + 5] + "256" + ir[j:]
     text = json.dumps(meta, sort_keys=True)
     digest = cache._digest(text, {})
-    np.savez(path, meta=np.frombuffer(text.encode(), np.uint8),
-             digest=np.frombuffer(digest.encode(), np.uint8))
+    np.savez(
+        path, meta=np.frombuffer(text.encode(), np.uint8), digest=np.frombuffer(digest.encode(), np.uint8)
+    )
 
 
-@pytest.mark.parametrize("corrupt", [_corrupt_truncate, _corrupt_flip, _corrupt_garbage,
-                                     _corrupt_consistent_but_illegal])
+@pytest.mark.parametrize(
+    "corrupt", [_corrupt_truncate, _corrupt_flip, _corrupt_garbage, _corrupt_consistent_but_illegal]
+)
 def test_corrupt_entry_is_recompiled_and_replaced(corrupt, cache_dir):
     nk.jit(_fn)(X)
     (name,) = _entries(cache_dir)
@@ -98,7 +100,7 @@ def test_corrupt_entry_is_recompiled_and_replaced(corrupt, cache_dir):
         y = f(X)
     np.testing.assert_allclose(y, REF, rtol=1e-6)
     assert f.counts["compiles"] == 1 and f.counts["disk_hits"] == 0
-    g = nk.jit(_fn)          # the entry was rewritten whole
+    g = nk.jit(_fn)  # the entry was rewritten whole
     g(X)
     assert g.counts["disk_hits"] == 1
 
@@ -106,8 +108,16 @@ def test_corrupt_entry_is_recompiled_and_replaced(corrupt, cache_dir):
 def test_key_depends_on_graph_compiler_and_knobs():
     k1 = cache.cache_key("graph A", "trn2", None)
     assert k1 == cache.cache_key("graph A", "trn2", {})
-    assert len({k1, cache.cache_key("graph B", "trn2", None),
-                cache.cache_key("graph A", "trn2", {"x": {"tile_size": 64}})}) == 3
+    assert (
+        len(
+            {
+                k1,
+                cache.cache_key("graph B", "trn2", None),
+                cache.cache_key("graph A", "trn2", {"x": {"tile_size": 64}}),
+            }
+        )
+        == 3
+    )
     assert cache.compiler_fingerprint().startswith(nk.__version__ + "+")
 
 
@@ -134,12 +144,17 @@ def test_processes_sharing_the_cache(tmp_path):
     script = tmp_path / "s.py"
     script.write_text(SCRIPT)
     env = {**os.environ, "NKIGEN_LITE_CACHE": str(d)}
-    procs = [subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
     assert all(o[0].split()[0] == "True" for o in outs), outs
     assert sorted(os.listdir(d)) == _entries(d) and len(_entries(d)) == 1
-    again = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                           text=True, timeout=300)
+    again = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert again.stdout.split() == ["True", "0", "1"]  # loaded, not compiled

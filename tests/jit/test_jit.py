@@ -83,9 +83,11 @@ def test_containers_of_arrays_and_float64_inputs():
         return x @ ws["a"] + ws["b"]
 
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((128, 64))            # float64: traced as float32, with a warning
-    ws = {"a": rng.standard_normal((64, 16)).astype(np.float32),
-          "b": rng.standard_normal(16).astype(np.float32)}
+    x = rng.standard_normal((128, 64))  # float64: traced as float32, with a warning
+    ws = {
+        "a": rng.standard_normal((64, 16)).astype(np.float32),
+        "b": rng.standard_normal(16).astype(np.float32),
+    }
     with pytest.warns(nk.NkWarning, match="float64 becomes a f32 input"):
         y = f(ws, x)
     assert y.dtype == np.float32

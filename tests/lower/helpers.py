@@ -19,8 +19,7 @@ def compile_and_compare(graph, inputs, *, scale: float = 1.0, what: str = "") ->
         dt = graph.outputs[name].dtype
         rtol, atol = tolerance_for(dt)
         r64 = r.astype(np.float64) if (dt.is_float) else r
-        assert_close(got[name], r64, dt, what=f"{what} output {name}", rtol=rtol * scale,
-                     atol=atol * scale)
+        assert_close(got[name], r64, dt, what=f"{what} output {name}", rtol=rtol * scale, atol=atol * scale)
     return k
 
 

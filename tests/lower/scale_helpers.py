@@ -19,8 +19,15 @@ def max_rel_error(got, ref) -> float:
     return float(np.abs(got - ref).max() / max(1.0, float(np.abs(ref).max())))
 
 
-def check_three_ways(graph, inputs: dict, reference: dict, *, scale: float = 1.0,
-                     kernel: nk.Kernel | None = None, simulate: bool = True) -> tuple[nk.Kernel, float]:
+def check_three_ways(
+    graph,
+    inputs: dict,
+    reference: dict,
+    *,
+    scale: float = 1.0,
+    kernel: nk.Kernel | None = None,
+    simulate: bool = True,
+) -> tuple[nk.Kernel, float]:
     """Compile ``graph`` (unless ``kernel`` is given) and compare nk.run, Kernel.run and (when
     ``simulate``) nk.simulate with the float64 ``reference``; returns the kernel and the worst
     relative error of the compiled runs."""
@@ -34,8 +41,14 @@ def check_three_ways(graph, inputs: dict, reference: dict, *, scale: float = 1.0
         rtol, atol = tolerance_for(dt)
         for how, out in runs.items():
             assert out[name].shape == np.shape(ref), (how, name)
-            assert_close(out[name], ref, dt, what=f"{graph.name}.{name} via {how}",
-                         rtol=rtol * scale, atol=atol * scale * max(1.0, float(np.abs(ref).max())))
+            assert_close(
+                out[name],
+                ref,
+                dt,
+                what=f"{graph.name}.{name} via {how}",
+                rtol=rtol * scale,
+                atol=atol * scale * max(1.0, float(np.abs(ref).max())),
+            )
             if how != "nk.run":
                 worst = max(worst, max_rel_error(out[name], ref))
     return k, worst

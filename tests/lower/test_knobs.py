@@ -18,8 +18,11 @@ def _elementwise():
 
 
 def _tile_rows(k) -> set[int]:
-    return {op.access("dst").partitions for op in k.nki.walk()
-            if isinstance(op, DmaCopyOp) and op.access("dst").space.value == "sbuf"}
+    return {
+        op.access("dst").partitions
+        for op in k.nki.walk()
+        if isinstance(op, DmaCopyOp) and op.access("dst").space.value == "sbuf"
+    }
 
 
 def _trips(k) -> list[int]:
@@ -57,9 +60,11 @@ def test_partition_dim_changes_which_dim_is_on_the_partitions():
         x = b.add_input("x", (128, 256), nk.float32)
         b.set_outputs({"y": b.tanh(x)})
         return b.graph
+
     base = nk.compile(g())
     k = nk.compile(g(), knobs={"x": {"partition_dim": 1}})
     assert base.ir("nki") != k.ir("nki")
+
     def partition_strides(kernel):
         """HBM element stride of x between consecutive partitions of each load."""
         out = set()
@@ -71,17 +76,21 @@ def test_partition_dim_changes_which_dim_is_on_the_partitions():
                 strides = view.attrs["strides"] if view else (256, 1)
                 out.add(strides[0] * src.dims[0].stride)
         return out
-    assert partition_strides(base) == {256}       # rows of x on the partitions
-    assert 256 not in partition_strides(k)        # columns of x (dim 1) on the partitions
+
+    assert partition_strides(base) == {256}  # rows of x on the partitions
+    assert 256 not in partition_strides(k)  # columns of x (dim 1) on the partitions
     _correct(k, g(), {"x": RNG.standard_normal((128, 256)).astype(np.float32)})
 
 
-@pytest.mark.parametrize("knob, message", [
-    ({"x": {"mem_space": "sbuf"}}, "'mem_space' is not supported: nkigen_lite places every value"),
-    ({"x": {"reduction_tile": 32}}, "'reduction_tile' is not supported: reductions are tiled"),
-    ({"x": {"tile": 32}}, r"unknown knob 'tile' \(known: partition_dim, tile_size\)"),
-    ({"nope": {"tile_size": 32}}, "layout knob 'nope': no value"),
-])
+@pytest.mark.parametrize(
+    "knob, message",
+    [
+        ({"x": {"mem_space": "sbuf"}}, "'mem_space' is not supported: nkigen_lite places every value"),
+        ({"x": {"reduction_tile": 32}}, "'reduction_tile' is not supported: reductions are tiled"),
+        ({"x": {"tile": 32}}, r"unknown knob 'tile' \(known: partition_dim, tile_size\)"),
+        ({"nope": {"tile_size": 32}}, "layout knob 'nope': no value"),
+    ],
+)
 def test_other_knobs_are_rejected_naming_the_knob(knob, message):
     with pytest.raises(nk.BuildError, match=message):
         nk.compile(_elementwise(), knobs=knob)

@@ -18,8 +18,9 @@ def _graph(shape, dtype=nk.float32):
     return b.graph
 
 
-@pytest.mark.parametrize("shape", [(2**20, 2**14), (2**40, 2**30), (2**62, 4)],
-                         ids=["64GiB", "2^70-elements", "int64-overflow"])
+@pytest.mark.parametrize(
+    "shape", [(2**20, 2**14), (2**40, 2**30), (2**62, 4)], ids=["64GiB", "2^70-elements", "int64-overflow"]
+)
 def test_a_tensor_larger_than_hbm_is_one_build_error_naming_it(shape):
     with pytest.raises(nk.BuildError) as e:
         nk.compile(_graph(shape))

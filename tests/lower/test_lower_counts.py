@@ -42,8 +42,9 @@ def test_loops_are_loops_not_unrolled_copies():
 
 def _scratch_reads_in_loops(graph) -> list[str]:
     """DMA loads inside loops whose source is an HBM buffer the kernel itself allocated."""
-    scratch = {op.result for op in graph.body if isinstance(op, AllocOp)
-               and isinstance(op.result.type, HbmType)}
+    scratch = {
+        op.result for op in graph.body if isinstance(op, AllocOp) and isinstance(op.result.type, HbmType)
+    }
     roots = {}
     for op in graph.body:
         if op.name == "nki.hbm_view":
@@ -63,8 +64,7 @@ def _scratch_reads_in_loops(graph) -> list[str]:
     return bad
 
 
-@pytest.mark.parametrize("name", ["softmax", "rmsnorm", "layernorm", "rope", "clamped_swiglu",
-                                  "gelu_tanh"])
+@pytest.mark.parametrize("name", ["softmax", "rmsnorm", "layernorm", "rope", "clamped_swiglu", "gelu_tanh"])
 def test_broadcast_operands_never_go_through_hbm_scratch(name):
     k = nk.compile(get_workload(name).graph())
     assert _scratch_reads_in_loops(k.nki) == []

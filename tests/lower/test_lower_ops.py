@@ -55,8 +55,9 @@ def test_binary(name, dtype, shape, seed, bcast):
     y = random(other, dtype, rng, positive=positive)
     if name == "pow":
         y = np.clip(y.astype(np.float32), 0.5, 2.5).astype(dtype.np_dtype)
-    compile_and_compare(_graph(lambda b, x, y: b.binary(name, x, y), x=x, y=y), {"x": x, "y": y},
-                        what=f"{name} ({bcast})")
+    compile_and_compare(
+        _graph(lambda b, x, y: b.binary(name, x, y), x=x, y=y), {"x": x, "y": y}, what=f"{name} ({bcast})"
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -149,8 +150,19 @@ def test_integer_and_bool_ops(dtype):
         lo = -hi if dtype.is_signed else 0
         x = rng.integers(lo, hi, shape).astype(dtype.np_dtype)
         y = rng.integers(1, 50, shape).astype(dtype.np_dtype)
-        ops = ["add", "sub", "mul", "maximum", "minimum", "bitwise_and", "bitwise_xor", "less",
-               "equal", "floor_divide", "mod"]
+        ops = [
+            "add",
+            "sub",
+            "mul",
+            "maximum",
+            "minimum",
+            "bitwise_and",
+            "bitwise_xor",
+            "less",
+            "equal",
+            "floor_divide",
+            "mod",
+        ]
     for name in ops:
         g = _graph(lambda b, x, y, name=name: b.binary(name, x, y), x=x, y=y)
         compile_and_compare(g, {"x": x, "y": y}, what=name)

@@ -47,8 +47,9 @@ def test_random_float32_graphs_lower_correctly(data):
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_random_low_precision_graphs_lower_correctly(data):
-    g = data.draw(tensor_graphs(max_ops=5, dtypes=(nk.bfloat16, nk.float16), smooth=True,
-                                max_rank=3, max_dim=9))
+    g = data.draw(
+        tensor_graphs(max_ops=5, dtypes=(nk.bfloat16, nk.float16), smooth=True, max_rank=3, max_dim=9)
+    )
     _check(g, data.draw(graph_inputs(g)))
 
 

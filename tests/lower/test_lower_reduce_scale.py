@@ -23,6 +23,7 @@ def _normal(shape, dtype=np.float32):
 
 # ---- residual + rmsnorm (1 x 128 x H) -----------------------------------------------------
 
+
 def residual_rmsnorm(hidden: int, dtype):
     b = Builder("residual_rmsnorm")
     x = b.add_input("x", (1, 128, hidden), dtype)
@@ -36,7 +37,7 @@ def residual_rmsnorm(hidden: int, dtype):
 
 
 def residual_rmsnorm_reference(x, r, w, dtype):
-    h = (x.astype(np.float64) + r.astype(np.float64))
+    h = x.astype(np.float64) + r.astype(np.float64)
     h = h.astype(dtype.np_dtype).astype(np.float64)  # h is stored in the graph's dtype
     y = h / np.sqrt((h * h).mean(axis=-1, keepdims=True) + 1e-6) * w.astype(np.float64)
     return {"h": h, "y": y}
@@ -46,16 +47,20 @@ def residual_rmsnorm_reference(x, r, w, dtype):
 @pytest.mark.parametrize("hidden", [4096, 8192, 16384])
 def test_residual_rmsnorm_at_model_widths(hidden, dtype):
     g = residual_rmsnorm(hidden, dtype)
-    ins = {"x": _normal((1, 128, hidden)).astype(dtype.np_dtype),
-           "r": _normal((1, 128, hidden)).astype(dtype.np_dtype),
-           "w": _normal((hidden,)).astype(dtype.np_dtype)}
-    k, _ = check_three_ways(g, ins, residual_rmsnorm_reference(ins["x"], ins["r"], ins["w"], dtype),
-                            scale=2.0)
+    ins = {
+        "x": _normal((1, 128, hidden)).astype(dtype.np_dtype),
+        "r": _normal((1, 128, hidden)).astype(dtype.np_dtype),
+        "w": _normal((hidden,)).astype(dtype.np_dtype),
+    }
+    k, _ = check_three_ways(
+        g, ins, residual_rmsnorm_reference(ins["x"], ins["r"], ins["w"], dtype), scale=2.0
+    )
     s = k.stats()
     assert s.instructions_dynamic <= 200, s.summary()
 
 
 # ---- reductions along different axes of one value ---------------------------------------------
+
 
 def test_var_and_std_of_one_input():
     b = Builder("var_std")
@@ -71,8 +76,9 @@ def test_row_max_and_column_max_of_one_input():
     x = b.add_input("x", (256, 384), float32)
     b.set_outputs({"r": b.max(x, axis=1), "c": b.max(x, axis=0)})
     xv = _normal((256, 384))
-    check_three_ways(b.graph, {"x": xv}, {"r": xv.max(1).astype(np.float64),
-                                          "c": xv.max(0).astype(np.float64)})
+    check_three_ways(
+        b.graph, {"x": xv}, {"r": xv.max(1).astype(np.float64), "c": xv.max(0).astype(np.float64)}
+    )
 
 
 def test_max_over_axis_1_then_sum_over_axis_0():
@@ -80,11 +86,11 @@ def test_max_over_axis_1_then_sum_over_axis_0():
     x = b.add_input("x", (300, 300), float32)
     b.set_outputs({"y": b.sum(b.max(x, axis=1), axis=0)})
     xv = _normal((300, 300))
-    check_three_ways(b.graph, {"x": xv}, {"y": np.float64(xv.max(1).astype(np.float64).sum())},
-                     scale=4.0)
+    check_three_ways(b.graph, {"x": xv}, {"y": np.float64(xv.max(1).astype(np.float64).sum())}, scale=4.0)
 
 
 # ---- issue 10: B5, B6, B7 ---------------------------------------------------------------
+
 
 def test_b5_full_reduction_runs_over_partitions():
     """sum(cast(x(129,300), i32)) fits SBUF and costs no more than twice a row sum."""
@@ -144,6 +150,7 @@ def test_b7_store_of_a_value_broadcast_over_an_inner_partition_dim():
 
 # ---- softmax / log_softmax over rows wider than SBUF ------------------------------------------
 
+
 def softmax_graph(shape, log: bool):
     b = Builder("log_softmax" if log else "softmax")
     x = b.add_input("x", shape, float32)
@@ -176,23 +183,29 @@ def test_softmax_over_a_vocabulary_row_reads_input_at_most_twice_over(rows, log)
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 def test_softmax_over_a_vocabulary_row_matches_float64(log):
     xv = (_normal((4, VOCAB)) * 4).astype(np.float32)
-    check_three_ways(softmax_graph((4, VOCAB), log), {"x": xv}, softmax_reference(xv, log),
-                     scale=4.0)
+    check_three_ways(softmax_graph((4, VOCAB), log), {"x": xv}, softmax_reference(xv, log), scale=4.0)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 def test_softmax_over_128_vocabulary_rows_matches_float64(log):
     xv = (_normal((128, VOCAB)) * 4).astype(np.float32)
-    check_three_ways(softmax_graph((128, VOCAB), log), {"x": xv}, softmax_reference(xv, log),
-                     scale=4.0)
+    check_three_ways(softmax_graph((128, VOCAB), log), {"x": xv}, softmax_reference(xv, log), scale=4.0)
 
 
 # ---- reductions over more rows than the partitions hold, keeping free dims --------------------
 
-@pytest.mark.parametrize("shape,kind", [((20000, 8), "max"), ((20000, 200), "min"),
-                                        ((20000, 3, 5), "sum"), ((20000, 3, 5), "max"),
-                                        ((3000, 130), "prod")])
+
+@pytest.mark.parametrize(
+    "shape,kind",
+    [
+        ((20000, 8), "max"),
+        ((20000, 200), "min"),
+        ((20000, 3, 5), "sum"),
+        ((20000, 3, 5), "max"),
+        ((3000, 130), "prod"),
+    ],
+)
 def test_reduction_over_partitions_keeping_free_dims(shape, kind):
     """Accumulated over partition chunks, finished across partitions by TensorE transposes
     (max / min / prod: 128-column blocks) or a ones-matmul (sum); kept partition dims loop."""

@@ -60,8 +60,9 @@ def test_every_tile_is_deallocated_once_in_its_block(name):
     k = nk.compile(get_workload(name).graph())
 
     def check(block):
-        tiles = {op.result for op in block
-                 if isinstance(op, AllocOp) and isinstance(op.result.type, TileType)}
+        tiles = {
+            op.result for op in block if isinstance(op, AllocOp) and isinstance(op.result.type, TileType)
+        }
         freed = [op.operand(0) for op in block if isinstance(op, DeallocOp)]
         assert set(freed) == tiles and len(freed) == len(tiles)
         for op in block:
@@ -107,8 +108,11 @@ def test_row_pipelines_keep_intermediates_on_chip(name):
 def test_widening_and_narrowing_casts_cost_no_instruction():
     g = get_workload("rmsnorm").graph(shape=(1, 128, 1024), dtype=nk.bfloat16)
     k = nk.compile(g)
-    copies = [op for op in k.nki.walk() if isinstance(op, TensorCopyOp)
-              and op.access("src").tensor.type.space.value == "sbuf"]
+    copies = [
+        op
+        for op in k.nki.walk()
+        if isinstance(op, TensorCopyOp) and op.access("src").tensor.type.space.value == "sbuf"
+    ]
     assert copies == []  # only PSUM evacuations remain
     w = get_workload("rmsnorm")
     inputs = w.inputs(g)

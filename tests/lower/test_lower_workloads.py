@@ -31,8 +31,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,opts,dtype,scale", CASES,
-                         ids=[f"{c[0]}-{c[2]}-{'x'.join(map(str, c[1].values()))}" for c in CASES])
+@pytest.mark.parametrize(
+    "name,opts,dtype,scale", CASES, ids=[f"{c[0]}-{c[2]}-{'x'.join(map(str, c[1].values()))}" for c in CASES]
+)
 def test_workload_matches_float64_reference(name, opts, dtype, scale):
     w = get_workload(name)
     g = w.graph(**opts, dtype=dtype)
@@ -43,12 +44,23 @@ def test_workload_matches_float64_reference(name, opts, dtype, scale):
     rtol, atol = tolerance_for(dtype)
     for out, r in ref.items():
         mag = max(1.0, float(np.max(np.abs(r))))
-        assert_close(got[out], r, dtype, what=f"{name} {out}", rtol=rtol * scale,
-                     atol=atol * scale * mag)
+        assert_close(got[out], r, dtype, what=f"{name} {out}", rtol=rtol * scale, atol=atol * scale * mag)
 
 
-@pytest.mark.parametrize("name", ["softmax", "rmsnorm", "layernorm", "rope", "attention",
-                                  "swiglu_mlp", "matmul", "gelu_tanh", "clamped_swiglu"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "softmax",
+        "rmsnorm",
+        "layernorm",
+        "rope",
+        "attention",
+        "swiglu_mlp",
+        "matmul",
+        "gelu_tanh",
+        "clamped_swiglu",
+    ],
+)
 def test_compile_is_deterministic(name):
     g = get_workload(name).graph()
     assert nk.compile(g).ir("nki") == nk.compile(g).ir("nki")

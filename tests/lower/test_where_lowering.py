@@ -32,7 +32,7 @@ def _bits_equal(got, want, what):
         gv, wv = got.view(f"u{want.itemsize}"), want.view(f"u{want.itemsize}")
         nan = np.isnan(want.astype(np.float32))
         assert np.array_equal(np.isnan(got.astype(np.float32)), nan), what
-        assert np.array_equal(gv[~nan], wv[~nan]), what   # bit-exact, so -0.0 keeps its sign
+        assert np.array_equal(gv[~nan], wv[~nan]), what  # bit-exact, so -0.0 keeps its sign
     else:
         assert np.array_equal(got, want), what
 
@@ -43,9 +43,8 @@ def _check(graph, inputs, want):
         assert sel.access("predicate").dtype.name in ("u8", "i8", "u16", "i16")
         assert sel.access("on_true").dtype.name not in ("i32", "u32", "tf32")
         f = sel.access("on_false")
-        assert f is None or f.free_size == 1     # an fp32 scalar or a (P, 1) column
-    for name, got in (("NKI interpreter", k.run(inputs)["y"]),
-                      ("simulator", nk.simulate(k, inputs)["y"])):
+        assert f is None or f.free_size == 1  # an fp32 scalar or a (P, 1) column
+    for name, got in (("NKI interpreter", k.run(inputs)["y"]), ("simulator", nk.simulate(k, inputs)["y"])):
         _bits_equal(got, want, f"{graph.name} on the {name}")
     return k
 
@@ -106,7 +105,7 @@ def test_where_mixed_int32_into_float_copies_on_true():
     x = b.add_input("x", (128, 64), nk.int32)
     y = b.add_input("y", (128, 64), nk.float32)
     b.set_outputs({"y": b.where(y > 0, x, y)})
-    xs = RNG.integers(-2**24, 2**24, size=(128, 64)).astype(np.int32)
+    xs = RNG.integers(-(2**24), 2**24, size=(128, 64)).astype(np.int32)
     ys = _floats((128, 64), np.float32)
     _check(b.graph, {"x": xs, "y": ys}, np.where(ys > 0, xs.astype(np.float32), ys))
 
@@ -119,5 +118,5 @@ def test_floor_through_documented_selects_keeps_specials():
     b.set_outputs({"y": b.floor(x)})
     with np.errstate(over="ignore"):
         xs = _floats((128, 64), np.float32) * np.float32(1e3)
-    want = np.floor(xs) + np.float32(0.0)   # -0.0 -> +0.0
+    want = np.floor(xs) + np.float32(0.0)  # -0.0 -> +0.0
     _check(b.graph, {"x": xs}, want)

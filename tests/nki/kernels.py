@@ -17,10 +17,10 @@ def tiled_add(rows: int, cols: int, dtype=nk.float32) -> nk.Graph:
 
     def tile(r0, p):
         ta, tb = b.alloc((128, cols), dtype, name="ta"), b.alloc((128, cols), dtype, name="tb")
-        b.dma_copy(dst=ta[0:p, :], src=a[r0:r0 + p, :])
-        b.dma_copy(dst=tb[0:p, :], src=c[r0:r0 + p, :])
+        b.dma_copy(dst=ta[0:p, :], src=a[r0 : r0 + p, :])
+        b.dma_copy(dst=tb[0:p, :], src=c[r0 : r0 + p, :])
         b.tensor_tensor(dst=ta[0:p, :], data1=ta[0:p, :], data2=tb[0:p, :], op="add")
-        b.dma_copy(dst=y[r0:r0 + p, :], src=ta[0:p, :])
+        b.dma_copy(dst=y[r0 : r0 + p, :], src=ta[0:p, :])
         b.dealloc(ta)
         b.dealloc(tb)
 
@@ -45,13 +45,12 @@ def softmax(rows: int, cols: int, dtype=nk.float32) -> nk.Graph:
         e = b.alloc((128, cols), nk.float32, name="e")
         mx = b.alloc((128, 1), nk.float32, name="neg_max")
         s = b.alloc((128, 1), nk.float32, name="sum")
-        b.dma_copy(dst=t[0:p, :], src=x[r0:r0 + p, :])
+        b.dma_copy(dst=t[0:p, :], src=x[r0 : r0 + p, :])
         b.tensor_reduce(dst=mx[0:p, :], op="maximum", data=t[0:p, :], axis=1, negate=True)
-        b.activation(dst=e[0:p, :], op="exp", data=t[0:p, :], bias=mx[0:p, :],
-                     reduce_res=s[0:p, :])
+        b.activation(dst=e[0:p, :], op="exp", data=t[0:p, :], bias=mx[0:p, :], reduce_res=s[0:p, :])
         b.activation(dst=s[0:p, :], op="reciprocal", data=s[0:p, :])
         b.tensor_scalar(dst=t[0:p, :], data=e[0:p, :], op0="multiply", operand0=s[0:p, :])
-        b.dma_copy(dst=y[r0:r0 + p, :], src=t[0:p, :])
+        b.dma_copy(dst=y[r0 : r0 + p, :], src=t[0:p, :])
         for v in (t, e, mx, s):
             b.dealloc(v)
 
@@ -122,6 +121,6 @@ def transpose(rows: int, cols: int, dtype=nk.float32) -> nk.Graph:
 def assert_dot_close(got, a, w):
     """fp32 dot products of length K: |error| <= K * 2**-24 * (|a| @ |w|) (the classic bound)."""
     a64, w64 = a.astype(np.float64), w.astype(np.float64)
-    bound = a.shape[1] * 2.0 ** -24 * (np.abs(a64) @ np.abs(w64))
+    bound = a.shape[1] * 2.0**-24 * (np.abs(a64) @ np.abs(w64))
     err = np.abs(got - a64 @ w64)
     assert (err <= bound).all(), f"max error/bound {float((err / bound).max()):.3g}"

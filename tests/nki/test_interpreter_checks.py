@@ -30,8 +30,12 @@ def test_uninitialised_tile_read_raises():
         t = b.alloc((128, 512))
         b.dma_copy(dst=t[0:64, :], src=x[0:64, :])
         _store(b, y, t)
-    with pytest.raises(nk.InterpretError, match=r"src reads unwritten \(poisoned\) memory of %t at "
-                                                r"window element \[64, 0\]"):
+
+    with pytest.raises(
+        nk.InterpretError,
+        match=r"src reads unwritten \(poisoned\) memory of %t at "
+        r"window element \[64, 0\]",
+    ):
         _run(build, verify=True)
 
 
@@ -40,6 +44,7 @@ def test_unwritten_output_region_read_raises():
         t = b.alloc((128, 512))
         b.dma_copy(dst=t, src=y)
         _store(b, y, t)
+
     with pytest.raises(nk.InterpretError, match="unwritten .* memory of %y"):
         _run(build, verify=True)
 
@@ -50,8 +55,10 @@ def test_output_left_partly_unwritten_raises():
         b.dma_copy(dst=t, src=x[0:128, :])
         b.dma_copy(dst=y[0:64, :], src=t[0:64, :])
         b.dealloc(t)
-    with pytest.raises(nk.InterpretError,
-                       match=r"output y has 32,768 unwritten elements \(first at \[64, 0\]\)"):
+
+    with pytest.raises(
+        nk.InterpretError, match=r"output y has 32,768 unwritten elements \(first at \[64, 0\]\)"
+    ):
         _run(build, verify=True)
 
 
@@ -62,8 +69,12 @@ def test_out_of_bounds_window_raises_with_the_iteration():
             b.dma_copy(dst=t, src=x[ts(i, 128), :])
             b.dma_copy(dst=y, src=t)
             b.dealloc(t)
-    with pytest.raises(nk.InterpretError, match=r"src dim 0 window \[256, 384\) is out of bounds for "
-                                                r"%x of shape \(256, 512\) \(iteration %i = 2\)"):
+
+    with pytest.raises(
+        nk.InterpretError,
+        match=r"src dim 0 window \[256, 384\) is out of bounds for "
+        r"%x of shape \(256, 512\) \(iteration %i = 2\)",
+    ):
         _run(build)
 
 
@@ -73,6 +84,7 @@ def test_use_after_dealloc_raises():
         b.dma_copy(dst=t, src=x[0:128, :])
         b.dealloc(t)
         b.dma_copy(dst=y, src=t)
+
     with pytest.raises(nk.InterpretError, match="src uses %t after its dealloc"):
         _run(build)
 
@@ -84,6 +96,7 @@ def test_double_dealloc_raises():
         b.dma_copy(dst=y, src=t)
         b.dealloc(t)
         b.dealloc(t)
+
     with pytest.raises(nk.InterpretError, match="%t is deallocated twice"):
         _run(build)
 
@@ -94,6 +107,7 @@ def test_leak_at_kernel_end_raises():
             t = b.alloc((128, 512))
             b.dma_copy(dst=t, src=x[0:128, :])
             b.dma_copy(dst=y, src=t)
+
     with pytest.raises(nk.InterpretError, match=r"still allocated at kernel end \(2 live tile\(s\) leaked\)"):
         _run(build)
 
@@ -102,6 +116,7 @@ def test_sbuf_capacity_is_enforced_at_run_time():
     def build(b, x, y):
         for _ in range(5):
             b.alloc((128, 12_000))
+
     with pytest.raises(nk.InterpretError, match="SBUF exhausted: 240,000 B/partition > 212,984"):
         _run(build)
 
@@ -110,6 +125,7 @@ def test_psum_banks_are_enforced_at_run_time():
     def build(b, x, y):
         for _ in range(9):
             b.alloc((128, 512), F32, "psum")
+
     with pytest.raises(nk.InterpretError, match="PSUM exhausted: all 8 banks are in use"):
         _run(build)
 
@@ -136,6 +152,7 @@ def _accumulate_onto(init):
         _store(b, y, out)
         for v in (st, mv, ps):
             b.dealloc(v)
+
     return build
 
 
@@ -154,9 +171,10 @@ def test_accumulate_onto_unwritten_psum_reports_poison():
 def test_activation_outside_documented_domain_raises(func, scale):
     def build(b, x, y):
         t = b.alloc((128, 512))
-        b.dma_copy(dst=t, src=x[0:128, :])      # values 0 .. 65.5
+        b.dma_copy(dst=t, src=x[0:128, :])  # values 0 .. 65.5
         b.activation(dst=t, op=func, data=t, scale=scale)
         _store(b, y, t)
+
     with pytest.raises(nk.InterpretError, match=f"{func} input range .* leaves the documented domain"):
         _run(build, verify=True)
 
@@ -169,6 +187,7 @@ def test_sin_inside_its_domain_is_accurate():
         b.dma_copy(dst=t, src=xv[0:128, :])
         b.activation(dst=t, op="sin", data=t)
         _store(b, y, t)
+
     out = _run(build, verify=True, x=x)["y"]
     np.testing.assert_allclose(out, np.sin(x[0:128].astype(np.float64)), rtol=0, atol=1e-6)
 
@@ -179,6 +198,7 @@ def test_write_to_kernel_input_raises_at_run_time():
         b.memset(dst=t, value=1.0)
         b.dma_copy(dst=x[0:128, :], src=t)
         _store(b, y, t)
+
     with pytest.raises(nk.InterpretError, match="dst writes kernel input %x"):
         _run(build)
 
@@ -188,6 +208,7 @@ def test_broadcast_write_raises_at_run_time():
         t = b.alloc((128, 512))
         b.dma_copy(dst=t[:, ds(0, 512, 0)], src=x[0:128, :])
         _store(b, y, t)
+
     with pytest.raises(nk.InterpretError, match="dst writes one element of %t more than once"):
         _run(build)
 
@@ -197,6 +218,7 @@ def test_static_errors_stop_run_before_interpretation():
         t = b.alloc((128, 512))
         b.dma_copy(dst=t, src=x[0:128, :])
         b.dma_copy(dst=y, src=t)
+
     with pytest.raises(nk.VerifyError, match="never deallocated"):
         _run(build, verify=True)
 
@@ -226,5 +248,6 @@ def test_ill_shaped_operands_without_verify_raise_interpret_errors():
         b.tensor_tensor(dst=t, data1=t, data2=u, op="add")
         _store(b, y, t)
         b.dealloc(u)
+
     with pytest.raises(nk.InterpretError, match="operands do not fit this op"):
         _run(build)

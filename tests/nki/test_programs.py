@@ -23,8 +23,9 @@ def test_tiled_add_with_remainder_tile(dtype):
     assert_close(out, a.astype(np.float64) + b.astype(np.float64), dtype)
 
 
-@pytest.mark.parametrize("rows,cols,dtype", [(256, 512, nk.float32), (300, 1000, nk.float32),
-                                             (200, 384, nk.bfloat16)])
+@pytest.mark.parametrize(
+    "rows,cols,dtype", [(256, 512, nk.float32), (300, 1000, nk.float32), (200, 384, nk.bfloat16)]
+)
 def test_row_softmax(rows, cols, dtype):
     x = _rand((rows, cols), dtype, 3, -4, 4)
     out = nk.nki.run(kernels.softmax(rows, cols, dtype), {"x": x})["y"]
@@ -75,10 +76,10 @@ def _sum_kernel(dtype_out, via):
 def test_bf16_sum_of_8192_accumulates_in_fp32(via, dtype_out):
     x = _rand((128, 8192), nk.bfloat16, 7, 0.0, 1.0)
     out = nk.nki.run(_sum_kernel(dtype_out, via), {"x": x})["y"].astype(np.float64)
-    ref = x.astype(np.float64).sum(axis=1, keepdims=True)   # ~4096
+    ref = x.astype(np.float64).sum(axis=1, keepdims=True)  # ~4096
     # bf16 accumulation would stall near 512 (ulp 4 > addends); fp32 accumulation keeps ~1e-6
     # relative, then one rounding to the output dtype (bf16: half an ulp = 2**-9 relative)
-    rtol = 1e-5 if dtype_out is nk.float32 else 2.0 ** -8
+    rtol = 1e-5 if dtype_out is nk.float32 else 2.0**-8
     np.testing.assert_allclose(out, ref, rtol=rtol, atol=0)
 
 
@@ -97,8 +98,9 @@ def test_floor_building_blocks_write_their_destination():
     b = nk.nki.Builder("floor")
     x = b.add_input("x", (128, 64), nk.float32)
     y = b.alloc((128, 64), nk.float32, "hbm", name="y")
-    t, r_i, r_f, gt, out = (b.alloc((128, 64), d) for d in
-                            (nk.float32, nk.int32, nk.float32, nk.float32, nk.float32))
+    t, r_i, r_f, gt, out = (
+        b.alloc((128, 64), d) for d in (nk.float32, nk.int32, nk.float32, nk.float32, nk.float32)
+    )
     b.dma_copy(dst=t, src=x)
     _floor_blocks(b, out, t, r_i, r_f, gt)
     b.dma_copy(dst=y, src=out)
@@ -106,8 +108,14 @@ def test_floor_building_blocks_write_their_destination():
         b.dealloc(v)
     b.set_outputs({"y": y})
     rng = np.random.default_rng(8)
-    xv = np.concatenate([rng.uniform(-1e6, 1e6, (128, 32)), np.round(rng.uniform(-50, 50, (128, 16))) / 2,
-                         np.round(rng.uniform(-50, 50, (128, 16)))], axis=1).astype(np.float32)
+    xv = np.concatenate(
+        [
+            rng.uniform(-1e6, 1e6, (128, 32)),
+            np.round(rng.uniform(-50, 50, (128, 16))) / 2,
+            np.round(rng.uniform(-50, 50, (128, 16))),
+        ],
+        axis=1,
+    ).astype(np.float32)
     got = nk.nki.run(b.graph, {"x": xv})["y"]
     np.testing.assert_array_equal(got, np.floor(xv.astype(np.float64)))
 
@@ -120,8 +128,9 @@ def test_floor_divide_building_blocks_write_their_destination():
     xb = b.add_input("b", (128, 64), nk.float32)
     y = b.alloc((128, 64), nk.float32, "hbm", name="y")
     shape = (128, 64)
-    ta, tb, q, f, r_i, r_f, gt, rem, lt, ge = (b.alloc(shape, nk.int32 if k == 4 else nk.float32)
-                                                for k in range(10))
+    ta, tb, q, f, r_i, r_f, gt, rem, lt, ge = (
+        b.alloc(shape, nk.int32 if k == 4 else nk.float32) for k in range(10)
+    )
     b.dma_copy(dst=ta, src=xa)
     b.dma_copy(dst=tb, src=xb)
     b.activation(dst=q, op="reciprocal", data=tb)

@@ -24,11 +24,20 @@ def _dma_kernel(trip, step, coeff, off, size, stride, off2, size2, stride2):
     return b.graph
 
 
-@given(trip=st.integers(1, 4), step=st.integers(1, 3), coeff=st.integers(-60, 60),
-       off=st.integers(-20, ROWS), size=st.integers(1, 128), stride=st.integers(0, 3),
-       off2=st.integers(-2, COLS), size2=st.integers(1, 64), stride2=st.integers(0, 2))
-def test_dma_bounds_verifier_and_interpreter_agree(trip, step, coeff, off, size, stride, off2,
-                                                  size2, stride2):
+@given(
+    trip=st.integers(1, 4),
+    step=st.integers(1, 3),
+    coeff=st.integers(-60, 60),
+    off=st.integers(-20, ROWS),
+    size=st.integers(1, 128),
+    stride=st.integers(0, 3),
+    off2=st.integers(-2, COLS),
+    size2=st.integers(1, 64),
+    stride2=st.integers(0, 2),
+)
+def test_dma_bounds_verifier_and_interpreter_agree(
+    trip, step, coeff, off, size, stride, off2, size2, stride2
+):
     g = _dma_kernel(trip, step, coeff, off, size, stride, off2, size2, stride2)
     x = np.arange(ROWS * COLS, dtype=np.float32).reshape(ROWS, COLS)
     try:
@@ -45,10 +54,13 @@ def test_dma_bounds_verifier_and_interpreter_agree(trip, step, coeff, off, size,
         dynamic_ok = False
     assert static_ok == dynamic_ok
     starts = [i * coeff + off for i in range(0, trip * step, step)]
-    brute = all(0 <= s and s + (size - 1) * stride < ROWS for s in starts) and \
-        0 <= off2 and off2 + (size2 - 1) * stride2 < COLS
+    brute = (
+        all(0 <= s and s + (size - 1) * stride < ROWS for s in starts)
+        and 0 <= off2
+        and off2 + (size2 - 1) * stride2 < COLS
+    )
     assert static_ok == brute
-    if brute:   # the last iteration's window, computed directly
+    if brute:  # the last iteration's window, computed directly
         rows = starts[-1] + np.arange(size) * stride
         cols = off2 + np.arange(size2) * stride2
         np.testing.assert_array_equal(out, x[np.ix_(rows, cols)])
@@ -60,13 +72,18 @@ def _start_ok(n, start):
     return start % (64 if n > 32 else 32) == 0
 
 
-@given(lower=st.integers(0, 3), trip=st.integers(1, 4), step=st.integers(1, 3),
-       coeff=st.sampled_from([0, 1, 16, 32, 48, 64, -32]), const=st.sampled_from([0, 16, 32, 64, 96]),
-       n=st.sampled_from([1, 16, 32, 33, 64, 65, 128]))
+@given(
+    lower=st.integers(0, 3),
+    trip=st.integers(1, 4),
+    step=st.integers(1, 3),
+    coeff=st.sampled_from([0, 1, 16, 32, 48, 64, -32]),
+    const=st.sampled_from([0, 16, 32, 64, 96]),
+    n=st.sampled_from([1, 16, 32, 33, 64, 65, 128]),
+)
 def test_partition_start_rule_matches_brute_force(lower, trip, step, coeff, const, n):
     starts = [const + coeff * i for i in range(lower, lower + trip * step, step)]
     if not all(0 <= s and s + n <= 128 for s in starts):
-        return   # bounds are a different rule
+        return  # bounds are a different rule
     b = nk.nki.Builder("pstart")
     y = b.alloc((1, 1), F32, "hbm", name="y")
     with b.fori_loop(lower, lower + trip * step, step) as i:
@@ -87,8 +104,13 @@ def test_partition_start_rule_matches_brute_force(lower, trip, step, coeff, cons
     assert ok == all(_start_ok(n, s) for s in starts)
 
 
-@given(c1=st.integers(-5, 5), c2=st.integers(-5, 5), const=st.integers(-100, 100),
-       i_val=st.integers(0, 3), j_val=st.integers(0, 2))
+@given(
+    c1=st.integers(-5, 5),
+    c2=st.integers(-5, 5),
+    const=st.integers(-100, 100),
+    i_val=st.integers(0, 3),
+    j_val=st.integers(0, 2),
+)
 def test_affine_offsets_round_trip_and_evaluate(c1, c2, const, i_val, j_val):
     b = nk.nki.Builder("aff")
     y = b.alloc((4, 3, 128, 1), nk.int32, "hbm", name="y")
@@ -114,14 +136,19 @@ def _texts():
     if _TEXTS is None:
         from . import kernels
         from .test_text import every_op_graph
-        _TEXTS = [str(every_op_graph()), str(kernels.softmax(300, 64)),
-                  str(kernels.matmul(128, 256, 512))]
+
+        _TEXTS = [str(every_op_graph()), str(kernels.softmax(300, 64)), str(kernels.matmul(128, 256, 512))]
     return _TEXTS
 
 
-@given(which=st.integers(0, 2), line=st.integers(1, 10_000), other=st.integers(1, 10_000),
-       mutation=st.sampled_from(["delete", "swap", "number", "space", "engine"]),
-       number=st.sampled_from([0, 1, 3, 7, 64, 127, 129, 513, 100_000]), verify=st.booleans())
+@given(
+    which=st.integers(0, 2),
+    line=st.integers(1, 10_000),
+    other=st.integers(1, 10_000),
+    mutation=st.sampled_from(["delete", "swap", "number", "space", "engine"]),
+    number=st.sampled_from([0, 1, 3, 7, 64, 127, 129, 513, 100_000]),
+    verify=st.booleans(),
+)
 def test_corrupted_ir_gives_nk_errors_never_crashes(which, line, other, mutation, number, verify):
     import re
 
@@ -135,7 +162,7 @@ def test_corrupted_ir_gives_nk_errors_never_crashes(which, line, other, mutation
         nums = list(re.finditer(r"\d+", lines[k]))
         if nums:
             m = nums[other % len(nums)]
-            lines[k] = lines[k][:m.start()] + str(number) + lines[k][m.end():]
+            lines[k] = lines[k][: m.start()] + str(number) + lines[k][m.end() :]
     elif mutation == "space":
         lines[k] = lines[k].replace("sbuf", "psum")
     else:

@@ -43,14 +43,23 @@ def tile_prog(inputs, out_shape, out_dtype, body, out_space="sbuf"):
 
 A = RNG.uniform(-3, 3, (128, 64)).astype(np.float32)
 B = RNG.uniform(-3, 3, (128, 64)).astype(np.float32)
-B[:, :8] = A[:, :8]   # some equal pairs for the comparisons
+B[:, :8] = A[:, :8]  # some equal pairs for the comparisons
 REF_TT = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum,
-    "minimum": np.minimum, "abs_max": lambda a, b: np.maximum(abs(a), abs(b)),
-    "abs_min": lambda a, b: np.minimum(abs(a), abs(b)), "equal": np.equal,
-    "not_equal": np.not_equal, "greater": np.greater, "greater_equal": np.greater_equal,
-    "less": np.less, "less_equal": np.less_equal,
-    "logical_and": lambda a, b: (a > 0) & (b > 0), "logical_or": lambda a, b: (a > 0) | (b > 0),
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "abs_max": lambda a, b: np.maximum(abs(a), abs(b)),
+    "abs_min": lambda a, b: np.minimum(abs(a), abs(b)),
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "logical_and": lambda a, b: (a > 0) & (b > 0),
+    "logical_or": lambda a, b: (a > 0) | (b > 0),
     "logical_xor": lambda a, b: (a > 0) ^ (b > 0),
 }
 
@@ -58,31 +67,46 @@ REF_TT = {
 @pytest.mark.parametrize("op", sorted(REF_TT))
 def test_tensor_tensor_vector_ops(op):
     a, b = (A, B) if not op.startswith("logical") else (np.maximum(A, 0), np.maximum(B, 0))
-    got = tile_prog({"a": a, "b": b}, (128, 64), F32,
-                    lambda bb, ta, tb, o: bb.tensor_tensor(dst=o, data1=ta, data2=tb, op=op))
+    got = tile_prog(
+        {"a": a, "b": b},
+        (128, 64),
+        F32,
+        lambda bb, ta, tb, o: bb.tensor_tensor(dst=o, data1=ta, data2=tb, op=op),
+    )
     ref = REF_TT[op](a.astype(np.float64), b.astype(np.float64)).astype(np.float64)
-    assert_close(got, ref, F32)   # one fp32 op rounded once; compares/logicals exactly 1 or 0
+    assert_close(got, ref, F32)  # one fp32 op rounded once; compares/logicals exactly 1 or 0
 
 
 def test_tensor_tensor_power_on_gpsimd():
     a = np.abs(A) + 0.5
-    got = tile_prog({"a": a, "b": B}, (128, 64), F32,
-                    lambda bb, ta, tb, o: bb.tensor_tensor(dst=o, data1=ta, data2=tb, op="power",
-                                                           engine="gpsimd"))
+    got = tile_prog(
+        {"a": a, "b": B},
+        (128, 64),
+        F32,
+        lambda bb, ta, tb, o: bb.tensor_tensor(dst=o, data1=ta, data2=tb, op="power", engine="gpsimd"),
+    )
     assert_close(got, a.astype(np.float64) ** B.astype(np.float64), F32)
 
 
-@pytest.mark.parametrize("op,ref", [
-    ("bitwise_and", lambda a, b: a & b), ("bitwise_or", lambda a, b: a | b),
-    ("bitwise_xor", lambda a, b: a ^ b),
-    ("left_shift", lambda a, b: (a.astype(np.uint32) << b.astype(np.uint32)).astype(np.int32)),
-    ("right_shift", lambda a, b: (a.astype(np.uint32) >> b.astype(np.uint32)).astype(np.int32)),
-])
+@pytest.mark.parametrize(
+    "op,ref",
+    [
+        ("bitwise_and", lambda a, b: a & b),
+        ("bitwise_or", lambda a, b: a | b),
+        ("bitwise_xor", lambda a, b: a ^ b),
+        ("left_shift", lambda a, b: (a.astype(np.uint32) << b.astype(np.uint32)).astype(np.int32)),
+        ("right_shift", lambda a, b: (a.astype(np.uint32) >> b.astype(np.uint32)).astype(np.int32)),
+    ],
+)
 def test_bitwise_ops_act_on_raw_bits(op, ref):
-    a = RNG.integers(-2**31, 2**31 - 1, (128, 32), dtype=np.int64).astype(np.int32)
+    a = RNG.integers(-(2**31), 2**31 - 1, (128, 32), dtype=np.int64).astype(np.int32)
     s = RNG.integers(0, 31, (128, 32)).astype(np.int32)
-    got = tile_prog({"a": a, "b": s}, (128, 32), I32,
-                    lambda bb, ta, tb, o: bb.tensor_tensor(dst=o, data1=ta, data2=tb, op=op))
+    got = tile_prog(
+        {"a": a, "b": s},
+        (128, 32),
+        I32,
+        lambda bb, ta, tb, o: bb.tensor_tensor(dst=o, data1=ta, data2=tb, op=op),
+    )
     np.testing.assert_array_equal(got, ref(a, s))
 
 
@@ -91,9 +115,12 @@ def test_integer_arithmetic_is_fp32_on_vector_and_exact_on_gpsimd(engine, expect
     # VectorE converts int32 to fp32 (2**24 + 1 and + 2 become 2**24 and 2**24 + 2) before adding
     a = np.full((128, 4), 2**24 + 1, np.int32)
     b = np.full((128, 4), 2, np.int32)
-    got = tile_prog({"a": a, "b": b}, (128, 4), I32,
-                    lambda bb, ta, tb, o: bb.tensor_tensor(dst=o, data1=ta, data2=tb, op="add",
-                                                           engine=engine))
+    got = tile_prog(
+        {"a": a, "b": b},
+        (128, 4),
+        I32,
+        lambda bb, ta, tb, o: bb.tensor_tensor(dst=o, data1=ta, data2=tb, op="add", engine=engine),
+    )
     np.testing.assert_array_equal(got, np.full((128, 4), expect, np.int32))
 
 
@@ -101,24 +128,36 @@ def test_tensor_scalar_two_ops_reverse_and_column_operand():
     col = RNG.uniform(1, 2, (128, 1)).astype(np.float32)
 
     def body(bb, ta, tc, o):
-        bb.tensor_scalar(dst=o, data=ta, op0="subtract", operand0=tc, reverse0=True,
-                         op1="multiply", operand1=-0.5)
+        bb.tensor_scalar(
+            dst=o, data=ta, op0="subtract", operand0=tc, reverse0=True, op1="multiply", operand1=-0.5
+        )
+
     got = tile_prog({"a": A, "c": col}, (128, 64), F32, body)
     ref = (col.astype(np.float64) - A) * -0.5
-    assert_close(got, ref, F32, rtol=2e-6, atol=2e-6)   # two fp32 roundings
+    assert_close(got, ref, F32, rtol=2e-6, atol=2e-6)  # two fp32 roundings
 
 
 def test_tensor_scalar_on_scalar_engine_mult_add():
-    got = tile_prog({"a": A}, (128, 64), F32,
-                    lambda bb, ta, o: bb.tensor_scalar(dst=o, data=ta, op0="multiply", operand0=3.0,
-                                                       op1="add", operand1=1.0, engine="scalar"))
+    got = tile_prog(
+        {"a": A},
+        (128, 64),
+        F32,
+        lambda bb, ta, o: bb.tensor_scalar(
+            dst=o, data=ta, op0="multiply", operand0=3.0, op1="add", operand1=1.0, engine="scalar"
+        ),
+    )
     assert_close(got, A.astype(np.float64) * 3 + 1, F32)
 
 
-@pytest.mark.parametrize("op,ref,axis", [
-    ("maximum", np.max, (1, 2)), ("minimum", np.min, (2,)), ("add", np.sum, (2,)),
-    ("multiply", np.prod, (1, 2)),
-])
+@pytest.mark.parametrize(
+    "op,ref,axis",
+    [
+        ("maximum", np.max, (1, 2)),
+        ("minimum", np.min, (2,)),
+        ("add", np.sum, (2,)),
+        ("multiply", np.prod, (1, 2)),
+    ],
+)
 @pytest.mark.parametrize("negate", [False, True])
 def test_tensor_reduce_trailing_axes(op, ref, axis, negate):
     x = RNG.uniform(0.5, 1.5, (128, 4, 8)).astype(np.float32)
@@ -126,6 +165,7 @@ def test_tensor_reduce_trailing_axes(op, ref, axis, negate):
 
     def body(bb, tx, o):
         bb.tensor_reduce(dst=o, op=op, data=tx, axis=axis, negate=negate)
+
     got = tile_prog({"x": x}, (128, kept), F32, body)
     r = ref(x.astype(np.float64), axis=axis).reshape(128, kept)
     assert_close(got, -r if negate else r, F32)
@@ -133,8 +173,9 @@ def test_tensor_reduce_trailing_axes(op, ref, axis, negate):
 
 def test_tensor_reduce_bitwise_or_on_ints():
     x = RNG.integers(0, 2**20, (128, 16)).astype(np.int32)
-    got = tile_prog({"x": x}, (128, 1), I32,
-                    lambda bb, tx, o: bb.tensor_reduce(dst=o, op="bitwise_or", data=tx, axis=1))
+    got = tile_prog(
+        {"x": x}, (128, 1), I32, lambda bb, tx, o: bb.tensor_reduce(dst=o, op="bitwise_or", data=tx, axis=1)
+    )
     np.testing.assert_array_equal(got, np.bitwise_or.reduce(x, axis=1, keepdims=True))
 
 
@@ -155,9 +196,19 @@ def test_iota_pattern_channel_multiplier_and_loop_offset():
 
 def test_affine_select_builds_a_causal_mask():
     x = RNG.standard_normal((128, 128)).astype(np.float32)
-    got = tile_prog({"x": x}, (128, 128), F32, lambda bb, tx, o: bb.affine_select(
-        dst=o, pattern=[[-1, 128]], channel_multiplier=1, on_true_tile=tx,
-        on_false_value=-np.inf, cmp_op="greater_equal"))
+    got = tile_prog(
+        {"x": x},
+        (128, 128),
+        F32,
+        lambda bb, tx, o: bb.affine_select(
+            dst=o,
+            pattern=[[-1, 128]],
+            channel_multiplier=1,
+            on_true_tile=tx,
+            on_false_value=-np.inf,
+            cmp_op="greater_equal",
+        ),
+    )
     r, c = np.indices((128, 128))
     np.testing.assert_array_equal(got, np.where(c <= r, x, -np.inf))
 
@@ -168,8 +219,14 @@ def test_select(on_false, reverse):
     pred = (RNG.uniform(size=(128, 64)) > 0.5).astype(np.uint8)
 
     def body(bb, tp, ta, tb, o):
-        bb.select(dst=o, predicate=tp, on_true=ta,
-                  on_false=-7.0 if on_false == "imm" else tb[0:128, 0:1], reverse_pred=reverse)
+        bb.select(
+            dst=o,
+            predicate=tp,
+            on_true=ta,
+            on_false=-7.0 if on_false == "imm" else tb[0:128, 0:1],
+            reverse_pred=reverse,
+        )
+
     got = tile_prog({"p": pred, "a": A, "b": B}, (128, 64), F32, body)
     keep = (pred == 0) if reverse else (pred != 0)
     np.testing.assert_array_equal(got, np.where(keep, A, -7.0 if on_false == "imm" else B[:, :1]))
@@ -188,17 +245,32 @@ def _softplus(x):
 
 
 ACT_REF = {
-    "copy": lambda x: x, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: x ** -0.5,
-    "reciprocal": lambda x: 1 / x, "tanh": np.tanh, "sigmoid": _sig, "silu": lambda x: x * _sig(x),
-    "silu_dx": lambda x: _sig(x) + x * _sig(x) * (1 - _sig(x)), "gelu": _gelu,
-    "gelu_dx": lambda x: 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
-    + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi),
-    "gelu_apprx_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
-    "gelu_apprx_sigmoid": lambda x: x * _sig(1.702 * x), "relu": lambda x: np.maximum(x, 0),
-    "square": np.square, "erf": np.vectorize(math.erf),
-    "erf_dx": lambda x: 2 / math.sqrt(math.pi) * np.exp(-x * x), "softplus": _softplus,
-    "mish": lambda x: x * np.tanh(_softplus(x)), "sin": np.sin, "arctan": np.arctan,
-    "sign": np.sign, "abs": np.abs,
+    "copy": lambda x: x,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: x**-0.5,
+    "reciprocal": lambda x: 1 / x,
+    "tanh": np.tanh,
+    "sigmoid": _sig,
+    "silu": lambda x: x * _sig(x),
+    "silu_dx": lambda x: _sig(x) + x * _sig(x) * (1 - _sig(x)),
+    "gelu": _gelu,
+    "gelu_dx": lambda x: (
+        0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2))) + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+    ),
+    "gelu_apprx_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
+    "gelu_apprx_sigmoid": lambda x: x * _sig(1.702 * x),
+    "relu": lambda x: np.maximum(x, 0),
+    "square": np.square,
+    "erf": np.vectorize(math.erf),
+    "erf_dx": lambda x: 2 / math.sqrt(math.pi) * np.exp(-x * x),
+    "softplus": _softplus,
+    "mish": lambda x: x * np.tanh(_softplus(x)),
+    "sin": np.sin,
+    "arctan": np.arctan,
+    "sign": np.sign,
+    "abs": np.abs,
 }
 POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal"}
 
@@ -213,6 +285,7 @@ def test_activation_functions_with_scale_and_bias(func):
 
     def body(bb, tx, ts_, tb, o):
         bb.activation(dst=o, op=func, data=tx, scale=ts_, bias=tb)
+
     got = tile_prog({"x": x, "s": scale, "b": bias}, (128, 64), F32, body)
     z = x.astype(np.float64) * scale + bias
     assert_close(got, ACT_REF[func](z), F32)
@@ -225,10 +298,11 @@ def test_dma_casts_round_to_nearest_even_and_saturate():
         b = nk.nki.Builder("cast")
         xv = b.add_input("x", x.shape, F32)
         y = b.alloc(x.shape, dt, "hbm", name="y")
-        b.dma_copy(dst=y, src=xv)           # HBM -> HBM DMA with a cast
+        b.dma_copy(dst=y, src=xv)  # HBM -> HBM DMA with a cast
         b.set_outputs({"y": y})
         return nk.nki.run(b.graph, {"x": x})["y"]
-    np.testing.assert_array_equal(build(I32)[0], [2, 4, -2, -4, 2**31 - 1, -2**31, 0, 0])
+
+    np.testing.assert_array_equal(build(I32)[0], [2, 4, -2, -4, 2**31 - 1, -(2**31), 0, 0])
     np.testing.assert_array_equal(build(nk.uint8)[0], [2, 4, 0, 0, 255, 0, 0, 0])
     bf = RNG.standard_normal((128, 8)).astype(np.float32)
     x[:] = bf
@@ -252,8 +326,9 @@ def test_memset(dtype):
 
 def test_vector_transpose_32x32():
     x = RNG.standard_normal((32, 32)).astype(np.float32)
-    got = tile_prog({"x": x}, (32, 32), F32,
-                    lambda bb, tx, o: bb.nc_transpose(dst=o, data=tx, engine="vector"))
+    got = tile_prog(
+        {"x": x}, (32, 32), F32, lambda bb, tx, o: bb.nc_transpose(dst=o, data=tx, engine="vector")
+    )
     np.testing.assert_array_equal(got, x.T)
 
 
@@ -263,11 +338,11 @@ def test_hbm_views_broadcast_transpose_and_strided_windows():
     wv = b.add_input("w", w.shape, F32)
     y = b.alloc((128, 256), F32, "hbm", name="y")
     yt = b.alloc((256, 4), F32, "hbm", name="yt")
-    bc = b.hbm_view(wv, (128, 256), (0, 1), offset=256)     # row 1 on every partition
+    bc = b.hbm_view(wv, (128, 256), (0, 1), offset=256)  # row 1 on every partition
     t = b.alloc((128, 256))
     b.dma_copy(dst=t, src=bc)
     u = b.alloc((128, 128))
-    b.dma_copy(dst=u, src=t[:, ds(1, 128, 2)])               # odd columns
+    b.dma_copy(dst=u, src=t[:, ds(1, 128, 2)])  # odd columns
     b.tensor_tensor(dst=t[:, 0:128], data1=u, data2=u, op="add")
     b.dma_copy(dst=y, src=t)
     b.dma_copy(dst=b.hbm_view(yt, (4, 256), (1, 4)), src=wv)  # write through a transposed view
@@ -287,12 +362,13 @@ def test_sbuf_to_sbuf_dma_moves_data_across_partitions():
     def body(bb, tx, o):
         bb.dma_copy(dst=o[0:64, :], src=tx[64:128, :])
         bb.dma_copy(dst=o[64:128, :], src=tx[0:64, :])
+
     got = tile_prog({"x": x}, (128, 64), F32, body)
     np.testing.assert_array_equal(got, np.concatenate([x[64:], x[:64]]))
 
 
 def test_matmul_loops_with_loop_indexed_windows():
-    a = RNG.standard_normal((128, 256)).astype(np.float32)     # [M, K], read transposed
+    a = RNG.standard_normal((128, 256)).astype(np.float32)  # [M, K], read transposed
     w = RNG.standard_normal((256, 512)).astype(np.float32)
     b = nk.nki.Builder("mm")
     av = b.add_input("a", a.shape, F32)
@@ -316,4 +392,3 @@ def test_matmul_loops_with_loop_indexed_windows():
     b.set_outputs({"y": y})
     got = nk.nki.run(b.graph, {"a": a, "w": w})["y"]
     assert_dot_close(got, a, w)
-

@@ -32,20 +32,35 @@ def every_op_graph() -> nk.Graph:
         b.activation(dst=u, op="exp", data=u, bias=col, scale=col, reduce_res=col)
         b.activation(dst=u, op="tanh", data=u, scale=-0.5)
         b.tensor_tensor(dst=t, data1=t, data2=u, op="maximum")
-        b.tensor_scalar(dst=t, data=t, op0="subtract", operand0=col, reverse0=True,
-                        op1="multiply", operand1=2.0, engine="gpsimd")
+        b.tensor_scalar(
+            dst=t,
+            data=t,
+            op0="subtract",
+            operand0=col,
+            reverse0=True,
+            op1="multiply",
+            operand1=2.0,
+            engine="gpsimd",
+        )
         b.tensor_reduce(dst=col, op="add", data=t, axis=(1,), negate=True, keepdims=True)
         b.tensor_scalar(dst=pr, data=t, op0="greater", operand0=0.0)
         b.select(dst=u, predicate=pr, on_true=u, on_false=-1.0)
         b.select(dst=u, predicate=pr, on_true=u, on_false=t[:, 0:1], reverse_pred=True)
-        b.affine_select(dst=t, pattern=[[-1, 64]], channel_multiplier=1, on_true_tile=t,
-                        on_false_value=-3e38, cmp_op="greater_equal", offset=i)
+        b.affine_select(
+            dst=t,
+            pattern=[[-1, 64]],
+            channel_multiplier=1,
+            on_true_tile=t,
+            on_false_value=-3e38,
+            cmp_op="greater_equal",
+            offset=i,
+        )
         b.nc_matmul(dst=ps[:, 0:64], stationary=sq, moving=t)
         b.nc_matmul(dst=ps[:, 0:64], stationary=sq, moving=t, accumulate=True)
         b.tensor_copy(dst=sq[:, 0:64], src=ps[:, 0:64], engine="scalar")
         b.nc_transpose(dst=ps[0:64, :], data=t)
         b.nc_transpose(dst=sq[0:32, ds(i * 32, 32)], data=t[0:32, 0:32], engine="vector")
-        b.dma_copy(dst=y[i * 128:i * 128 + 128, :], src=t)
+        b.dma_copy(dst=y[i * 128 : i * 128 + 128, :], src=t)
         for v in (t, u, col, ps, sq, pr):
             b.dealloc(v)
     with b.fori_loop(0, 1) as i:
@@ -53,8 +68,7 @@ def every_op_graph() -> nk.Graph:
             w = b.alloc((128, 32), nk.int32, name="w")
             b.dma_copy(dst=w, src=ids[:, ds(j * 32, 32)])
             b.tensor_tensor(dst=w, data1=w, data2=w, op="bitwise_xor")
-            b.tensor_scalar(dst=w, data=w, op0="left_shift", operand0=3, op1="bitwise_or",
-                            operand1=1)
+            b.tensor_scalar(dst=w, data=w, op0="left_shift", operand0=3, op1="bitwise_or", operand1=1)
             b.dma_copy(dst=z[:, ds(2 * i + j * 32, 32, 1)], src=w)
             b.dealloc(w)
     b.set_outputs({"y": y, "z": z})
@@ -74,8 +88,13 @@ def test_every_op_program_runs():
     import numpy as np
 
     rng = np.random.default_rng(0)
-    out = nk.nki.run(every_op_graph(), {"x": rng.standard_normal((256, 64)).astype(np.float32),
-                                        "ids": rng.integers(-9, 9, (128, 64)).astype(np.int32)})
+    out = nk.nki.run(
+        every_op_graph(),
+        {
+            "x": rng.standard_normal((256, 64)).astype(np.float32),
+            "ids": rng.integers(-9, 9, (128, 64)).astype(np.int32),
+        },
+    )
     np.testing.assert_array_equal(out["z"], np.ones((128, 64), np.int32))  # ((w ^ w) << 3) | 1
     assert out["y"].shape == (256, 64) and np.isfinite(out["y"]).all()
 
@@ -112,15 +131,18 @@ operand0 = 1.0, engine = vector}
     assert str(nk.parse(printed)) == printed
 
 
-@pytest.mark.parametrize("body,msg", [
-    ("nki.dma_copy %t, %x[0:128]", "has 1 dims but the tensor has 2"),
-    ("nki.dma_copy %t, %x[0:128, ds(%q, 64)]", "undefined value %q"),
-    ("nki.dma_copy %t, %x[ds(%t, 128), 0:64]", "is not a loop index"),
-    ("nki.dma_copy %t, %x[4:4, 0:64]", "must differ by a positive constant"),
-    ("nki.tensor_tensor %t, %t, %t {op = divide, engine = vector}", "expected one of add"),
-    ("nki.tensor_tensor %t, %t, %t {op = add}", "missing required attribute 'engine'"),
-    ("nki.memset %t {value = 1.0, value = 2.0, engine = vector}", "given twice"),
-])
+@pytest.mark.parametrize(
+    "body,msg",
+    [
+        ("nki.dma_copy %t, %x[0:128]", "has 1 dims but the tensor has 2"),
+        ("nki.dma_copy %t, %x[0:128, ds(%q, 64)]", "undefined value %q"),
+        ("nki.dma_copy %t, %x[ds(%t, 128), 0:64]", "is not a loop index"),
+        ("nki.dma_copy %t, %x[4:4, 0:64]", "must differ by a positive constant"),
+        ("nki.tensor_tensor %t, %t, %t {op = divide, engine = vector}", "expected one of add"),
+        ("nki.tensor_tensor %t, %t, %t {op = add}", "missing required attribute 'engine'"),
+        ("nki.memset %t {value = 1.0, value = 2.0, engine = vector}", "given twice"),
+    ],
+)
 def test_parse_errors_name_the_problem(body, msg):
     text = f"""graph @k(%x: hbm<128x64xf32>) {{
   %t = nki.alloc : tile<128x64xf32, sbuf>

@@ -14,7 +14,9 @@ from nkigen_lite.nki_sim import simulate, simulate_detailed
 HEADER = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n\n"
 RNG = np.random.default_rng(1234)
 
-HALF_SUM = HEADER + '''
+HALF_SUM = (
+    HEADER
+    + """
 OUTPUT_NAMES = ("out",)
 
 @nki.jit
@@ -35,7 +37,8 @@ def half_sum(a, b):
             nisa.tensor_scalar(dst=tc[0:p, 0:f], data=tc[0:p, 0:f], op0=nl.multiply, operand0=0.5)
             nisa.dma_copy(dst=out[m0:m0 + p, n0:n0 + f], src=tc[0:p, 0:f])
     return out
-'''
+"""
+)
 
 
 def test_tiled_elementwise_with_remainder_tiles_fp32():
@@ -58,7 +61,9 @@ def test_tiled_elementwise_bf16_rounds_once_per_instruction():
     np.testing.assert_allclose(out.astype(np.float64), ref, rtol=2**-7, atol=2**-120)
 
 
-SOFTMAX = HEADER + '''
+SOFTMAX = (
+    HEADER
+    + """
 OUTPUT_NAMES = ("y",)
 
 @nki.jit
@@ -77,7 +82,8 @@ def softmax_kernel(x):
         nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=inv)
         nisa.dma_copy(dst=y[nl.ds(i * 128, 128), 0:512], src=t[0:128, 0:512])
     return y
-'''
+"""
+)
 
 
 def test_row_softmax_with_fused_exp_and_sum():
@@ -90,7 +96,9 @@ def test_row_softmax_with_fused_exp_and_sum():
     assert res.stats.instructions == {"dma": 4, "vector": 4, "scalar": 6}
 
 
-MATMUL = HEADER + '''
+MATMUL = (
+    HEADER
+    + """
 OUTPUT_NAMES = ("c",)
 
 @nki.jit
@@ -113,7 +121,8 @@ def matmul_kernel(a, b):
             nisa.tensor_copy(dst=res, src=acc)
             nisa.dma_copy(dst=c[nl.ds(m * 128, 128), nl.ds(n * 512, 512)], src=res)
     return c
-'''
+"""
+)
 
 
 def _matmul_source(accumulate_expr: str) -> str:
@@ -143,7 +152,9 @@ def test_matmul_bf16_inputs_with_default_accumulate():
     _check_matmul(c, a, b)
 
 
-TRANSPOSE = HEADER + '''
+TRANSPOSE = (
+    HEADER
+    + """
 OUTPUT_NAMES = ("y",)
 
 @nki.jit
@@ -158,7 +169,8 @@ def transpose_kernel(x):
     nisa.tensor_copy(dst=s, src=tp)
     nisa.dma_copy(dst=y, src=s)
     return y
-'''
+"""
+)
 
 
 def test_tensor_engine_transpose_is_exact():
@@ -169,7 +181,9 @@ def test_tensor_engine_transpose_is_exact():
         np.testing.assert_array_equal(y, x.T)
 
 
-CAUSAL = HEADER + '''
+CAUSAL = (
+    HEADER
+    + """
 OUTPUT_NAMES = ("masked", "ids")
 
 @nki.jit
@@ -187,7 +201,8 @@ def causal_kernel(s):
     nisa.iota(dst=it, pattern=[[1, 64]], offset=5, channel_multiplier=64)
     nisa.dma_copy(dst=ids, src=it)
     return masked, ids
-'''
+"""
+)
 
 
 def test_iota_and_affine_select_causal_mask():
@@ -200,7 +215,9 @@ def test_iota_and_affine_select_causal_mask():
     assert out["ids"].dtype == np.int32
 
 
-SCALE_SHIFT = HEADER + '''
+SCALE_SHIFT = (
+    HEADER
+    + """
 OUTPUT_NAMES = ("y", "z")
 
 @nki.jit
@@ -219,7 +236,8 @@ def scale_shift(x, c):
                        engine=nisa.engine.gpsimd)
     nisa.dma_copy(dst=z, src=r)
     return y, z
-'''
+"""
+)
 
 
 def test_tensor_scalar_with_per_partition_operand():
@@ -231,7 +249,9 @@ def test_tensor_scalar_with_per_partition_operand():
     np.testing.assert_allclose(out["z"], c64 - x64, rtol=2e-6, atol=1e-7)
 
 
-WINDOWS = HEADER + '''
+WINDOWS = (
+    HEADER
+    + """
 OUTPUT_NAMES = ("biased", "evens", "evens_ap", "xt")
 
 @nki.jit
@@ -255,7 +275,8 @@ def windows(x, bias):
     nisa.dma_copy(dst=evens_ap, src=e2)
     nisa.dma_copy(dst=xt.ap(pattern=[[1, P], [P, F]], offset=0), src=t)     # transposed write
     return biased, evens, evens_ap, xt
-'''
+"""
+)
 
 
 def test_strided_and_broadcast_access_pattern_dma_windows():

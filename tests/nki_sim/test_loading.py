@@ -10,7 +10,7 @@ from nkigen_lite.nki_sim import NkiSimError, installed, simulate
 
 NAMES = ("nki", "nki.language", "nki.isa")
 
-COPY = '''
+COPY = """
 import nki
 import nki.language as nl
 import nki.isa as nisa
@@ -22,9 +22,9 @@ def copy_kernel(x):
     y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=y, src=x)
     return y
-'''
+"""
 
-SPLIT = '''
+SPLIT = """
 import nki
 import nki.language as nl
 import nki.isa as nisa
@@ -40,7 +40,7 @@ def half(x, start):
 @nki.jit
 def split_kernel(x):
     return half(x, 0), half(x, 3)
-'''
+"""
 
 X = np.arange(24, dtype=np.float32).reshape(4, 6)
 
@@ -115,19 +115,28 @@ def test_simulate_is_deterministic(clean_modules):
     assert all(a[k].tobytes() == b[k].tobytes() for k in a)
 
 
-@pytest.mark.parametrize("source, inputs, message", [
-    (COPY, {}, r"missing \['x'\]"),
-    (COPY, {"x": X, "w": X}, r"unexpected \['w'\]"),
-    (SPLIT, {"x": X[:, :5]}, r"input 'x' is float32\[4, 5\] but the kernel expects float32\[4, 6\]"),
-    (SPLIT, {"x": X.astype(np.float16)}, "kernel expects float32"),
-    (COPY, {"x": X.astype(np.float64)}, r"kernel input copy_kernel\(x\): dtype float64"),
-    (COPY.replace('OUTPUT_NAMES = ("y",)', 'OUTPUT_NAMES = ("y", "z")'), {"x": X},
-     r"returned 1 output\(s\) but OUTPUT_NAMES lists 2"),
-    (COPY.replace('OUTPUT_NAMES = ("y",)', ""), {"x": X}, "defines no OUTPUT_NAMES"),
-    (COPY + "\nalias = copy_kernel\nsecond = nki.jit(lambda x: x)\n", {"x": X},
-     "exactly one @nki.jit kernel; found copy_kernel, second"),
-    ("import nki\nOUTPUT_NAMES = ('y',)\n", {"x": X}, "found none"),
-])
+@pytest.mark.parametrize(
+    "source, inputs, message",
+    [
+        (COPY, {}, r"missing \['x'\]"),
+        (COPY, {"x": X, "w": X}, r"unexpected \['w'\]"),
+        (SPLIT, {"x": X[:, :5]}, r"input 'x' is float32\[4, 5\] but the kernel expects float32\[4, 6\]"),
+        (SPLIT, {"x": X.astype(np.float16)}, "kernel expects float32"),
+        (COPY, {"x": X.astype(np.float64)}, r"kernel input copy_kernel\(x\): dtype float64"),
+        (
+            COPY.replace('OUTPUT_NAMES = ("y",)', 'OUTPUT_NAMES = ("y", "z")'),
+            {"x": X},
+            r"returned 1 output\(s\) but OUTPUT_NAMES lists 2",
+        ),
+        (COPY.replace('OUTPUT_NAMES = ("y",)', ""), {"x": X}, "defines no OUTPUT_NAMES"),
+        (
+            COPY + "\nalias = copy_kernel\nsecond = nki.jit(lambda x: x)\n",
+            {"x": X},
+            "exactly one @nki.jit kernel; found copy_kernel, second",
+        ),
+        ("import nki\nOUTPUT_NAMES = ('y',)\n", {"x": X}, "found none"),
+    ],
+)
 def test_simulate_reports_bad_inputs_and_modules(clean_modules, source, inputs, message):
     with pytest.raises(NkiSimError, match=message):
         simulate(source, inputs)

@@ -89,8 +89,9 @@ def test_bitvec_ops_work_on_raw_bits(nk):
     x = np.array([[-1, 0x12345678, 255, -256]], np.int32)
 
     def body(r, t):
-        nisa.tensor_scalar(dst=r, data=t, op0=nl.right_shift, operand0=4, op1=nl.bitwise_and,
-                           operand1=0x0FFF0FFF)
+        nisa.tensor_scalar(
+            dst=r, data=t, op0=nl.right_shift, operand0=4, op1=nl.bitwise_and, operand1=0x0FFF0FFF
+        )
 
     got = _unary_kernel(nki, nl, nisa, body, nl.int32)(x)
     expect = ((x.view(np.uint32).astype(np.int64) >> 4) & 0x0FFF0FFF).astype(np.int32)
@@ -102,25 +103,38 @@ def test_comparisons_and_logical_ops_give_one_or_zero(nk):
     x = np.array([[-2.0, 0.0, 0.5, 3.0]], np.float32)
 
     def body(r, t):
-        nisa.tensor_scalar(dst=r, data=t, op0=nl.greater_equal, operand0=0.5, op1=nl.logical_xor,
-                           operand1=1.0)
+        nisa.tensor_scalar(
+            dst=r, data=t, op0=nl.greater_equal, operand0=0.5, op1=nl.logical_xor, operand1=1.0
+        )
 
     got = _unary_kernel(nki, nl, nisa, body, nl.uint8)(x)
     np.testing.assert_array_equal(got, [[1, 1, 0, 0]])
 
 
 ACTIVATIONS = {
-    "copy": lambda x: x, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1 / np.sqrt(x), "reciprocal": lambda x: 1 / x, "tanh": np.tanh,
-    "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "silu": lambda x: x / (1 + np.exp(-x)),
+    "copy": lambda x: x,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "reciprocal": lambda x: 1 / x,
+    "tanh": np.tanh,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "silu": lambda x: x / (1 + np.exp(-x)),
     "gelu": lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))),
     "gelu_apprx_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
-    "relu": lambda x: np.maximum(x, 0), "square": np.square, "erf": np.vectorize(math.erf),
-    "softplus": lambda x: np.log1p(np.exp(x)), "sin": np.sin, "arctan": np.arctan,
-    "sign": np.sign, "abs": np.abs,
+    "relu": lambda x: np.maximum(x, 0),
+    "square": np.square,
+    "erf": np.vectorize(math.erf),
+    "softplus": lambda x: np.log1p(np.exp(x)),
+    "sin": np.sin,
+    "arctan": np.arctan,
+    "sign": np.sign,
+    "abs": np.abs,
     "silu_dx": lambda x: (1 + np.exp(-x) + x * np.exp(-x)) / (1 + np.exp(-x)) ** 2,
-    "gelu_dx": lambda x: (0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
-                          + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi)),
+    "gelu_dx": lambda x: (
+        0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2))) + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+    ),
     "gelu_apprx_sigmoid": lambda x: x / (1 + np.exp(-1.702 * x)),
     "erf_dx": lambda x: 2 / math.sqrt(math.pi) * np.exp(-x * x),
     "mish": lambda x: x * np.tanh(np.log1p(np.exp(x))),
@@ -170,7 +184,7 @@ def test_tensor_reduce_sums_bf16_in_fp32(nk):
     np.testing.assert_allclose(kernel(x), ref, rtol=1e-6)
     naive = np.zeros(128, ml_dtypes.bfloat16)
     for j in range(0, 8192, 64):  # what a bf16 accumulator would give (sampled columns)
-        naive = (naive + x[:, j:j + 64].astype(np.float32).sum(axis=1)).astype(ml_dtypes.bfloat16)
+        naive = (naive + x[:, j : j + 64].astype(np.float32).sum(axis=1)).astype(ml_dtypes.bfloat16)
     assert np.max(np.abs(naive.astype(np.float64) - ref[:, 0]) / ref[:, 0]) > 1e-3
 
 

@@ -22,13 +22,20 @@ def test_tensor_copy_predicated_and_select_reduce(nk):
             nisa.dma_copy(dst=dst, src=src)
         r = nl.ndarray((32, 40), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_copy(dst=r, src=ta)
-        nisa.tensor_copy_predicated(dst=r, src=tb, predicate=tp)            # r = pred ? b : a
+        nisa.tensor_copy_predicated(dst=r, src=tb, predicate=tp)  # r = pred ? b : a
         nisa.dma_copy(dst=outs[0], src=r)
         nisa.tensor_copy_predicated(dst=r, src=7.0, predicate=tp, reverse_pred=True)
-        nisa.dma_copy(dst=outs[1], src=r)                                   # r = pred ? b : 7
+        nisa.dma_copy(dst=outs[1], src=r)  # r = pred ? b : 7
         m = nl.ndarray((32, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.select_reduce(dst=r, predicate=tp, on_true=ta, on_false=-100.0, reduce_res=m,
-                           reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_op=nl.maximum)
+        nisa.select_reduce(
+            dst=r,
+            predicate=tp,
+            on_true=ta,
+            on_false=-100.0,
+            reduce_res=m,
+            reduce_cmd=nisa.reduce_cmd.reset_reduce,
+            reduce_op=nl.maximum,
+        )
         nisa.dma_copy(dst=outs[2], src=r)
         nisa.dma_copy(dst=row_max, src=m)
         return (*outs, row_max)
@@ -86,10 +93,17 @@ def test_activation_accumulates_across_instructions(nk):
         nisa.dma_copy(dst=t, src=x)
         sq = nl.ndarray((128, 100), dtype=nl.bfloat16, buffer=nl.sbuf)
         total = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.activation(dst=sq, op=nl.square, data=t[:, 0, :], reduce_op=nl.add,
-                        reduce_cmd=nisa.reduce_cmd.reset_reduce)
-        nisa.activation(dst=sq, op=nl.square, data=t[:, 1, :], reduce_op=nl.add, reduce_res=total,
-                        reduce_cmd=nisa.reduce_cmd.reduce)
+        nisa.activation(
+            dst=sq, op=nl.square, data=t[:, 0, :], reduce_op=nl.add, reduce_cmd=nisa.reduce_cmd.reset_reduce
+        )
+        nisa.activation(
+            dst=sq,
+            op=nl.square,
+            data=t[:, 1, :],
+            reduce_op=nl.add,
+            reduce_res=total,
+            reduce_cmd=nisa.reduce_cmd.reduce,
+        )
         nisa.dma_copy(dst=y, src=total)
         return y
 

@@ -34,10 +34,17 @@ def test_reading_unwritten_elements_raises(nk):
         run(nk, body)
 
 
-@pytest.mark.parametrize("index", [
-    lambda x: x[0:129, :], lambda x: x[:, 60:65], lambda x: x[128], lambda x: x[:, -1],
-    lambda x: x[:, 5:5], lambda x: x[0:2, 0:2, 0:2],
-])
+@pytest.mark.parametrize(
+    "index",
+    [
+        lambda x: x[0:129, :],
+        lambda x: x[:, 60:65],
+        lambda x: x[128],
+        lambda x: x[:, -1],
+        lambda x: x[:, 5:5],
+        lambda x: x[0:2, 0:2, 0:2],
+    ],
+)
 def test_out_of_bounds_and_bad_indices_raise(nk, index):
     def body(nl, nisa, x, t):
         index(x)
@@ -90,11 +97,14 @@ def test_more_than_128_partitions_raises(nk):
         run(nk, lambda nl, nisa, x, t: nl.ndarray((129, 4), dtype=nl.float32, buffer=nl.sbuf))
 
 
-@pytest.mark.parametrize("st_shape, mv_shape, message", [
-    ((128, 129), (128, 8), "stationary free size M = 129 exceeds 128"),
-    ((128, 8), (128, 513), "moving free size N = 513 exceeds 512"),
-    ((64, 8), (32, 8), "K=64 partitions but moving has 32"),
-])
+@pytest.mark.parametrize(
+    "st_shape, mv_shape, message",
+    [
+        ((128, 129), (128, 8), "stationary free size M = 129 exceeds 128"),
+        ((128, 8), (128, 513), "moving free size N = 513 exceeds 512"),
+        ((64, 8), (32, 8), "K=64 partitions but moving has 32"),
+    ],
+)
 def test_matmul_size_limits(nk, st_shape, mv_shape, message):
     def body(nl, nisa, x, t):
         st = nl.zeros(st_shape, dtype=nl.bfloat16, buffer=nl.sbuf)
@@ -106,12 +116,15 @@ def test_matmul_size_limits(nk, st_shape, mv_shape, message):
         run(nk, body)
 
 
-@pytest.mark.parametrize("dst_buf, dst_dtype, st_dtype, message", [
-    ("sbuf", "float32", "bfloat16", "dst .* must be in PSUM"),
-    ("psum", "bfloat16", "bfloat16", "dst must be float32 on trn2"),
-    ("psum", "float32", "float32", "fp32/tf32 inputs must pair with fp32/tf32"),
-    ("psum", "float32", "int8", "int8 is not a trn2 matmul input"),
-])
+@pytest.mark.parametrize(
+    "dst_buf, dst_dtype, st_dtype, message",
+    [
+        ("sbuf", "float32", "bfloat16", "dst .* must be in PSUM"),
+        ("psum", "bfloat16", "bfloat16", "dst must be float32 on trn2"),
+        ("psum", "float32", "float32", "fp32/tf32 inputs must pair with fp32/tf32"),
+        ("psum", "float32", "int8", "int8 is not a trn2 matmul input"),
+    ],
+)
 def test_matmul_buffer_and_dtype_rules(nk, dst_buf, dst_dtype, st_dtype, message):
     def body(nl, nisa, x, t):
         st = nl.zeros((16, 8), dtype=getattr(nl, st_dtype), buffer=nl.sbuf)
@@ -215,8 +228,10 @@ def test_gpsimd_cannot_access_psum(nk, call):
         run(nk, body)
 
 
-@pytest.mark.parametrize("func, scale, ok", [("sin", 3.0, True), ("sin", 3.2, False),
-                                             ("arctan", 1.5, True), ("arctan", 1.6, False)])
+@pytest.mark.parametrize(
+    "func, scale, ok",
+    [("sin", 3.0, True), ("sin", 3.2, False), ("arctan", 1.5, True), ("arctan", 1.6, False)],
+)
 def test_sin_and_arctan_have_no_range_reduction(nk, func, scale, ok):
     x = np.linspace(-1, 1, 128 * 64, dtype=np.float32).reshape(128, 64)
 
@@ -288,35 +303,71 @@ def test_dma_may_start_at_any_partition(nk):
     np.testing.assert_array_equal(got, expect)
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda nl, nisa, x, t: nisa.dma_copy(dst=x, src=t), "writes kernel input"),
-    (lambda nl, nisa, x, t: nl.ndarray((4, 4), dtype=nl.float32, buffer="sbuf"), "string buffer names"),
-    (lambda nl, nisa, x, t: nl.ndarray((4, 4), dtype=np.float64), "float64"),
-    (lambda nl, nisa, x, t: nl.ndarray((64,), dtype=nl.float32), ">= 2 dims"),
-    (lambda nl, nisa, x, t: nisa.memset(dst=nl.ndarray((4, 4), dtype=nl.int32), value=1.5), "must be an int"),
-    (lambda nl, nisa, x, t: nisa.tensor_tensor(dst=t, data1=t, data2=x, op=nl.add), "is in HBM"),
-    (lambda nl, nisa, x, t: nisa.tensor_tensor(dst=t, data1=t, data2=t[:, 0:32], op=nl.add),
-     "elements per partition"),
-    (lambda nl, nisa, x, t: nisa.tensor_scalar(dst=t, data=t, op0=nl.exp, operand0=1.0), "ALU operator"),
-    (lambda nl, nisa, x, t: nisa.activation(dst=t, op=nl.add, data=t), "activation function"),
-    (lambda nl, nisa, x, t: nisa.tensor_scalar(dst=t, data=t, op0=nl.bitwise_and, operand0=1),
-     "needs integer dtypes"),
-    (lambda nl, nisa, x, t: nisa.tensor_scalar(dst=t, data=t, op0=nl.subtract, operand0=1.0,
-                                               engine=nisa.engine.scalar), "Scalar engine trn2 supports"),
-    (lambda nl, nisa, x, t: nisa.tensor_reduce(dst=t[:, 0:1], op=nl.add, data=t, axis=0), "trailing free"),
-    (lambda nl, nisa, x, t: nisa.tensor_copy(dst=t, src=t, engine=1), "nisa.engine member"),
-    (lambda nl, nisa, x, t: nisa.activation(dst=t, op=nl.exp, data=t, reduce_op=nl.add,
-                                            reduce_res=nl.ndarray((128, 1), dtype=nl.float32),
-                                            reduce_cmd=nisa.reduce_cmd.reduce), "never reset"),
-    (lambda nl, nisa, x, t: nl.exp(t), "as a function is not simulated"),
-    (lambda nl, nisa, x, t: t + t, "Python arithmetic"),
-    (lambda nl, nisa, x, t: nisa.nc_transpose(dst=nl.ndarray((64, 128), dtype=nl.float32), data=t,
-                                              engine=nisa.engine.vector), "at most 32x32"),
-    (lambda nl, nisa, x, t: nisa.nc_transpose(dst=nl.ndarray((2, 129), dtype=nl.float32, buffer=nl.psum),
-                                              data=nl.zeros((2, 129), dtype=nl.float32)), "at most 128x128"),
-    (lambda nl, nisa, x, t: nisa.dma_copy(dst=t.ap([[64, 128], [1, 32], [0, 2]]), src=t),
-     "writes some elements more than once"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda nl, nisa, x, t: nisa.dma_copy(dst=x, src=t), "writes kernel input"),
+        (lambda nl, nisa, x, t: nl.ndarray((4, 4), dtype=nl.float32, buffer="sbuf"), "string buffer names"),
+        (lambda nl, nisa, x, t: nl.ndarray((4, 4), dtype=np.float64), "float64"),
+        (lambda nl, nisa, x, t: nl.ndarray((64,), dtype=nl.float32), ">= 2 dims"),
+        (
+            lambda nl, nisa, x, t: nisa.memset(dst=nl.ndarray((4, 4), dtype=nl.int32), value=1.5),
+            "must be an int",
+        ),
+        (lambda nl, nisa, x, t: nisa.tensor_tensor(dst=t, data1=t, data2=x, op=nl.add), "is in HBM"),
+        (
+            lambda nl, nisa, x, t: nisa.tensor_tensor(dst=t, data1=t, data2=t[:, 0:32], op=nl.add),
+            "elements per partition",
+        ),
+        (lambda nl, nisa, x, t: nisa.tensor_scalar(dst=t, data=t, op0=nl.exp, operand0=1.0), "ALU operator"),
+        (lambda nl, nisa, x, t: nisa.activation(dst=t, op=nl.add, data=t), "activation function"),
+        (
+            lambda nl, nisa, x, t: nisa.tensor_scalar(dst=t, data=t, op0=nl.bitwise_and, operand0=1),
+            "needs integer dtypes",
+        ),
+        (
+            lambda nl, nisa, x, t: nisa.tensor_scalar(
+                dst=t, data=t, op0=nl.subtract, operand0=1.0, engine=nisa.engine.scalar
+            ),
+            "Scalar engine trn2 supports",
+        ),
+        (
+            lambda nl, nisa, x, t: nisa.tensor_reduce(dst=t[:, 0:1], op=nl.add, data=t, axis=0),
+            "trailing free",
+        ),
+        (lambda nl, nisa, x, t: nisa.tensor_copy(dst=t, src=t, engine=1), "nisa.engine member"),
+        (
+            lambda nl, nisa, x, t: nisa.activation(
+                dst=t,
+                op=nl.exp,
+                data=t,
+                reduce_op=nl.add,
+                reduce_res=nl.ndarray((128, 1), dtype=nl.float32),
+                reduce_cmd=nisa.reduce_cmd.reduce,
+            ),
+            "never reset",
+        ),
+        (lambda nl, nisa, x, t: nl.exp(t), "as a function is not simulated"),
+        (lambda nl, nisa, x, t: t + t, "Python arithmetic"),
+        (
+            lambda nl, nisa, x, t: nisa.nc_transpose(
+                dst=nl.ndarray((64, 128), dtype=nl.float32), data=t, engine=nisa.engine.vector
+            ),
+            "at most 32x32",
+        ),
+        (
+            lambda nl, nisa, x, t: nisa.nc_transpose(
+                dst=nl.ndarray((2, 129), dtype=nl.float32, buffer=nl.psum),
+                data=nl.zeros((2, 129), dtype=nl.float32),
+            ),
+            "at most 128x128",
+        ),
+        (
+            lambda nl, nisa, x, t: nisa.dma_copy(dst=t.ap([[64, 128], [1, 32], [0, 2]]), src=t),
+            "writes some elements more than once",
+        ),
+    ],
+)
 def test_other_rules(nk, make, message):
     with pytest.raises(NkiSimError, match=message):
         run(nk, make)

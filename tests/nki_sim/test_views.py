@@ -29,9 +29,19 @@ def _inspect(nk, probe, x=X):
 
 def test_integer_index_keeps_the_partition_dim_on_chip_only(nk):
     def probe(nl, nisa, x, t):
-        return [t[0, :].shape, t[0:4, 3].shape, t[2].shape, x[3].shape, x[3, 5].shape,
-                t[..., 0:8].shape, x[:, 1::3].shape, t.ndim, t.dtype is nl.float32,
-                t.buffer is nl.sbuf, x.buffer is nl.shared_hbm]
+        return [
+            t[0, :].shape,
+            t[0:4, 3].shape,
+            t[2].shape,
+            x[3].shape,
+            x[3, 5].shape,
+            t[..., 0:8].shape,
+            x[:, 1::3].shape,
+            t.ndim,
+            t.dtype is nl.float32,
+            t.buffer is nl.sbuf,
+            x.buffer is nl.shared_hbm,
+        ]
 
     shapes, _ = _inspect(nk, probe)
     assert shapes == [(1, 12), (4,), (1, 12), (12,), (), (16, 8), (16, 4), 2, True, True, True]
@@ -39,9 +49,9 @@ def test_integer_index_keeps_the_partition_dim_on_chip_only(nk):
 
 def test_views_share_storage(nk):
     def probe(nl, nisa, x, t):
-        window = t[0:4, 2:10:2]           # 4 x 4 strided window of t
+        window = t[0:4, 2:10:2]  # 4 x 4 strided window of t
         nisa.memset(dst=window, value=-1.0)
-        col = t.reshape((16, 3, 4))[:, 1, 0:1]   # element (p, 4) of every partition
+        col = t.reshape((16, 3, 4))[:, 1, 0:1]  # element (p, 4) of every partition
         nisa.memset(dst=col, value=-2.0)
 
     _, y = _inspect(nk, probe)
@@ -84,11 +94,19 @@ def test_ap_ignores_the_view_and_addresses_the_storage(nk):
 
 def test_reshape_needs_contiguous_elements(nk):
     def probe(nl, nisa, x, t):
-        ok = [x.reshape((4, 48)).shape, x.reshape(-1).shape, t.reshape((16, 2, 6)).shape,
-              t[:, 0:6].reshape((16, 3, 2)).shape]
+        ok = [
+            x.reshape((4, 48)).shape,
+            x.reshape(-1).shape,
+            t.reshape((16, 2, 6)).shape,
+            t[:, 0:6].reshape((16, 3, 2)).shape,
+        ]
         errors = []
-        for bad in (lambda: x[:, 0:6].reshape((96,)), lambda: t.reshape((8, 24)),
-                    lambda: t[:, 0:12:2].reshape((16, 6)), lambda: x.reshape((5, -1))):
+        for bad in (
+            lambda: x[:, 0:6].reshape((96,)),
+            lambda: t.reshape((8, 24)),
+            lambda: t[:, 0:12:2].reshape((16, 6)),
+            lambda: x.reshape((5, -1)),
+        ):
             with pytest.raises(NkiSimError) as e:
                 bad()
             errors.append(str(e.value))

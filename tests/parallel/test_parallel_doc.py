@@ -11,8 +11,10 @@ _BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
 def blocks():
     text = DOC.read_text()
-    return [pytest.param(m.group(1), id=f"line{text.count(chr(10), 0, m.start()) + 1}")
-            for m in _BLOCK.finditer(text)]
+    return [
+        pytest.param(m.group(1), id=f"line{text.count(chr(10), 0, m.start()) + 1}")
+        for m in _BLOCK.finditer(text)
+    ]
 
 
 def test_the_doc_has_blocks():

@@ -45,7 +45,7 @@ def test_sharded_qwen3_layer_matches_the_unsharded_float64_reference(qwen, tp):
 def test_qwen3_rank_graphs_hold_their_share_of_the_parameters(tp):
     d = QWEN3_0_6B
     h, hd, inter = d["hidden"], d["head_dim"], d["inter"]
-    sharded = (h * d["heads"] * hd * 2 + h * d["kv_heads"] * hd * 2 + 3 * h * inter)
+    sharded = h * d["heads"] * hd * 2 + h * d["kv_heads"] * hd * 2 + 3 * h * inter
     replicated = 2 * h + 2 * hd
     s = nk.shard(build_qwen3_layer(seq=8, dtype=nk.bfloat16), tp, QWEN3_TP_PLAN)
     for r in range(tp):
@@ -60,7 +60,7 @@ def test_qwen3_sharded_faithful_mode_stays_within_fp32_tolerance(qwen):
     g, ins, want = qwen
     s = nk.shard(g, world=2, plan=QWEN3_TP_PLAN)
     outs = nk.run_ranks(s, s.split_inputs(ins), world=2)
-    _close(outs[0]["y"], want, tol=1e-5)    # fp32 compute
+    _close(outs[0]["y"], want, tol=1e-5)  # fp32 compute
     assert outs[0]["y"].tobytes() == outs[1]["y"].tobytes()
 
 
@@ -74,16 +74,22 @@ def _mlp_graph():
     return b.graph
 
 
-@pytest.mark.parametrize("plan", [
-    {"w1": "column", "w2": "row"},            # Megatron MLP
-    {"w1": "row", "w2": "column"},            # partial first, sharded second
-    {"w1": 0, "w2": "replicated", "x": 1},    # contraction dim on both sides
-    {"x": 0},                                 # sequence-sharded activation
-])
+@pytest.mark.parametrize(
+    "plan",
+    [
+        {"w1": "column", "w2": "row"},  # Megatron MLP
+        {"w1": "row", "w2": "column"},  # partial first, sharded second
+        {"w1": 0, "w2": "replicated", "x": 1},  # contraction dim on both sides
+        {"x": 0},  # sequence-sharded activation
+    ],
+)
 def test_small_graph_matches_numpy_under_several_plans(plan):
     rng = np.random.default_rng(3)
-    ins = {"x": rng.standard_normal((6, 8)), "w1": rng.standard_normal((8, 12)),
-           "w2": rng.standard_normal((12, 8))}
+    ins = {
+        "x": rng.standard_normal((6, 8)),
+        "w1": rng.standard_normal((8, 12)),
+        "w2": rng.standard_normal((12, 8)),
+    }
     ins = {k: v.astype(np.float32) for k, v in ins.items()}
     f = {k: v.astype(np.float64) for k, v in ins.items()}
     hmid = np.tanh(f["x"] @ f["w1"])
@@ -100,8 +106,11 @@ def test_plan_errors_name_the_input_and_the_rule():
     g = _mlp_graph()
     with pytest.raises(nk.BuildError, match=r"plan names \['w3'\], which are not inputs"):
         nk.shard(g, 2, {"w3": "column"})
-    with pytest.raises(nk.BuildError, match=r"input 'w1' .*axis 1 of size 12 is not divisible "
-                                            r"by world 5"):
+    with pytest.raises(
+        nk.BuildError,
+        match=r"input 'w1' .*axis 1 of size 12 is not divisible "
+        r"by world 5",
+    ):
         nk.shard(g, 5, {"w1": "column"})
     with pytest.raises(nk.BuildError, match=r"plan entry 'w1': 'diagonal' is not one of"):
         nk.shard(g, 2, {"w1": "diagonal"})

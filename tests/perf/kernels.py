@@ -57,8 +57,9 @@ def gemm(m: int, k: int, n: int, dtype=nk.bfloat16) -> nk.Graph:
             b.nc_matmul(acc, at_s[:, 0:1, ts(i, 128)], b_s[:, 0:1, ts(j, 512)])
             if kt > 1:
                 with b.fori_loop(1, kt) as kk:
-                    b.nc_matmul(acc, at_s[:, ds(kk, 1), ts(i, 128)], b_s[:, ds(kk, 1), ts(j, 512)],
-                                accumulate=True)
+                    b.nc_matmul(
+                        acc, at_s[:, ds(kk, 1), ts(i, 128)], b_s[:, ds(kk, 1), ts(j, 512)], accumulate=True
+                    )
             b.tensor_copy(dst=out[:, ts(j, 512)], src=acc)
             b.dealloc(acc)
         b.dma_copy(dst=y[ts(i, 128), :], src=out)
@@ -86,8 +87,14 @@ def every_op() -> nk.Graph:
     b.activation(dst=u, op="exp", data=t, bias=col)
     b.tensor_scalar(dst=pred, data=t, op0="greater", operand0=0.0)
     b.select(dst=u, predicate=pred, on_true=u, on_false=0.0)
-    b.affine_select(dst=t, pattern=[[-1, 128]], channel_multiplier=1, on_true_tile=u,
-                    on_false_value=0.0, cmp_op="greater_equal")
+    b.affine_select(
+        dst=t,
+        pattern=[[-1, 128]],
+        channel_multiplier=1,
+        on_true_tile=u,
+        on_false_value=0.0,
+        cmp_op="greater_equal",
+    )
     b.nc_transpose(ps, t)
     b.tensor_copy(dst=u, src=ps)
     b.nc_matmul(ps, t, u)

@@ -56,23 +56,26 @@ def test_dependency_latency_table(producer, consumer):
 
 def test_serial_adds_a_latency_per_dependency():
     e = estimate(chain())
-    expected = (268            # DMA -> ScalarE: no DMA drain, ScalarE semaphore-to-start
-                + 161 + 268    # ScalarE -> VectorE
-                + 100 / 0.96   # VectorE -> VectorE: ~100 cycles
-                + 161)         # VectorE -> DMA: drain (the DMA's start is its first-byte latency)
+    expected = (
+        268  # DMA -> ScalarE: no DMA drain, ScalarE semaphore-to-start
+        + 161
+        + 268  # ScalarE -> VectorE
+        + 100 / 0.96  # VectorE -> VectorE: ~100 cycles
+        + 161
+    )  # VectorE -> DMA: drain (the DMA's start is its first-byte latency)
     assert e.dependency_ns == pytest.approx(expected, rel=1e-9)
     busy = sum(e.by_engine_ns[k] for k in ("tensor", "vector", "scalar", "gpsimd"))
     assert e.serial_ns == pytest.approx(busy + e.dma_transfer_ns + 2 * (ISSUE + L) + expected, rel=1e-9)
 
 
 def test_overlapped_dma_time_hides_latency_and_issue_behind_transfers():
-    e = estimate(tile_add(128, 512))                     # 3 DMAs: 1,800 ns issue on 2 DGEs
+    e = estimate(tile_add(128, 512))  # 3 DMAs: 1,800 ns issue on 2 DGEs
     assert e.dma_issue_ns == 3 * ISSUE
     assert e.by_engine_ns["dma"] == pytest.approx(L + max(e.dma_transfer_ns, 3 * ISSUE / 2), rel=1e-9)
 
 
 def test_many_small_dmas_are_issue_bound():
-    e = estimate(tile_add(128 * 16, 16))                 # 48 DMAs of 8 KiB
+    e = estimate(tile_add(128 * 16, 16))  # 48 DMAs of 8 KiB
     assert e.by_engine_ns["dma"] == pytest.approx(L + 48 * ISSUE / 2, rel=1e-9)
     assert e.dma_transfer_ns < 48 * ISSUE / 2
 

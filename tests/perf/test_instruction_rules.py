@@ -12,7 +12,7 @@ from nkigen_lite.nki.ops import ComputeOp
 from nkigen_lite.nki.target import TRN2
 from nkigen_lite.perf.instruction_cost import instruction_cost
 
-T, V, S, G = 2.4, 0.96, 1.2, 1.2          # GHz = cycles per ns
+T, V, S, G = 2.4, 0.96, 1.2, 1.2  # GHz = cycles per ns
 BF, F32 = nk.bfloat16, nk.float32
 
 
@@ -32,6 +32,7 @@ def matmul(n, dt):
     def build(b):
         ps, st, mv = tiles(b, ((128, n), F32, "psum"), ((128, 128), dt, "sbuf"), ((128, n), dt, "sbuf"))
         b.nc_matmul(ps, st, mv)
+
     return build
 
 
@@ -40,6 +41,7 @@ def transpose(p, f, engine="tensor", dtype=F32):
         space = "psum" if engine == "tensor" else "sbuf"
         dst, src = tiles(b, ((f, p), dtype, space), ((p, f), dtype, "sbuf"))
         b.nc_transpose(dst, src, engine=engine)
+
     return build
 
 
@@ -47,6 +49,7 @@ def activation(n, reduce=False):
     def build(b):
         d, x, r = tiles(b, ((128, n), F32, "sbuf"), ((128, n), F32, "sbuf"), ((128, 1), F32, "sbuf"))
         b.activation(d, "exp", x, reduce_res=r if reduce else None)
+
     return build
 
 
@@ -54,6 +57,7 @@ def tensor_tensor(dt, space2="sbuf", engine="vector", n=512):
     def build(b):
         d, x, y = tiles(b, ((128, n), dt, "sbuf"), ((128, n), dt, "sbuf"), ((128, n), dt, space2))
         b.tensor_tensor(d, x, y, "add", engine=engine)
+
     return build
 
 
@@ -61,6 +65,7 @@ def tensor_scalar(dt, engine="vector", strided=False):
     def build(b):
         d, x = tiles(b, ((128, 512), dt, "sbuf"), ((128, 1024), dt, "sbuf"))
         b.tensor_scalar(d, x[:, 0:1024:2] if strided else x[:, 0:512], "multiply", 2.0, engine=engine)
+
     return build
 
 
@@ -68,6 +73,7 @@ def tensor_copy(src_dt, src_space, dst_dt, engine="vector"):
     def build(b):
         d, x = tiles(b, ((128, 512), dst_dt, "sbuf"), ((128, 512), src_dt, src_space))
         b.tensor_copy(d, x, engine=engine)
+
     return build
 
 
@@ -75,6 +81,7 @@ def reduce(in_dt, out_dt, op="add"):
     def build(b):
         d, x = tiles(b, ((128, 1), out_dt, "sbuf"), ((128, 512), in_dt, "sbuf"))
         b.tensor_reduce(d, op, x, axis=1)
+
     return build
 
 
@@ -82,6 +89,7 @@ def memset(dt, value, engine="vector"):
     def build(b):
         (d,) = tiles(b, ((128, 512), dt, "sbuf"))
         b.memset(d, value, engine=engine)
+
     return build
 
 
@@ -97,9 +105,15 @@ def affine_select(b):
 
 def select(on_true_space="sbuf", on_false_tile=False):
     def build(b):
-        d, p, x, y = tiles(b, ((128, 512), F32, "sbuf"), ((128, 512), nk.uint8, "sbuf"),
-                           ((128, 512), F32, on_true_space), ((128, 512), F32, "sbuf"))
+        d, p, x, y = tiles(
+            b,
+            ((128, 512), F32, "sbuf"),
+            ((128, 512), nk.uint8, "sbuf"),
+            ((128, 512), F32, on_true_space),
+            ((128, 512), F32, "sbuf"),
+        )
         b.select(d, p, x, y if on_false_tile else 0.0)
+
     return build
 
 

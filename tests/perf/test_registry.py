@@ -23,15 +23,14 @@ def test_every_nki_op_is_costed_free_or_a_loop():
 def test_every_op_kernel_costs_each_instruction_on_its_engine():
     g = every_op()
     used = {type(o) for o in g.walk() if type(o) in COST_RULES}
-    assert used == set(COST_RULES)              # the kernel really exercises every rule
+    assert used == set(COST_RULES)  # the kernel really exercises every rule
     for op in g.walk():
         if type(op) in COST_RULES:
             c = instruction_cost(op, TRN2)
             assert c.ns > 0, op.name
             assert c.engine == ("dma" if isinstance(op, DmaCopyOp) else op.engine), op.name
-    e = estimate(g)                             # verifies the kernel first
+    e = estimate(g)  # verifies the kernel first
     s = kernel_stats(g)
     assert e.instructions == s.instructions_dynamic
     for eng, n in s.dynamic_by_engine.items():
         assert (e.by_engine_ns[eng] > 0) == (n > 0), eng
-

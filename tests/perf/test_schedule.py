@@ -22,7 +22,7 @@ from nkigen_lite.perf.instruction_cost import instruction_cost
 from nkigen_lite.perf.schedule import STEADY_STATE_ITERATIONS, Scheduler
 
 ISSUE, L = 600.0, 1300.0
-V, S, G = 0.96, 1.2, 1.2          # GHz: ns = cycles / GHz
+V, S, G = 0.96, 1.2, 1.2  # GHz: ns = cycles / GHz
 DMA_TO_ENGINE, ENGINE_TO_DMA, V_TO_S, SAME_V = 268.0, 161.0, 161.0 + 268.0, 100 / 0.96
 
 
@@ -67,9 +67,9 @@ def _fork() -> nk.Graph:
 
 def test_two_independent_engines_overlap():
     g = _fork()
-    T = _transfer(g, "load")                             # every DMA moves the same 256 KiB
+    T = _transfer(g, "load")  # every DMA moves the same 256 KiB
     times = _times(_schedule(g))
-    load_end = ISSUE + L + T                             # queue 0 from 0; transfer after L
+    load_end = ISSUE + L + T  # queue 0 from 0; transfer after L
     assert times["load"] == pytest.approx((0, load_end), rel=1e-9)
     # ScalarE and VectorE both start when the load's data is visible, side by side
     assert times["exp"] == pytest.approx((load_end + 268, load_end + 268 + 512 / S), rel=1e-9)
@@ -110,8 +110,21 @@ def _chain() -> nk.Graph:
 def test_a_raw_chain_serialises():
     g = _chain()
     T = _transfer(g, "load")
-    expected = (ISSUE + L + T + DMA_TO_ENGINE + 512 / S + V_TO_S + 512 / V + SAME_V + 512 / V
-                + ENGINE_TO_DMA + ISSUE + L + T)
+    expected = (
+        ISSUE
+        + L
+        + T
+        + DMA_TO_ENGINE
+        + 512 / S
+        + V_TO_S
+        + 512 / V
+        + SAME_V
+        + 512 / V
+        + ENGINE_TO_DMA
+        + ISSUE
+        + L
+        + T
+    )
     e = estimate(g)
     assert e.scheduled_ns == pytest.approx(expected, rel=1e-9)
     # nothing overlaps in a chain, so the schedule is the serial time
@@ -181,10 +194,10 @@ def _small_dmas(n: int) -> nk.Graph:
     tiles = [b.alloc((1, 128)) for _ in range(n)]
     for i, t in enumerate(tiles):
         b.loc = "load"
-        b.dma_copy(t, x[i:i + 1, :])
+        b.dma_copy(t, x[i : i + 1, :])
     for i, t in enumerate(tiles):
         b.loc = "store"
-        b.dma_copy(y[i:i + 1, :], t)
+        b.dma_copy(y[i : i + 1, :], t)
     for t in tiles:
         b.dealloc(t)
     b.set_outputs({"y": y})
@@ -195,7 +208,7 @@ def _small_dmas(n: int) -> nk.Graph:
 def test_each_dma_pays_its_fixed_cost_on_its_queue(n):
     g = _small_dmas(n)
     T = _transfer(g, "load")
-    assert T < ISSUE / 2                              # transfers never queue behind each other
+    assert T < ISSUE / 2  # transfers never queue behind each other
     trace = _schedule(g).trace
     # 2n DMAs alternate between the two HW-DGE queues, each occupying its queue for 600 ns;
     # a store's data is ready long before its queue slot (n >= 8), so issue is all that counts
@@ -232,13 +245,13 @@ def _port(dtype, gpsimd: bool = True) -> nk.Graph:
 
 
 def test_vector_perf_mode_and_gpsimd_share_the_sbuf_port():
-    iota = (150 + 512) / G                            # GpSimd: 150 + N cycles
+    iota = (150 + 512) / G  # GpSimd: 150 + N cycles
     # bf16 SBUF -> SBUF copy runs in VectorE performance mode (N/4): it needs the shared bus,
     # held by the iota that started at time 0
     times = _times(_schedule(_port(nk.bfloat16)))
     assert times["iota"] == pytest.approx((0, iota), rel=1e-12)
     load_ready = times["load"][1] + DMA_TO_ENGINE
-    assert load_ready > iota                          # the iota finished long before
+    assert load_ready > iota  # the iota finished long before
     assert times["copy"][0] == pytest.approx(load_ready, rel=1e-12)
     # make the copy ready first: no load, the iota after it waits for the port
     b = nk.nki.Builder("port2")
@@ -246,7 +259,7 @@ def test_vector_perf_mode_and_gpsimd_share_the_sbuf_port():
     y = b.alloc((128, 2048), nk.bfloat16, "hbm", name="y")
     t2, idx = b.alloc((128, 2048), nk.bfloat16), b.alloc((128, 512), nk.int32)
     b.loc = "zero"
-    b.memset(t2, 0.0)                    # VectorE, N/2: not performance mode
+    b.memset(t2, 0.0)  # VectorE, N/2: not performance mode
     b.loc = "copy"
     b.tensor_scalar(t2, t2, "add", 1.0)  # bf16 SBUF, unit stride: perf mode N/4
     b.loc = "iota"
@@ -368,4 +381,5 @@ def test_the_shared_port_is_critical_only_when_busier_than_gpsimd():
     # bf16: the performance-mode copy adds its time to the port
     e = estimate(_port(nk.bfloat16))
     assert e.by_resource_ns["vector_gpsimd_port"] == pytest.approx(
-        e.by_resource_ns["gpsimd"] + e.by_resource_ns["vector"], rel=1e-12)
+        e.by_resource_ns["gpsimd"] + e.by_resource_ns["vector"], rel=1e-12
+    )

@@ -27,7 +27,7 @@ def _only(ws, kind) -> list[PerfWarning]:
 
 def test_full_sum_on_one_partition_names_the_reduction():
     ws = _warnings(bad_kernels.X_SUM)
-    assert _only(ws, "traffic") == []                       # it reads x once
+    assert _only(ws, "traffic") == []  # it reads x once
     time = _only(ws, "time")
     assert time[0].op == "tensor.reduce %sum"
     assert time[0].reason == "reduction on 1 partition"
@@ -47,7 +47,8 @@ def test_matmul_reloading_its_weights_per_row_tile():
     traffic = _only(ws, "traffic")
     # B (4096x1024 bf16) is loaded once per 128-row tile of A: 1024 / 128 = 8 times
     assert [(w.op, w.reason) for w in traffic] == [
-        ("tensor.matmul %matmul", "weights reloaded per row tile (b read 8.0x from HBM)")]
+        ("tensor.matmul %matmul", "weights reloaded per row tile (b read 8.0x from HBM)")
+    ]
     s = kernel_stats(nk.parse(bad_kernels.MATMUL_RELOAD))
     a, b, y = 1024 * 4096 * 2, 4096 * 1024 * 2, 1024 * 1024 * 2
     assert s.hbm_traffic_ratio == pytest.approx((a + 8 * b + y) / (a + b + y), rel=1e-12)
@@ -84,17 +85,17 @@ def test_warnings_appear_exactly_when_a_limit_is_exceeded(text):
     assert bool(_only(ws, "time")) == (e.ratio > 3)
     assert bool(_only(ws, "traffic")) == (s.hbm_traffic_ratio > 2)
     ops = {op.loc for op in g.walk()}
-    assert all(w.op in ops and w.reason for w in ws)         # every warning names a real op
+    assert all(w.op in ops and w.reason for w in ws)  # every warning names a real op
 
 
 def test_small_tiles_warn_through_kernel_and_cli(tmp_path, capsys):
     for rows in (1, 256):
-        g = tile_add(128 * rows, 16)                          # 64-byte rows: fixed costs dominate
+        g = tile_add(128 * rows, 16)  # 64-byte rows: fixed costs dominate
         assert _only(kernel_warnings(g), "time") != []
     f = tmp_path / "tiny.mlir"
-    f.write_text("graph @tiny(%x: tensor<1x8xf32>) {\n"
-                 "  %e = tensor.exp %x : tensor<1x8xf32>\n"
-                 "  return y = %e\n}\n")
+    f.write_text(
+        "graph @tiny(%x: tensor<1x8xf32>) {\n  %e = tensor.exp %x : tensor<1x8xf32>\n  return y = %e\n}\n"
+    )
     b = nk.Builder("tiny")
     x = b.add_input("x", (1, 8), nk.float32)
     b.set_outputs({"y": b.exp(x)})

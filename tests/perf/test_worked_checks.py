@@ -17,9 +17,9 @@ from nkigen_lite.perf import estimate, kernel_stats
 
 from .kernels import gemm, tile_add
 
-US = 1e3                                  # ns per microsecond
-DMA_B_PER_NS = 16 * 23                    # 368 GB/s aggregate DMA (§1.6)
-B0 = 2048 * (1 / 0.85 - 1)                # per-chunk overhead of the efficiency curve, bytes
+US = 1e3  # ns per microsecond
+DMA_B_PER_NS = 16 * 23  # 368 GB/s aggregate DMA (§1.6)
+B0 = 2048 * (1 / 0.85 - 1)  # per-chunk overhead of the efficiency curve, bytes
 
 
 def _eff_below_2k(bytes_per_partition: float) -> float:
@@ -35,7 +35,7 @@ def test_fp32_add_on_a_128x512_tile_is_dma_bound_about_2x():
     assert e.dma_transfer_ns == pytest.approx(3 * 256 * 1024 / DMA_B_PER_NS / 0.85, rel=1e-6)
     assert e.dma_transfer_ns == pytest.approx(2.1 * US, rel=0.2)
     assert e.bound == "dma"
-    assert e.by_engine_ns["dma"] >= 2 * e.by_engine_ns["vector"]          # "DMA-bound ~2x"
+    assert e.by_engine_ns["dma"] >= 2 * e.by_engine_ns["vector"]  # "DMA-bound ~2x"
     assert e.lower_bound_ns == pytest.approx(e.by_engine_ns["dma"])
     # memory roofline: the same 768 KiB at 360 GB/s
     assert e.memory_roofline_ns == pytest.approx(3 * 256 * 1024 / 360, rel=1e-9)
@@ -46,8 +46,7 @@ def test_bf16_add_on_a_128x512_tile_is_still_dma_bound():
     # bf16 tensor_tensor with both inputs in SBUF: max(64, N) = 512 cycles ≈ 0.53 us
     assert e.by_engine_ns["vector"] == pytest.approx(0.53 * US, rel=0.01)
     # DMA: 3 x 128 KiB ≈ 1.07 us at full efficiency; 1 KiB per partition is below 2 KiB
-    assert e.dma_transfer_ns == pytest.approx(3 * 128 * 1024 / DMA_B_PER_NS / _eff_below_2k(1024),
-                                              rel=1e-6)
+    assert e.dma_transfer_ns == pytest.approx(3 * 128 * 1024 / DMA_B_PER_NS / _eff_below_2k(1024), rel=1e-6)
     assert e.dma_transfer_ns == pytest.approx(1.07 * US, rel=0.5)
     assert e.bound == "dma"
 

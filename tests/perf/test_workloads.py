@@ -11,7 +11,7 @@ import nkigen_lite as nk
 from nkigen_lite.perf.costmodel import ENGINES, Estimate
 from nkigen_lite.workloads.registry import WORKLOADS, get_workload
 
-get_workload("softmax")                      # loads the registry
+get_workload("softmax")  # loads the registry
 NAMES = sorted(WORKLOADS)
 DTYPED = [n for n in NAMES if "dtype" in WORKLOADS[n].build.__code__.co_varnames]
 
@@ -22,7 +22,7 @@ def _check(k) -> Estimate:
     assert isinstance(e, Estimate)
     assert set(e.by_engine_ns) == set(ENGINES)
     assert e.instructions == s.instructions_dynamic
-    assert e.dma_bytes >= s.dma_bytes                  # equal unless a DMA casts to a narrower dtype
+    assert e.dma_bytes >= s.dma_bytes  # equal unless a DMA casts to a narrower dtype
     assert e.min_hbm_bytes == s.min_hbm_bytes
     assert e.memory_roofline_ns == pytest.approx(s.min_hbm_bytes / 360, rel=1e-9)
     assert e.roofline_ns <= e.lower_bound_ns * (1 + 1e-9)
@@ -33,8 +33,17 @@ def _check(k) -> Estimate:
 
 
 def test_the_workload_list_is_complete():
-    assert {"softmax", "rmsnorm", "layernorm", "gelu_tanh", "clamped_swiglu", "attention", "rope",
-            "swiglu_mlp", "matmul"} <= set(NAMES)
+    assert {
+        "softmax",
+        "rmsnorm",
+        "layernorm",
+        "gelu_tanh",
+        "clamped_swiglu",
+        "attention",
+        "rope",
+        "swiglu_mlp",
+        "matmul",
+    } <= set(NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)

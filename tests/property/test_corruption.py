@@ -116,9 +116,19 @@ def _garbage_operand(g, draw):
     return True
 
 
-CORRUPTIONS = [_move_before_def, _drop_use, _bogus_use, _foreign_use_entry, _wrong_result_type,
-               _garbage_full_type, _dangling_operand, _remove_used_op, _terminator_not_last,
-               _garbage_attrs, _garbage_operand]
+CORRUPTIONS = [
+    _move_before_def,
+    _drop_use,
+    _bogus_use,
+    _foreign_use_entry,
+    _wrong_result_type,
+    _garbage_full_type,
+    _dangling_operand,
+    _remove_used_op,
+    _terminator_not_last,
+    _garbage_attrs,
+    _garbage_operand,
+]
 
 
 @settings(max_examples=settings.default.max_examples * 8)

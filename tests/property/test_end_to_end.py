@@ -63,8 +63,14 @@ def check_against_original(graph, feed, got: dict, refs: tuple[dict, dict], what
         ok = close_mask(got[name], r, dt, rtol, atol)
         ok |= close_mask(got[name], faithful[name], dt, rtol, atol)
         if not ok.all():
-            assert_close(got[name], r, dt, rtol=rtol, atol=atol,
-                         what=f"{what} {name} (faithful run also differs)\n{graph}\ninputs {feed}")
+            assert_close(
+                got[name],
+                r,
+                dt,
+                rtol=rtol,
+                atol=atol,
+                what=f"{what} {name} (faithful run also differs)\n{graph}\ninputs {feed}",
+            )
 
 
 def run_end_to_end(graph, feed) -> None:
@@ -78,8 +84,9 @@ def run_end_to_end(graph, feed) -> None:
 
 
 def _graphs(dtypes, max_ops=5):
-    return tensor_graphs(max_ops=max_ops, dtypes=dtypes, max_rank=4, max_dim=6,
-                         boundary_dims=True, empty=True, max_outputs=3)
+    return tensor_graphs(
+        max_ops=max_ops, dtypes=dtypes, max_rank=4, max_dim=6, boundary_dims=True, empty=True, max_outputs=3
+    )
 
 
 @given(st.data())

@@ -7,9 +7,34 @@ from hypothesis import strategies as st
 import nkigen_lite as nk
 from nkigen_lite.testing.strategies import tensor_graphs
 
-ALPHABET = st.sampled_from(list("%@(){}[]<>,:=-+.\"\\x0123456789 \n\tabefinrstuvyz_/;'²é") + [
-    "tensor", "tensor<", "f32", "bf16", "i8", "dense<", "return", "graph", "//", "%x0", "nan",
-    "inf", "1e309", "-0.0", "0x", "\\x4", "\x00", "[", "]" * 3, "axes", "kind", "true", "none"])
+ALPHABET = st.sampled_from(
+    list("%@(){}[]<>,:=-+.\"\\x0123456789 \n\tabefinrstuvyz_/;'²é")
+    + [
+        "tensor",
+        "tensor<",
+        "f32",
+        "bf16",
+        "i8",
+        "dense<",
+        "return",
+        "graph",
+        "//",
+        "%x0",
+        "nan",
+        "inf",
+        "1e309",
+        "-0.0",
+        "0x",
+        "\\x4",
+        "\x00",
+        "[",
+        "]" * 3,
+        "axes",
+        "kind",
+        "true",
+        "none",
+    ]
+)
 
 
 @st.composite
@@ -21,9 +46,9 @@ def _mutated(draw):
         if kind == "insert":
             text = text[:i] + draw(ALPHABET) + text[i:]
         elif kind == "delete":
-            text = text[:i] + text[i + draw(st.integers(1, 8)):]
+            text = text[:i] + text[i + draw(st.integers(1, 8)) :]
         elif kind == "replace":
-            text = text[:i] + draw(ALPHABET) + text[i + 1:]
+            text = text[:i] + draw(ALPHABET) + text[i + 1 :]
         else:
             lines = text.split("\n")
             a, b = draw(st.integers(0, len(lines) - 1)), draw(st.integers(0, len(lines) - 1))

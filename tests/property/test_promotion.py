@@ -12,10 +12,20 @@ from nkigen_lite.tensor import ops as T
 
 from ..tensor.numpy_ref import NATIVE, expected_promotion, narrow
 
-NP_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-          "maximum": np.maximum, "floor_divide": np.floor_divide, "mod": np.remainder,
-          "pow": np.power, "bitwise_xor": np.bitwise_xor, "less": np.less,
-          "logical_and": np.logical_and, "equal": np.equal}
+NP_OPS = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.true_divide,
+    "maximum": np.maximum,
+    "floor_divide": np.floor_divide,
+    "mod": np.remainder,
+    "pow": np.power,
+    "bitwise_xor": np.bitwise_xor,
+    "less": np.less,
+    "logical_and": np.logical_and,
+    "equal": np.equal,
+}
 
 
 def _numpy(fn, *args):
@@ -30,8 +40,12 @@ def _numpy(fn, *args):
 
 
 @settings(max_examples=settings.default.max_examples * 8)
-@given(st.sampled_from(sorted(NP_OPS)), st.sampled_from(NATIVE), st.sampled_from(NATIVE),
-       mutually_broadcastable_shapes(num_shapes=2, max_dims=4, max_side=3))
+@given(
+    st.sampled_from(sorted(NP_OPS)),
+    st.sampled_from(NATIVE),
+    st.sampled_from(NATIVE),
+    mutually_broadcastable_shapes(num_shapes=2, max_dims=4, max_side=3),
+)
 def test_broadcast_and_promotion_of_native_dtypes(name, a, b, shapes):
     sa, sb = shapes.input_shapes
     want = _numpy(NP_OPS[name], np.ones(sa, a.np_dtype), np.ones(sb, b.np_dtype))
@@ -49,9 +63,12 @@ def test_broadcast_and_promotion_of_native_dtypes(name, a, b, shapes):
 
 
 @settings(max_examples=settings.default.max_examples * 8)
-@given(st.sampled_from(nk.ALL_DTYPES), st.sampled_from(nk.ALL_DTYPES),
-       array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4),
-       array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4))
+@given(
+    st.sampled_from(nk.ALL_DTYPES),
+    st.sampled_from(nk.ALL_DTYPES),
+    array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4),
+    array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4),
+)
 def test_shapes_broadcast_exactly_when_numpy_says_so(a, b, sa, sb):
     try:
         want = np.broadcast_shapes(sa, sb)
@@ -71,9 +88,11 @@ def test_shapes_broadcast_exactly_when_numpy_says_so(a, b, sa, sb):
 
 
 @settings(max_examples=settings.default.max_examples * 8)
-@given(st.sampled_from(nk.ALL_DTYPES),
-       st.one_of(st.booleans(), st.integers(-2**40, 2**40), st.floats(allow_nan=False, width=32)),
-       st.booleans())
+@given(
+    st.sampled_from(nk.ALL_DTYPES),
+    st.one_of(st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=False, width=32)),
+    st.booleans(),
+)
 def test_weak_python_scalars(d, s, reflected):
     bld = nk.Builder("p")
     x = bld.add_input("x", (2,), d)
@@ -97,14 +116,17 @@ def test_weak_python_scalars(d, s, reflected):
 
 
 @settings(max_examples=settings.default.max_examples * 8)
-@given(st.sampled_from([n for n, c in T.BINARY_OPS.items() if c.category == "compare"]),
-       st.sampled_from([d for d in NATIVE if d.is_int]), st.integers(-2**33, 2**33))
+@given(
+    st.sampled_from([n for n, c in T.BINARY_OPS.items() if c.category == "compare"]),
+    st.sampled_from([d for d in NATIVE if d.is_int]),
+    st.integers(-(2**33), 2**33),
+)
 def test_integer_comparisons_with_any_python_int_are_exact_or_refused(name, d, s):
     bld = nk.Builder("p")
     x = bld.add_input("x", (3,), d)
     info = np.iinfo(d.np_dtype)
     arr = np.array([info.min, 0, info.max], d.np_dtype)
-    if not -2**31 <= s < 2**32:
+    if not -(2**31) <= s < 2**32:
         try:
             bld.binary(name, x, s)
         except nk.BuildError as e:

@@ -10,8 +10,16 @@ import nkigen_lite as nk
 from nkigen_lite.tensor import ops as T
 from nkigen_lite.testing.strategies import OP_NAMES, SMOOTH_OPS, graph_inputs, tensor_graphs
 
-HELPERS = {"tensor.abs", "tensor.add", "tensor.maximum", "tensor.constant", "tensor.full",
-           "tensor.greater", "tensor.reshape", "return"}
+HELPERS = {
+    "tensor.abs",
+    "tensor.add",
+    "tensor.maximum",
+    "tensor.constant",
+    "tensor.full",
+    "tensor.greater",
+    "tensor.reshape",
+    "return",
+}
 
 
 def test_op_names_cover_every_tensor_op():
@@ -76,9 +84,13 @@ def test_positive_inputs(data):
 @settings(max_examples=settings.default.max_examples * 4)
 @given(st.data())
 def test_guarded_graphs_produce_no_nan_from_domain_errors(data):
-    g = data.draw(tensor_graphs(max_ops=4, ops={"log", "sqrt", "rsqrt", "reciprocal", "div", "pow",
-                                                "floor_divide", "mod", "add", "sub"},
-                                dtypes=(nk.float32,)))
+    g = data.draw(
+        tensor_graphs(
+            max_ops=4,
+            ops={"log", "sqrt", "rsqrt", "reciprocal", "div", "pow", "floor_divide", "mod", "add", "sub"},
+            dtypes=(nk.float32,),
+        )
+    )
     inputs = data.draw(graph_inputs(g))
     for out in nk.run(g, inputs, mode="float64").values():
         assert np.all(np.isfinite(out))

@@ -11,8 +11,16 @@ from hypothesis.extra.numpy import arrays
 import nkigen_lite as nk
 from nkigen_lite.testing import assert_close, assert_outputs_close, tolerance_for
 
-DOCUMENTED = {"f32": 1e-5, "tf32": 2e-3, "f16": 2e-3, "bf16": 1e-2, "f8e3m4": 6.25e-2,
-              "f8e4m3": 1.25e-1, "f8e4m3fn": 1.25e-1, "f8e5m2": 2.5e-1}
+DOCUMENTED = {
+    "f32": 1e-5,
+    "tf32": 2e-3,
+    "f16": 2e-3,
+    "bf16": 1e-2,
+    "f8e3m4": 6.25e-2,
+    "f8e4m3": 1.25e-1,
+    "f8e4m3fn": 1.25e-1,
+    "f8e5m2": 2.5e-1,
+}
 
 
 def test_documented_tolerances():
@@ -56,13 +64,19 @@ def test_special_values_and_overflow():
 def test_exact_dtypes_shapes_and_message():
     assert_close(np.array([3, -4], np.int8), np.array([3.0, -4.0]), nk.int8)
     assert_close(np.array([True, False]), np.array([True, False]), nk.bool_)
-    with pytest.raises(AssertionError, match=r"y\.z: \[i32, rtol=0, atol=0\] 1 of 2 elements differ; "
-                       r"worst at index \(1,\): got 5\.0, expected 4\.0"):
+    with pytest.raises(
+        AssertionError,
+        match=r"y\.z: \[i32, rtol=0, atol=0\] 1 of 2 elements differ; "
+        r"worst at index \(1,\): got 5\.0, expected 4\.0",
+    ):
         assert_close(np.array([3, 5], np.int32), np.array([3, 4]), "int32", what="y.z")
     with pytest.raises(AssertionError, match=r"shape \(2,\) differs from the reference's \(2, 1\)"):
         assert_close(np.zeros(2), np.zeros((2, 1)), nk.float32)
-    with pytest.raises(AssertionError, match=r"\[bf16, .* worst at index \(1, 0\): got 2\.5, "
-                       r"expected 2\.0 \(abs err 0\.5, allowed 0\.03\)"):
+    with pytest.raises(
+        AssertionError,
+        match=r"\[bf16, .* worst at index \(1, 0\): got 2\.5, "
+        r"expected 2\.0 \(abs err 0\.5, allowed 0\.03\)",
+    ):
         assert_close(np.array([[1.0], [2.5]], ml_dtypes.bfloat16), np.array([[1.0], [2.0]]), nk.bfloat16)
     with pytest.raises(AssertionError, match=r"worst at index \(\)"):
         assert_close(np.float32(2.0), np.float64(1.0), nk.float32)
@@ -87,8 +101,10 @@ def test_assert_outputs_close_uses_each_outputs_dtype():
     assert_outputs_close(oracle, {"y": np.array([2.0, 4.0]), "n": np.array(2)}, b.graph, mode="float64")
 
 
-@given(st.sampled_from([d for d in nk.ALL_DTYPES if d.is_float]),
-       arrays(np.float64, st.integers(1, 20), elements=st.floats(-100, 100)))
+@given(
+    st.sampled_from([d for d in nk.ALL_DTYPES if d.is_float]),
+    arrays(np.float64, st.integers(1, 20), elements=st.floats(-100, 100)),
+)
 def test_any_array_is_close_to_itself_and_not_to_a_far_perturbation(d, ref):
     assert_close(ref, ref, d)
     rtol, atol = tolerance_for(d)

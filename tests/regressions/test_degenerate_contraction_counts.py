@@ -21,4 +21,3 @@ def test_degenerate_contraction_is_elementwise(stem):
     stats = k.stats()
     assert stats.instructions_dynamic <= BOUNDS[stem], (stem, stats.instructions_dynamic)
     assert stats.dynamic_by_engine.get("tensor", 0) == 0, stats.dynamic_by_engine
-

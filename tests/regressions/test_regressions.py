@@ -90,15 +90,22 @@ def test_regression(path: Path):
         warnings.simplefilter("error", RuntimeWarning)
         oracle = nk.run(graph, feed, mode="float64")
         kernel = nk.compile(graph)
-        runs = {"nk.run float64": oracle, "Kernel.run": kernel.run(feed),
-                "nk.simulate": nk.simulate(kernel, feed)}
+        runs = {
+            "nk.run float64": oracle,
+            "Kernel.run": kernel.run(feed),
+            "nk.simulate": nk.simulate(kernel, feed),
+        }
     for how, got in runs.items():
         assert list(got) == list(graph.outputs), f"{path.name} {how}: outputs {list(got)}"
         for name, v in graph.outputs.items():
             ref = refs[name]
             assert got[name].shape == v.type.shape, f"{path.name} {how} {name}: shape"
-            assert_close(got[name], ref.astype(np.float64) if v.dtype.is_float else ref,
-                         v.dtype, what=f"{path.name} {how} {name}")
+            assert_close(
+                got[name],
+                ref.astype(np.float64) if v.dtype.is_float else ref,
+                v.dtype,
+                what=f"{path.name} {how} {name}",
+            )
 
 
 def test_every_regression_file_has_references():

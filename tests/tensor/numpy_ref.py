@@ -15,25 +15,34 @@ import numpy as np
 
 import nkigen_lite as nk
 
-NATIVE = (nk.float32, nk.float16, nk.int8, nk.int16, nk.int32, nk.uint8, nk.uint16, nk.uint32,
-          nk.bool_)
-NON_NATIVE = (nk.bfloat16, nk.tfloat32, nk.float8_e4m3, nk.float8_e4m3fn, nk.float8_e5m2,
-              nk.float8_e3m4)
+NATIVE = (nk.float32, nk.float16, nk.int8, nk.int16, nk.int32, nk.uint8, nk.uint16, nk.uint32, nk.bool_)
+NON_NATIVE = (nk.bfloat16, nk.tfloat32, nk.float8_e4m3, nk.float8_e4m3fn, nk.float8_e5m2, nk.float8_e3m4)
 FLOATS = tuple(d for d in nk.ALL_DTYPES if d.is_float)
 INTS = (nk.int8, nk.int16, nk.int32, nk.uint8, nk.uint16, nk.uint32)
 
-_NARROW = {np.dtype(np.float64): nk.float32, np.dtype(np.int64): nk.int32,
-           np.dtype(np.uint64): nk.uint32}
-_BY_NP = {np.dtype(np.float32): nk.float32, np.dtype(np.float16): nk.float16,
-          np.dtype(np.int8): nk.int8, np.dtype(np.int16): nk.int16, np.dtype(np.int32): nk.int32,
-          np.dtype(np.uint8): nk.uint8, np.dtype(np.uint16): nk.uint16,
-          np.dtype(np.uint32): nk.uint32, np.dtype(np.bool_): nk.bool_}
+_NARROW = {np.dtype(np.float64): nk.float32, np.dtype(np.int64): nk.int32, np.dtype(np.uint64): nk.uint32}
+_BY_NP = {
+    np.dtype(np.float32): nk.float32,
+    np.dtype(np.float16): nk.float16,
+    np.dtype(np.int8): nk.int8,
+    np.dtype(np.int16): nk.int16,
+    np.dtype(np.int32): nk.int32,
+    np.dtype(np.uint8): nk.uint8,
+    np.dtype(np.uint16): nk.uint16,
+    np.dtype(np.uint32): nk.uint32,
+    np.dtype(np.bool_): nk.bool_,
+}
 
 # (max finite exponent, min normal exponent, mantissa bits, has infinities) of each float format
 _FORMAT = {
-    "f32": (127, -126, 23, True), "tf32": (127, -126, 10, True), "bf16": (127, -126, 7, True),
-    "f16": (15, -14, 10, True), "f8e4m3": (7, -6, 3, True), "f8e4m3fn": (8, -6, 3, False),
-    "f8e5m2": (15, -14, 2, True), "f8e3m4": (3, -2, 4, True),
+    "f32": (127, -126, 23, True),
+    "tf32": (127, -126, 10, True),
+    "bf16": (127, -126, 7, True),
+    "f16": (15, -14, 10, True),
+    "f8e4m3": (7, -6, 3, True),
+    "f8e4m3fn": (8, -6, 3, False),
+    "f8e5m2": (15, -14, 2, True),
+    "f8e3m4": (3, -2, 4, True),
 }
 
 
@@ -115,8 +124,7 @@ def saturating_to_int(x, dtype: nk.DType) -> np.ndarray:
     """The project's float -> int cast: truncate toward zero, saturate, NaN -> 0."""
     x = f64(x)
     info = np.iinfo(dtype.np_dtype)
-    r = np.clip(np.trunc(np.nan_to_num(x, nan=0.0, posinf=info.max, neginf=info.min)),
-                info.min, info.max)
+    r = np.clip(np.trunc(np.nan_to_num(x, nan=0.0, posinf=info.max, neginf=info.min)), info.min, info.max)
     return r.astype(dtype.np_dtype)
 
 

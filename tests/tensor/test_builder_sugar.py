@@ -17,8 +17,8 @@ EXPRESSIONS = {
     "floordiv": lambda ns, x, y, i, j: i // j,
     "mod": lambda ns, x, y, i, j: i % j,
     "float_floordiv_mod": lambda ns, x, y, i, j: (x // 0.5) + (x % 0.75),
-    "pow": lambda ns, x, y, i, j: x ** 2 + ns.abs(y) ** 0.5,
-    "int_pow": lambda ns, x, y, i, j: i ** 2,
+    "pow": lambda ns, x, y, i, j: x**2 + ns.abs(y) ** 0.5,
+    "int_pow": lambda ns, x, y, i, j: i**2,
     "matmul": lambda ns, x, y, i, j: x @ y,
     "rmatmul_1d": lambda ns, x, y, i, j: y @ x.T,
     "radd": lambda ns, x, y, i, j: 2.0 + x,
@@ -27,7 +27,7 @@ EXPRESSIONS = {
     "rtruediv": lambda ns, x, y, i, j: 1.0 / y,
     "rfloordiv": lambda ns, x, y, i, j: 7 // j,
     "rmod": lambda ns, x, y, i, j: 7 % j,
-    "rpow": lambda ns, x, y, i, j: 2.0 ** x,
+    "rpow": lambda ns, x, y, i, j: 2.0**x,
     "int_true_division": lambda ns, x, y, i, j: i / 2,
     "int_plus_float": lambda ns, x, y, i, j: i + 1.5,
     "lt": lambda ns, x, y, i, j: x < y,
@@ -54,22 +54,43 @@ EXPRESSIONS = {
     "where_two_scalars": lambda ns, x, y, i, j: ns.where(x > y, 1.0, -1.0),
     "clip": lambda ns, x, y, i, j: ns.clip(x, -1.0, 1.0),
     "clip_int": lambda ns, x, y, i, j: ns.clip(i, 2, 5),
-    "softmax": lambda ns, x, y, i, j: ns.exp(x - ns.max(x, axis=-1, keepdims=True))
-    / ns.sum(ns.exp(x - ns.max(x, axis=-1, keepdims=True)), axis=-1, keepdims=True),
-    "reductions": lambda ns, x, y, i, j: ns.mean(x, axis=0) + ns.var(x, axis=0, ddof=1)
-    + ns.std(x, axis=0) + ns.min(x, axis=0) + ns.prod(y * 0.5),
+    "softmax": lambda ns, x, y, i, j: (
+        ns.exp(x - ns.max(x, axis=-1, keepdims=True))
+        / ns.sum(ns.exp(x - ns.max(x, axis=-1, keepdims=True)), axis=-1, keepdims=True)
+    ),
+    "reductions": lambda ns, x, y, i, j: (
+        ns.mean(x, axis=0)
+        + ns.var(x, axis=0, ddof=1)
+        + ns.std(x, axis=0)
+        + ns.min(x, axis=0)
+        + ns.prod(y * 0.5)
+    ),
     "bool_reductions": lambda ns, x, y, i, j: ns.any(x > 2, axis=1) | ns.all(i > 0, axis=1),
     "int_sum": lambda ns, x, y, i, j: ns.sum(i, axis=(0, 1)),
     "stack_concat": lambda ns, x, y, i, j: ns.concatenate([ns.stack([y, y], axis=0), x], axis=0),
     "expand_squeeze": lambda ns, x, y, i, j: ns.squeeze(ns.expand_dims(y, (0, 2)), axis=2),
     "transpose_axes": lambda ns, x, y, i, j: ns.transpose(ns.expand_dims(x, 0), (2, 0, 1)),
     "maximum_minimum": lambda ns, x, y, i, j: ns.maximum(x, y) - ns.minimum(x, 0.5),
-    "unary_methods": lambda ns, x, y, i, j: ns.sqrt(ns.abs(x)) + ns.tanh(x) + ns.sin(x)
-    + ns.cos(y) + ns.arctan(x) + ns.floor(x) + ns.ceil(x) + ns.sign(x) + ns.square(x) + ns.log(ns.exp(y)),
+    "unary_methods": lambda ns, x, y, i, j: (
+        ns.sqrt(ns.abs(x))
+        + ns.tanh(x)
+        + ns.sin(x)
+        + ns.cos(y)
+        + ns.arctan(x)
+        + ns.floor(x)
+        + ns.ceil(x)
+        + ns.sign(x)
+        + ns.square(x)
+        + ns.log(ns.exp(y))
+    ),
     "numpy_scalar_left": lambda ns, x, y, i, j: np.float32(2) * x - np.float16(1),
     "numpy_array_left": lambda ns, x, y, i, j: np.arange(4, dtype=np.float32) + x,
-    "aliases": lambda ns, x, y, i, j: ns.subtract(ns.multiply(x, 2.0), ns.divide(x, y))
-    + ns.power(ns.negative(ns.absolute(x)), 2) + ns.remainder(i, j) + ns.true_divide(i, j),
+    "aliases": lambda ns, x, y, i, j: (
+        ns.subtract(ns.multiply(x, 2.0), ns.divide(x, y))
+        + ns.power(ns.negative(ns.absolute(x)), 2)
+        + ns.remainder(i, j)
+        + ns.true_divide(i, j)
+    ),
     "split": lambda ns, x, y, i, j: ns.split(x, [1, -1], axis=0)[1],
 }
 

@@ -8,8 +8,27 @@ import nkigen_lite as nk
 from .numpy_ref import data, f64, saturating_to_int, storage
 
 MODES = ("faithful", "float64")
-SPECIAL = [0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.9, -2.9, 100.7, -100.7, 300.2, -300.2, 7e4,
-           1e10, -1e10, 3.4e38, np.inf, -np.inf, np.nan]
+SPECIAL = [
+    0.0,
+    -0.0,
+    0.5,
+    -0.5,
+    1.5,
+    -1.5,
+    2.9,
+    -2.9,
+    100.7,
+    -100.7,
+    300.2,
+    -300.2,
+    7e4,
+    1e10,
+    -1e10,
+    3.4e38,
+    np.inf,
+    -np.inf,
+    np.nan,
+]
 
 
 def _source_values(d):
@@ -59,8 +78,12 @@ def test_cast_to_same_dtype_adds_no_op():
     assert [op.name for op in b.graph.ops] == []
 
 
-FULL_VALUES = {"float": [0.0, -0.0, 1.0, -2.5, 0.1, np.inf, -np.inf, np.nan, 1e6],
-               "int": [0, 1, -7, 100], "uint": [0, 1, 7, 200], "bool": [True, False]}
+FULL_VALUES = {
+    "float": [0.0, -0.0, 1.0, -2.5, 0.1, np.inf, -np.inf, np.nan, 1e6],
+    "int": [0, 1, -7, 100],
+    "uint": [0, 1, 7, 200],
+    "bool": [True, False],
+}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -92,8 +115,11 @@ def test_iota_of_every_dtype_and_axis(d):
             got = nk.run(b.graph, {})["y"]
             n = shape[axis]
             idx = np.arange(n).reshape([n if i == axis % len(shape) else 1 for i in range(len(shape))])
-            want = storage(np.broadcast_to(idx, shape), d) if d.is_float else \
-                np.broadcast_to(idx, shape).astype(d.np_dtype)
+            want = (
+                storage(np.broadcast_to(idx, shape), d)
+                if d.is_float
+                else np.broadcast_to(idx, shape).astype(d.np_dtype)
+            )
             np.testing.assert_array_equal(f64(got), f64(want), err_msg=f"iota {shape} axis {axis} {d}")
     b = nk.Builder("t")
     assert b.arange(4).dtype is nk.int32 and b.arange(4).shape == (4,)
@@ -140,9 +166,11 @@ def test_where_broadcasts_promotes_and_takes_scalars(mode):
         c = rng.random(sc) < 0.5
         b = nk.Builder("t")
         vx, vy, vc = b.add_input("x", sx, tx), b.add_input("y", sy, ty), b.add_input("c", sc, nk.bool_)
-        outs = {"w": (b.where(vc, vx, vy), np.where(c, f64(x), f64(y))),
-                "s": (b.where(vc, vx, 0.5), np.where(c, f64(x), 0.5)),
-                "t": (b.where(vc, 2, vy), np.where(c, 2.0, f64(y)))}
+        outs = {
+            "w": (b.where(vc, vx, vy), np.where(c, f64(x), f64(y))),
+            "s": (b.where(vc, vx, 0.5), np.where(c, f64(x), 0.5)),
+            "t": (b.where(vc, 2, vy), np.where(c, 2.0, f64(y))),
+        }
         b.set_outputs({k: v for k, (v, _) in outs.items()})
         r = nk.run(b.graph, {"x": x, "y": y, "c": c}, mode=mode)
         for name, (v, ref) in outs.items():

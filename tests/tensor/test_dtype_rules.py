@@ -18,8 +18,7 @@ ALL = nk.ALL_DTYPES
 NP_BINARY = {short: cls.ufunc for short, cls in T.BINARY_OPS.items()}
 NP_UNARY = {short: cls.traced_from[0] for short, cls in T.UNARY_OPS.items() if cls.traced_from}
 # ops NumPy lacks: the project treats them like np.exp (float-valued transcendental) ...
-FLOAT_VALUED = tuple(short for short, cls in T.UNARY_OPS.items()
-                     if cls.float_only and not cls.traced_from)
+FLOAT_VALUED = tuple(short for short, cls in T.UNARY_OPS.items() if cls.float_only and not cls.traced_from)
 # ... and relu keeps its operand's dtype
 
 
@@ -67,11 +66,16 @@ def test_binary_dtype_for_every_pair(name):
 
 def test_documented_non_native_promotions():
     cases = [
-        (nk.bfloat16, nk.float16, nk.float32), (nk.float8_e4m3, nk.bfloat16, nk.bfloat16),
-        (nk.int8, nk.bfloat16, nk.bfloat16), (nk.int32, nk.bfloat16, nk.float32),
-        (nk.float8_e5m2, nk.float8_e4m3fn, nk.bfloat16), (nk.int8, nk.float8_e5m2, nk.bfloat16),
-        (nk.float16, nk.float8_e5m2, nk.float16), (nk.tfloat32, nk.bfloat16, nk.tfloat32),
-        (nk.tfloat32, nk.float32, nk.float32), (nk.bool_, nk.float8_e3m4, nk.float8_e3m4),
+        (nk.bfloat16, nk.float16, nk.float32),
+        (nk.float8_e4m3, nk.bfloat16, nk.bfloat16),
+        (nk.int8, nk.bfloat16, nk.bfloat16),
+        (nk.int32, nk.bfloat16, nk.float32),
+        (nk.float8_e5m2, nk.float8_e4m3fn, nk.bfloat16),
+        (nk.int8, nk.float8_e5m2, nk.bfloat16),
+        (nk.float16, nk.float8_e5m2, nk.float16),
+        (nk.tfloat32, nk.bfloat16, nk.tfloat32),
+        (nk.tfloat32, nk.float32, nk.float32),
+        (nk.bool_, nk.float8_e3m4, nk.float8_e3m4),
         (nk.uint16, nk.tfloat32, nk.float32),
     ]
     for a, b, want in cases:
@@ -98,8 +102,17 @@ def test_unary_dtype_for_every_dtype(name):
         assert v.dtype is want, (name, d, v.dtype)
 
 
-NP_REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "mean": np.mean,
-             "var": np.var, "std": np.std, "any": np.any, "all": np.all}
+NP_REDUCE = {
+    "sum": np.sum,
+    "prod": np.prod,
+    "max": np.max,
+    "min": np.min,
+    "mean": np.mean,
+    "var": np.var,
+    "std": np.std,
+    "any": np.any,
+    "all": np.all,
+}
 
 
 @pytest.mark.parametrize("kind", sorted(NP_REDUCE))
@@ -123,17 +136,25 @@ def test_matmul_where_concat_dtypes_for_every_pair():
                 with pytest.raises(nk.BuildError, match="tensor.matmul: bool"):
                     _build(lambda bb, x, y: x @ y, a, b, shapes=[(2, 3), (3, 4)])
             else:
-                want = (_numpy_result(lambda x, y: np.matmul(x.reshape(1, 2), y.reshape(2, 1)), a, b)
-                        if native else expected_promotion(a, b))
+                want = (
+                    _numpy_result(lambda x, y: np.matmul(x.reshape(1, 2), y.reshape(2, 1)), a, b)
+                    if native
+                    else expected_promotion(a, b)
+                )
                 _, v = _build(lambda bb, x, y: x @ y, a, b, shapes=[(2, 3), (3, 4)])
                 assert (v.dtype, v.shape) == (want, (2, 4)), (a, b)
-            want = (_numpy_result(lambda x, y: np.where(x > 0, x, y), a, b) if native
-                    else expected_promotion(a, b))
-            _, v = _build(lambda bb, c, x, y: bb.where(c, x, y), nk.bool_, a, b,
-                          shapes=[(2, 1), (3,), ()])
+            want = (
+                _numpy_result(lambda x, y: np.where(x > 0, x, y), a, b)
+                if native
+                else expected_promotion(a, b)
+            )
+            _, v = _build(lambda bb, c, x, y: bb.where(c, x, y), nk.bool_, a, b, shapes=[(2, 1), (3,), ()])
             assert (v.dtype, v.shape) == (want, (2, 3)), ("where", a, b)
-            want = (_numpy_result(lambda x, y: np.concatenate([x, y]), a, b) if native
-                    else expected_promotion(a, b))
+            want = (
+                _numpy_result(lambda x, y: np.concatenate([x, y]), a, b)
+                if native
+                else expected_promotion(a, b)
+            )
             _, v = _build(lambda bb, x, y: bb.concat([x, y], -1), a, b, shapes=[(2, 3), (2, 5)])
             assert (v.dtype, v.shape) == (want, (2, 8)), ("concat", a, b)
 
@@ -178,12 +199,12 @@ def test_brief_examples_of_weak_and_strong_scalars():
     with pytest.raises(nk.BuildError, match="tensor.add: Python integer 1000 is out of bounds for int8"):
         i8 + 1000
     assert (i32 + 1.5).dtype is nk.float32
-    assert (i8 + 1.5).dtype is nk.float32            # NumPy: float64, narrowed
+    assert (i8 + 1.5).dtype is nk.float32  # NumPy: float64, narrowed
     # NumPy scalars and arrays are strong
-    assert (bf + np.float64(2.0)).dtype is nk.float32   # f64 narrowed to f32 wins over bf16
+    assert (bf + np.float64(2.0)).dtype is nk.float32  # f64 narrowed to f32 wins over bf16
     assert (f16 + np.float32(1)).dtype is nk.float32
     assert (np.float32(1) + f16).dtype is nk.float32
-    assert (i8 + np.int64(5)).dtype is nk.int32          # int64 narrowed
+    assert (i8 + np.int64(5)).dtype is nk.int32  # int64 narrowed
     assert (i8 + np.int16(5)).dtype is nk.int16
     assert (f16 * np.ones(2, np.float16)).dtype is nk.float16
     assert (np.ones(2, np.int8) - i8).dtype is nk.int8
@@ -196,22 +217,25 @@ def test_narrowing_of_64_bit_results():
     i32 = b.add_input("i32", (2,), nk.int32)
     u32 = b.add_input("u32", (2,), nk.uint32)
     f32 = b.add_input("f32", (2,), nk.float32)
-    assert (i32 + u32).dtype is nk.int32       # NumPy int64
-    assert (i32 / i32).dtype is nk.float32     # NumPy float64
-    assert (i32 + f32).dtype is nk.float32     # NumPy float64
-    assert b.sum(u32).dtype is nk.uint32       # NumPy uint64
-    assert b.mean(i32).dtype is nk.float32     # NumPy float64
-    assert b.full((2,), 3).dtype is nk.int32   # NumPy int64
+    assert (i32 + u32).dtype is nk.int32  # NumPy int64
+    assert (i32 / i32).dtype is nk.float32  # NumPy float64
+    assert (i32 + f32).dtype is nk.float32  # NumPy float64
+    assert b.sum(u32).dtype is nk.uint32  # NumPy uint64
+    assert b.mean(i32).dtype is nk.float32  # NumPy float64
+    assert b.full((2,), 3).dtype is nk.int32  # NumPy int64
     assert b.constant(np.arange(3)).dtype is nk.int32
     assert b.constant(np.linspace(0, 1, 3)).dtype is nk.float32
 
 
 def test_input_dtypes_outside_trn2_are_rejected():
     b = nk.Builder("t")
-    for bad, msg in [(np.float64, "float64 is not supported on trn2"),
-                     ("int64", "int64 is not supported on trn2"),
-                     (np.complex64, "complex64 is not supported"),
-                     ("float128x", "unknown dtype"), (object, "not supported")]:
+    for bad, msg in [
+        (np.float64, "float64 is not supported on trn2"),
+        ("int64", "int64 is not supported on trn2"),
+        (np.complex64, "complex64 is not supported"),
+        ("float128x", "unknown dtype"),
+        (object, "not supported"),
+    ]:
         with pytest.raises(nk.BuildError, match=msg):
             b.add_input("x", (2,), bad)
 

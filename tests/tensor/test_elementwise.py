@@ -77,22 +77,29 @@ def test_unary_values(name, mode):
                     np.testing.assert_array_equal(got, once, err_msg=what)
             else:
                 with np.errstate(all="ignore"):
-                    ref = (INT_UNARY[name](x) if d.is_int or d.is_bool
-                           else REF_UNARY[name](f64(x)))
+                    ref = INT_UNARY[name](x) if d.is_int or d.is_bool else REF_UNARY[name](f64(x))
                 assert got.dtype == out.dtype.np_dtype, what
-                np.testing.assert_array_equal(got, np.asarray(ref).astype(out.dtype.np_dtype),
-                                              err_msg=what)
+                np.testing.assert_array_equal(got, np.asarray(ref).astype(out.dtype.np_dtype), err_msg=what)
             checked += 1
     assert checked >= 4 * len(SHAPES)
 
 
 REF_BINARY = {short: cls.reference for short, cls in T.BINARY_OPS.items()}
 PAIRS = [(d, d) for d in nk.ALL_DTYPES] + [
-    (nk.float16, nk.float32), (nk.bfloat16, nk.float16), (nk.bfloat16, nk.int8),
-    (nk.float8_e4m3, nk.bfloat16), (nk.int8, nk.uint8), (nk.uint32, nk.int32),
-    (nk.int16, nk.float16), (nk.bool_, nk.float32), (nk.tfloat32, nk.bfloat16),
-    (nk.float8_e5m2, nk.float8_e4m3fn), (nk.uint32, nk.float32), (nk.int32, nk.float32),
-    (nk.uint8, nk.bool_), (nk.float8_e3m4, nk.int8),
+    (nk.float16, nk.float32),
+    (nk.bfloat16, nk.float16),
+    (nk.bfloat16, nk.int8),
+    (nk.float8_e4m3, nk.bfloat16),
+    (nk.int8, nk.uint8),
+    (nk.uint32, nk.int32),
+    (nk.int16, nk.float16),
+    (nk.bool_, nk.float32),
+    (nk.tfloat32, nk.bfloat16),
+    (nk.float8_e5m2, nk.float8_e4m3fn),
+    (nk.uint32, nk.float32),
+    (nk.int32, nk.float32),
+    (nk.uint8, nk.bool_),
+    (nk.float8_e3m4, nk.int8),
 ]
 BSHAPES = [((), (3,)), ((4, 1), (3,)), ((2, 3), (2, 3)), ((1,), ()), ((2, 1, 4), (3, 1))]
 
@@ -101,8 +108,11 @@ def _binary_inputs(name, a_t, b_t, sa, sb, seed):
     if name in ("floor_divide", "mod"):  # multiples of 1/8: no rounding-boundary flips
         grid = np.random.default_rng(seed)
         a = storage(grid.integers(-24, 25, sa) / 8, a_t) if a_t.is_float else data(sa, a_t, seed)
-        b = storage(grid.integers(1, 17, sb) / 8 * grid.choice([-1, 1], sb), b_t) \
-            if b_t.is_float else data(sb, b_t, seed + 1)
+        b = (
+            storage(grid.integers(1, 17, sb) / 8 * grid.choice([-1, 1], sb), b_t)
+            if b_t.is_float
+            else data(sb, b_t, seed + 1)
+        )
     elif name == "pow":
         a = data(sa, a_t, seed, lo=0.5 if a_t.is_float else 0, hi=2.0 if a_t.is_float else 4)
         b = data(sb, b_t, seed + 1, lo=-2.0 if b_t.is_float else 0, hi=2.0 if b_t.is_float else 3)
@@ -138,8 +148,7 @@ def test_binary_values(name, mode):
                 _check_float(got, ref, out.dtype, mode, what)
             else:
                 assert got.dtype == out.dtype.np_dtype, what
-                np.testing.assert_array_equal(got, np.asarray(ref).astype(out.dtype.np_dtype),
-                                              err_msg=what)
+                np.testing.assert_array_equal(got, np.asarray(ref).astype(out.dtype.np_dtype), err_msg=what)
             checked += 1
     assert checked >= 2 * len(BSHAPES)
 
@@ -167,7 +176,7 @@ def test_integer_power_with_negative_exponent_is_an_interpret_error():
     b = nk.Builder("t")
     x = b.add_input("x", (2,), nk.int32)
     y = b.add_input("y", (2,), nk.int32)
-    b.set_outputs({"y": x ** y})
+    b.set_outputs({"y": x**y})
     with pytest.raises(nk.InterpretError, match="tensor.pow"):
         nk.run(b.graph, {"x": np.array([2, 3], np.int32), "y": np.array([1, -1], np.int32)})
 
@@ -191,8 +200,9 @@ def test_integer_comparisons_across_signedness_are_exact():
     b = nk.Builder("t")
     u = b.add_input("u", (3,), nk.uint32)
     i = b.add_input("i", (3,), nk.int32)
-    b.set_outputs({"gt": u > i, "mx": b.maximum(u, i), "fd": u // b.maximum(i, 1),
-                   "eq": u == -1, "lt": u < 2**32 - 1})
+    b.set_outputs(
+        {"gt": u > i, "mx": b.maximum(u, i), "fd": u // b.maximum(i, 1), "eq": u == -1, "lt": u < 2**32 - 1}
+    )
     ua = np.array([4_000_000_000, 5, 0], np.uint32)
     ia = np.array([0, 7, -3], np.int32)
     r = nk.run(b.graph, {"u": ua, "i": ia})

@@ -19,20 +19,26 @@ def _graph():
 
 
 def _inputs():
-    return {"x": np.ones((2, 3), ml_dtypes.bfloat16), "n": np.arange(3, dtype=np.int32),
-            "f": np.array(1.0009765625 + 2**-12, np.float32)}
+    return {
+        "x": np.ones((2, 3), ml_dtypes.bfloat16),
+        "n": np.arange(3, dtype=np.int32),
+        "f": np.array(1.0009765625 + 2**-12, np.float32),
+    }
 
 
-@pytest.mark.parametrize("bad,match", [
-    ({"x": None}, r"missing \['n', 'f'\]"),
-    ({"z": 1}, r"graph @g inputs: unexpected \['z'\] \(expects \['x', 'n', 'f'\]\)"),
-    ({"x": np.ones((3, 2), ml_dtypes.bfloat16)}, r"input 'x' has shape \(3, 2\), expected \(2, 3\)"),
-    ({"x": np.ones((2, 3), np.float32)}, r"input 'x' has dtype float32, expected bfloat16"),
-    ({"n": np.arange(3)}, r"input 'n' has dtype int64, expected int32"),
-    ({"n": [0, 1, 2]}, r"input 'n' must be a NumPy array, got list"),
-    ({"f": np.array(1.0)}, r"input 'f' has dtype float64, expected tfloat32"),
-    ({"f": np.ones(1, np.float32)}, r"input 'f' has shape \(1,\), expected \(\)"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        ({"x": None}, r"missing \['n', 'f'\]"),
+        ({"z": 1}, r"graph @g inputs: unexpected \['z'\] \(expects \['x', 'n', 'f'\]\)"),
+        ({"x": np.ones((3, 2), ml_dtypes.bfloat16)}, r"input 'x' has shape \(3, 2\), expected \(2, 3\)"),
+        ({"x": np.ones((2, 3), np.float32)}, r"input 'x' has dtype float32, expected bfloat16"),
+        ({"n": np.arange(3)}, r"input 'n' has dtype int64, expected int32"),
+        ({"n": [0, 1, 2]}, r"input 'n' must be a NumPy array, got list"),
+        ({"f": np.array(1.0)}, r"input 'f' has dtype float64, expected tfloat32"),
+        ({"f": np.ones(1, np.float32)}, r"input 'f' has shape \(1,\), expected \(\)"),
+    ],
+)
 def test_bad_inputs_are_interpret_errors(bad, match):
     inputs = _inputs()
     for k, v in bad.items():

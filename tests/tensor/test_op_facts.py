@@ -63,16 +63,16 @@ def test_examples_hold_for_the_reference_and_both_interpreter_modes(cls):
     for args, want in cls.examples:
         what = f"{cls.name}{args} = {want}"
         dts = [_dtype_of(a) for a in args]
-        arrays = [np.asarray(a, np.float64 if d.is_float else d.np_dtype)
-                  for a, d in zip(args, dts)]
+        arrays = [np.asarray(a, np.float64 if d.is_float else d.np_dtype) for a, d in zip(args, dts)]
         with np.errstate(all="ignore"):
             _check(np.asarray(cls.reference(*arrays)), want, f"reference: {what}")
         b = nk.Builder("example")
         xs = [b.add_input(f"x{i}", (), d) for i, d in enumerate(dts)]
         b.set_outputs({"y": b.emit(cls, xs)})
         ins = {f"x{i}": np.asarray(a, d.np_dtype) for i, (a, d) in enumerate(zip(args, dts))}
-        stored = [np.asarray(a, np.float64 if a.dtype.kind == "f" else a.dtype)
-                  for a in ins.values()]  # the inputs as the graph holds them (f32-rounded)
+        stored = [
+            np.asarray(a, np.float64 if a.dtype.kind == "f" else a.dtype) for a in ins.values()
+        ]  # the inputs as the graph holds them (f32-rounded)
         with np.errstate(all="ignore"):
             exact = np.asarray(cls.reference(*stored))
         got64 = nk.run(b.graph, ins, mode="float64")["y"]
@@ -97,8 +97,11 @@ def test_erf_based_references_match_math_erf_on_a_grid():
 def test_traced_ufuncs_build_their_op(cls):
     for ufunc in cls.traced_from:
         arity = 1 if issubclass(cls, T.UnaryOp) else 2
-        dt = np.int32 if cls.short_name().startswith("bitwise") else (
-            np.bool_ if cls.short_name().startswith("logical") else np.float32)
+        dt = (
+            np.int32
+            if cls.short_name().startswith("bitwise")
+            else (np.bool_ if cls.short_name().startswith("logical") else np.float32)
+        )
         args = [np.ones((2, 3), dt) for _ in range(arity)]
         g = nk.trace(lambda *xs, u=ufunc: u(*xs)).trace(*args)
         assert any(type(op) is cls for op in g.walk()), f"np.{ufunc.__name__} -> {cls.name}"
@@ -109,7 +112,8 @@ def test_the_docs_op_table_is_generated_from_the_classes():
     assert op_docs.BEGIN in text and op_docs.END in text, "docs/tensor_ops.md lost its markers"
     assert op_docs.with_table(text, op_docs.op_table()) == text, (
         "docs/tensor_ops.md's op table differs from the op classes: run "
-        "`uv run python -m nkigen_lite.tensor.op_docs`")
+        "`uv run python -m nkigen_lite.tensor.op_docs`"
+    )
     for cls in T.ALL_TENSOR_OPS:
         assert f"`{cls.name}`" in text, cls.name
 

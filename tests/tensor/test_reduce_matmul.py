@@ -10,11 +10,30 @@ from nkigen_lite.testing import assert_close, tolerance_for
 from .numpy_ref import data, f64, storage
 
 MODES = ("faithful", "float64")
-NP_REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "mean": np.mean,
-             "var": np.var, "std": np.std, "any": np.any, "all": np.all}
+NP_REDUCE = {
+    "sum": np.sum,
+    "prod": np.prod,
+    "max": np.max,
+    "min": np.min,
+    "mean": np.mean,
+    "var": np.var,
+    "std": np.std,
+    "any": np.any,
+    "all": np.all,
+}
 AXES = [None, 0, -1, (0, 2), (-1, -3), (), (1,), (0, 1, 2), [2, 0]]
-REDUCE_DTYPES = [nk.float32, nk.float16, nk.bfloat16, nk.tfloat32, nk.float8_e4m3, nk.int8,
-                 nk.uint8, nk.int32, nk.uint32, nk.bool_]
+REDUCE_DTYPES = [
+    nk.float32,
+    nk.float16,
+    nk.bfloat16,
+    nk.tfloat32,
+    nk.float8_e4m3,
+    nk.int8,
+    nk.uint8,
+    nk.int32,
+    nk.uint32,
+    nk.bool_,
+]
 
 
 def _np_axes(axis):
@@ -100,15 +119,14 @@ def test_bf16_sum_of_8192_elements_accumulates_in_fp32_and_rounds_once():
     x = storage(rng.uniform(0.0, 1.0, 8192), nk.bfloat16)
     b = nk.Builder("t")
     v = b.add_input("x", x.shape, nk.bfloat16)
-    b.set_outputs({"s": b.sum(v), "ones": b.sum(b.full((8192,), 1.0, nk.bfloat16)),
-                   "m": b.mean(v)})
+    b.set_outputs({"s": b.sum(v), "ones": b.sum(b.full((8192,), 1.0, nk.bfloat16)), "m": b.mean(v)})
     r = nk.run(b.graph, {"x": x})
     exact = f64(x).sum()
     ulp = 2.0 ** (np.floor(np.log2(exact)) - 7)
     assert r["s"].dtype == nk.bfloat16.np_dtype
     assert abs(f64(r["s"]) - exact) <= 0.5 * ulp * (1 + 1e-3)
     assert f64(r["ones"]) == 8192.0
-    assert abs(f64(r["m"]) - exact / 8192) <= 2.0 ** -9  # half an ulp near 0.5
+    assert abs(f64(r["m"]) - exact / 8192) <= 2.0**-9  # half an ulp near 0.5
     f16 = nk.Builder("h")
     h = f16.add_input("x", (8192,), nk.float16)
     f16.set_outputs({"s": f16.sum(h)})
@@ -116,15 +134,39 @@ def test_bf16_sum_of_8192_elements_accumulates_in_fp32_and_rounds_once():
 
 
 MATMUL_SHAPES = [
-    ((3,), (3,)), ((3,), (3, 4)), ((2, 3), (3,)), ((2, 3), (3, 4)), ((5, 2, 3), (3, 4)),
-    ((2, 3), (5, 3, 4)), ((2, 1, 2, 3), (4, 3, 2)), ((3,), (2, 3, 4)), ((2, 3, 4), (4,)),
+    ((3,), (3,)),
+    ((3,), (3, 4)),
+    ((2, 3), (3,)),
+    ((2, 3), (3, 4)),
+    ((5, 2, 3), (3, 4)),
+    ((2, 3), (5, 3, 4)),
+    ((2, 1, 2, 3), (4, 3, 2)),
+    ((3,), (2, 3, 4)),
+    ((2, 3, 4), (4,)),
     ((1, 1), (1, 1)),
 ]
-MATMUL_DTYPES = [(d, d) for d in (nk.float32, nk.float16, nk.bfloat16, nk.tfloat32,
-                                  nk.float8_e4m3, nk.float8_e4m3fn, nk.float8_e5m2,
-                                  nk.float8_e3m4, nk.int8, nk.int32, nk.uint8)] + [
-    (nk.float16, nk.float32), (nk.bfloat16, nk.int8), (nk.int8, nk.uint8), (nk.uint32, nk.int32),
-    (nk.bfloat16, nk.float16)]
+MATMUL_DTYPES = [
+    (d, d)
+    for d in (
+        nk.float32,
+        nk.float16,
+        nk.bfloat16,
+        nk.tfloat32,
+        nk.float8_e4m3,
+        nk.float8_e4m3fn,
+        nk.float8_e5m2,
+        nk.float8_e3m4,
+        nk.int8,
+        nk.int32,
+        nk.uint8,
+    )
+] + [
+    (nk.float16, nk.float32),
+    (nk.bfloat16, nk.int8),
+    (nk.int8, nk.uint8),
+    (nk.uint32, nk.int32),
+    (nk.bfloat16, nk.float16),
+]
 
 
 @pytest.mark.parametrize("mode", MODES)

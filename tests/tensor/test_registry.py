@@ -17,8 +17,11 @@ def _registered_tensor_ops():
 
 
 def test_every_op_of_the_tensor_module_is_in_the_op_list():
-    defined = {c for c in vars(T).values()
-               if isinstance(c, type) and issubclass(c, T.TensorOp) and c.__dict__.get("name")}
+    defined = {
+        c
+        for c in vars(T).values()
+        if isinstance(c, type) and issubclass(c, T.TensorOp) and c.__dict__.get("name")
+    }
     assert defined == set(T.ALL_TENSOR_OPS)
     for cls in T.ALL_TENSOR_OPS:
         assert OP_REGISTRY[cls.name] is cls and cls.name.startswith("tensor.")
@@ -26,8 +29,10 @@ def test_every_op_of_the_tensor_module_is_in_the_op_list():
 
 def test_every_tensor_op_has_an_interpreter_rule():
     missing = [c.name for c in _registered_tensor_ops() if TensorInterpreter.rule_for(c) is None]
-    assert missing == [], (f"{missing} have no tensor interpreter rule: add @TensorInterpreter.impl"
-                           "(OpClass) in nkigen_lite/tensor/interpret.py")
+    assert missing == [], (
+        f"{missing} have no tensor interpreter rule: add @TensorInterpreter.impl"
+        "(OpClass) in nkigen_lite/tensor/interpret.py"
+    )
 
 
 def test_every_tensor_op_infers_or_checks_explicit_types():
@@ -43,7 +48,8 @@ def test_every_tensor_op_has_its_builder_methods():
         assert cls.builder_names, f"{cls.name}: no builder_names on its class"
         for name in cls.builder_names:
             assert callable(getattr(Builder, name, None)), (
-                f"{cls.name}: Builder has no method {name!r} (nkigen_lite/tensor/builder.py)")
+                f"{cls.name}: Builder has no method {name!r} (nkigen_lite/tensor/builder.py)"
+            )
 
 
 def _one_of_each(b):
@@ -82,8 +88,10 @@ def test_every_tensor_op_round_trips_through_text_and_runs():
     text = str(g)
     g2 = nk.parse(text)
     assert str(g2) == text
-    ins = {"x": np.linspace(0.5, 2, 6, dtype=np.float32).reshape(2, 3),
-           "i": np.arange(1, 7, dtype=np.int32).reshape(2, 3)}
+    ins = {
+        "x": np.linspace(0.5, 2, 6, dtype=np.float32).reshape(2, 3),
+        "i": np.arange(1, 7, dtype=np.int32).reshape(2, 3),
+    }
     r1, r2 = nk.run(g, ins), nk.run(g2, ins)
     assert set(r1) == set(g.outputs)
     for k in r1:

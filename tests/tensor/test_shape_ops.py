@@ -45,8 +45,16 @@ def test_transpose_every_permutation(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_reshape_including_minus_one_and_rank_0(mode):
-    cases = [((2, 3, 4), (6, 4)), ((2, 3, 4), (-1,)), ((2, 3, 4), (4, -1, 2)), ((1,), ()),
-             ((), (1, 1)), ((6,), (1, 6, 1)), ((2, 3), 6), ((2, 2), (-1, 1))]
+    cases = [
+        ((2, 3, 4), (6, 4)),
+        ((2, 3, 4), (-1,)),
+        ((2, 3, 4), (4, -1, 2)),
+        ((1,), ()),
+        ((), (1, 1)),
+        ((6,), (1, 6, 1)),
+        ((2, 3), 6),
+        ((2, 2), (-1, 1)),
+    ]
     for d in MOVE_DTYPES:
         for src, dst in cases:
             x, out, got = _run(src, d, lambda b, v, s=dst: b.reshape(v, s), mode)
@@ -66,9 +74,21 @@ def test_broadcast_to(mode):
             _same(got, np.broadcast_to(x, dst), f"broadcast_to {src} -> {dst} {d}")
 
 
-SLICES = [slice(None), slice(1, None), slice(None, -1), slice(None, None, -1), slice(-2, None),
-          slice(None, None, 2), slice(4, 0, -2), slice(-1, -5, -1), slice(10, None),
-          slice(-100, 100), slice(3, 1), slice(None, None, -3), slice(2, 3)]
+SLICES = [
+    slice(None),
+    slice(1, None),
+    slice(None, -1),
+    slice(None, None, -1),
+    slice(-2, None),
+    slice(None, None, 2),
+    slice(4, 0, -2),
+    slice(-1, -5, -1),
+    slice(10, None),
+    slice(-100, 100),
+    slice(3, 1),
+    slice(None, None, -3),
+    slice(2, 3),
+]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -79,16 +99,38 @@ def test_slice_with_python_semantics(mode):
             for s1 in SLICES:
                 x, _, got = _run((5, 4), d, lambda b, v, s0=s0, s1=s1: v[s0, s1], mode)
                 _same(got, x[s0, s1], f"x[{s0}, {s1}] {d}")
-                x, _, got = _run((5, 4), d, lambda b, v, s0=s0, s1=s1: b.slice(
-                    v, [s0.start, s1.start], [s0.stop, s1.stop], [s0.step, s1.step]), mode)
+                x, _, got = _run(
+                    (5, 4),
+                    d,
+                    lambda b, v, s0=s0, s1=s1: b.slice(
+                        v, [s0.start, s1.start], [s0.stop, s1.stop], [s0.step, s1.step]
+                    ),
+                    mode,
+                )
                 _same(got, x[s0, s1], f"b.slice {s0}, {s1} {d}")
 
 
 INDEXES = [
-    0, -1, 3, (1, 2), (-1, -2, 0), (slice(None), 1), (Ellipsis, 0), (0, Ellipsis), (None,),
-    (None, 1), (Ellipsis, None), (slice(None), None, slice(None, None, -1)), (1, None, Ellipsis, -1),
-    (slice(1, 3), Ellipsis, slice(None, None, 2)), Ellipsis, (), (0, 1, 2), (Ellipsis, 1, None),
-    (np.int64(2),), (None, None, 0),
+    0,
+    -1,
+    3,
+    (1, 2),
+    (-1, -2, 0),
+    (slice(None), 1),
+    (Ellipsis, 0),
+    (0, Ellipsis),
+    (None,),
+    (None, 1),
+    (Ellipsis, None),
+    (slice(None), None, slice(None, None, -1)),
+    (1, None, Ellipsis, -1),
+    (slice(1, 3), Ellipsis, slice(None, None, 2)),
+    Ellipsis,
+    (),
+    (0, 1, 2),
+    (Ellipsis, 1, None),
+    (np.int64(2),),
+    (None, None, 0),
 ]
 
 
@@ -113,11 +155,21 @@ def test_indexing_rank_0_and_1():
 
 @pytest.mark.parametrize("mode", MODES)
 def test_concat_and_stack(mode):
-    rng_shapes = [((2, 3), (4, 3), 0), ((2, 3), (2, 1), 1), ((2, 3), (2, 2), -1), ((3,), (2,), 0),
-                  ((1, 2, 3), (1, 2, 3), -2)]
+    rng_shapes = [
+        ((2, 3), (4, 3), 0),
+        ((2, 3), (2, 1), 1),
+        ((2, 3), (2, 2), -1),
+        ((3,), (2,), 0),
+        ((1, 2, 3), (1, 2, 3), -2),
+    ]
     for sa, sb, axis in rng_shapes:
-        for ta, tb in [(nk.float32, nk.float32), (nk.int8, nk.uint8), (nk.bfloat16, nk.float16),
-                       (nk.bool_, nk.int16), (nk.float8_e4m3, nk.bfloat16)]:
+        for ta, tb in [
+            (nk.float32, nk.float32),
+            (nk.int8, nk.uint8),
+            (nk.bfloat16, nk.float16),
+            (nk.bool_, nk.int16),
+            (nk.float8_e4m3, nk.bfloat16),
+        ]:
             a, c = data(sa, ta, 1), data(sb, tb, 2)
             b = nk.Builder("t")
             va, vb = b.add_input("a", sa, ta), b.add_input("b", sb, tb)

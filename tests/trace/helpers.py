@@ -6,8 +6,11 @@ import numpy as np
 import nkigen_lite as nk
 from nkigen_lite.testing import assert_close
 
-_NARROW = {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.int64): np.dtype(np.int32),
-           np.dtype(np.uint64): np.dtype(np.uint32)}
+_NARROW = {
+    np.dtype(np.float64): np.dtype(np.float32),
+    np.dtype(np.int64): np.dtype(np.int32),
+    np.dtype(np.uint64): np.dtype(np.uint32),
+}
 
 
 def narrow(npd) -> np.dtype:
@@ -47,8 +50,7 @@ def check_against_numpy(fn, args, *, rtol=None, atol=None):
         assert gv.shape == nv.shape, f"output {k}: shape {gv.shape}, NumPy {nv.shape}"
         dt = nk.get_dtype(gv.dtype)
         if dt.is_float:
-            assert_close(gv, np.asarray(rv, np.float64), dt, what=f"output {k}", rtol=rtol,
-                         atol=atol)
+            assert_close(gv, np.asarray(rv, np.float64), dt, what=f"output {k}", rtol=rtol, atol=atol)
         else:
             np.testing.assert_array_equal(gv, nv, err_msg=f"output {k}")
     return g

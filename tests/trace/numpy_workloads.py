@@ -30,7 +30,7 @@ def rope(q, k, cos, sin):
     s = sin[None, :, None, :]
 
     def rot(t):
-        lo, hi = t[..., : d // 2], t[..., d // 2:]
+        lo, hi = t[..., : d // 2], t[..., d // 2 :]
         return np.concatenate([lo * c - hi * s, lo * s + hi * c], axis=-1)
 
     return rot(q), rot(k)
@@ -53,7 +53,7 @@ def clamped_swiglu(g, u, alpha=1.702, lim=7.0):
 
 
 def gelu_tanh(x):
-    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
 
 
 def attention(q, k, v):
@@ -76,8 +76,7 @@ def gqa_attention_layer(x, w_qkv, w_o, heads=4, kv_heads=2):
     return o.transpose(1, 0, 2).reshape(seq, dim) @ w_o + x
 
 
-def qwen3_layer(h, w_in, w_qkv, w_o, w_qn, w_kn, cos, sin, w_post, w_gu, w_dn, heads=4,
-                kv_heads=2):
+def qwen3_layer(h, w_in, w_qkv, w_o, w_qn, w_kn, cos, sin, w_post, w_gu, w_dn, heads=4, kv_heads=2):
     """A Qwen3-style decoder layer (§4.2) at small sizes: h (1, S, D), head_dim = D // heads."""
     _, seq, dim = h.shape
     hd = dim // heads

@@ -13,27 +13,53 @@ X = rng.uniform(-2, 2, (4, 5, 6)).astype(np.float32)
 I = rng.integers(-9, 10, (4, 5, 6)).astype(np.int32)
 
 READS = {
-    "basic": lambda x, i: (x[1], x[-1, 2:, ::2], x[..., 1], x[:, None, ::-1, -2], x[1:3, ...],
-                           x[::-2, 4:1:-1], x[()], x[0, 0, 0], x[np.int64(2), np.int32(-1)]),
-    "int_array": lambda x, i: (x[[0, 3, 1]], x[:, [4, 4, 0]], x[..., [5, 3, 1, 0]],
-                               x[np.array([[0, 1], [2, 3]])], x[:, :, np.arange(6)[::-1]]),
-    "bool_mask": lambda x, i: (x[np.array([True, False, True, True])],
-                               x[:, np.array([False, True, True, False, True])],
-                               x[X > 0], i[I % 2 == 0]),
-    "mixed_advanced": lambda x, i: (x[0, [1, 2]], x[:, 1, [0, 5]], x[1, :, [0, 5]],
-                                    x[[2, 0], :, 3], x[np.array(1), [0, 0]]),
-    "take": lambda x, i: (np.take(x, [1, 1, 1], axis=1), np.take(x, [[0, 5], [5, 0]], axis=-1),
-                          np.take(i, [0, 2, 4, 6, 8, 100 % 120]), x.take([3, 2, 1], axis=0)),
+    "basic": lambda x, i: (
+        x[1],
+        x[-1, 2:, ::2],
+        x[..., 1],
+        x[:, None, ::-1, -2],
+        x[1:3, ...],
+        x[::-2, 4:1:-1],
+        x[()],
+        x[0, 0, 0],
+        x[np.int64(2), np.int32(-1)],
+    ),
+    "int_array": lambda x, i: (
+        x[[0, 3, 1]],
+        x[:, [4, 4, 0]],
+        x[..., [5, 3, 1, 0]],
+        x[np.array([[0, 1], [2, 3]])],
+        x[:, :, np.arange(6)[::-1]],
+    ),
+    "bool_mask": lambda x, i: (
+        x[np.array([True, False, True, True])],
+        x[:, np.array([False, True, True, False, True])],
+        x[X > 0],
+        i[I % 2 == 0],
+    ),
+    "mixed_advanced": lambda x, i: (
+        x[0, [1, 2]],
+        x[:, 1, [0, 5]],
+        x[1, :, [0, 5]],
+        x[[2, 0], :, 3],
+        x[np.array(1), [0, 0]],
+    ),
+    "take": lambda x, i: (
+        np.take(x, [1, 1, 1], axis=1),
+        np.take(x, [[0, 5], [5, 0]], axis=-1),
+        np.take(i, [0, 2, 4, 6, 8, 100 % 120]),
+        x.take([3, 2, 1], axis=0),
+    ),
 }
 
 WRITES = {
     "setitem_slices": lambda x, i: _set(x, (slice(1, 3), slice(None), slice(2, 5)), 0.5),
     "setitem_int_and_row": lambda x, i: _set(x, (0, 2), np.arange(6)),
     "setitem_leading_unit_dims": lambda x, i: _set(x, (0, 2), np.arange(6).reshape(1, 1, 6)),
-    "setitem_negative_step": lambda x, i: _set(x, (slice(None), slice(None, None, -1), 0),
-                                               np.arange(20).reshape(4, 5)),
-    "setitem_ellipsis_none": lambda x, i: _set(x, (Ellipsis, None, slice(4, 6)),
-                                                            -x[0, :, None, :2]),
+    "setitem_negative_step": lambda x, i: _set(
+        x, (slice(None), slice(None, None, -1), 0), np.arange(20).reshape(4, 5)
+    ),
+    "setitem_ellipsis_none": lambda x, i: _set(x, (Ellipsis, None, slice(4, 6)), -x[0, :, None, :2]),
     "setitem_cast": lambda x, i: _set(i, (slice(None), 0), x[:, 0] * 3),
     "setitem_static_mask": lambda x, i: _set(x, X > 1, 0.0),
     "setitem_traced_mask": lambda x, i: _set(x, x < 0, -1),
@@ -141,22 +167,25 @@ def test_in_place_update_after_the_view_is_gone_is_allowed():
     check_against_numpy(f, (X,))
 
 
-@pytest.mark.parametrize("fn, match", [
-    (lambda x: _set(x.copy(), (slice(None, None, 2),), 0.0), "strided slice"),
-    (lambda x: _set(x.copy(), ([0, 1],), 0.0), "not supported for assignment"),
-    (lambda x: _set(x.copy(), x > 0, x), "needs a scalar value"),
-    (lambda x: _set(x.copy(), np.ones((4, 5), bool), 0.0), "must have the array's shape"),
-    (lambda x: _set(x.copy(), (slice(0, 2),), np.ones(3)), "could not broadcast"),
-    (lambda x: _set(x.copy(), (7,), 0.0), "index 7 is out of bounds"),
-    (lambda x: x[x.astype(np.int32)], "traced indices"),
-    (lambda x: x[x > 0], "traced boolean mask"),
-    (lambda x: x[[0, 1], [1, 2]], "more than one integer-array index"),
-    (lambda x: x[np.ones((4, 5), bool)], r"boolean index of shape \(4, 5\)"),
-    (lambda x: x[1.5], "unsupported index 1.5"),
-    (lambda x: x[0, 0, 0, 0], "too many indices"),
-    (lambda x: _iadd(x.astype(np.int32), 1.5), "same_kind"),
-    (lambda x: _iadd(x[0].copy(), x), "differs from the target's"),
-])
+@pytest.mark.parametrize(
+    "fn, match",
+    [
+        (lambda x: _set(x.copy(), (slice(None, None, 2),), 0.0), "strided slice"),
+        (lambda x: _set(x.copy(), ([0, 1],), 0.0), "not supported for assignment"),
+        (lambda x: _set(x.copy(), x > 0, x), "needs a scalar value"),
+        (lambda x: _set(x.copy(), np.ones((4, 5), bool), 0.0), "must have the array's shape"),
+        (lambda x: _set(x.copy(), (slice(0, 2),), np.ones(3)), "could not broadcast"),
+        (lambda x: _set(x.copy(), (7,), 0.0), "index 7 is out of bounds"),
+        (lambda x: x[x.astype(np.int32)], "traced indices"),
+        (lambda x: x[x > 0], "traced boolean mask"),
+        (lambda x: x[[0, 1], [1, 2]], "more than one integer-array index"),
+        (lambda x: x[np.ones((4, 5), bool)], r"boolean index of shape \(4, 5\)"),
+        (lambda x: x[1.5], "unsupported index 1.5"),
+        (lambda x: x[0, 0, 0, 0], "too many indices"),
+        (lambda x: _iadd(x.astype(np.int32), 1.5), "same_kind"),
+        (lambda x: _iadd(x[0].copy(), x), "differs from the target's"),
+    ],
+)
 def test_indexing_errors(fn, match):
     with pytest.raises(nk.BuildError, match=match):
         nk.trace(fn).trace(X)

@@ -16,23 +16,58 @@ from nkigen_lite.testing import assert_close
 
 from .helpers import narrow, to64
 
-UNARY = [np.negative, np.abs, np.square, np.tanh, np.sin, np.cos, np.arctan, np.floor, np.ceil,
-         np.sign, np.trunc, np.rint, np.exp, lambda t: np.log1p(np.abs(t)),
-         lambda t: np.expm1(np.tanh(t)), lambda t: np.sqrt(np.abs(t)), lambda t: np.power(t, 3),
-         lambda t: t ** 2]
-BINARY = [np.add, np.subtract, np.multiply, np.maximum, np.minimum, np.fmax, np.fmin,
-          np.true_divide, np.logaddexp, np.floor_divide, np.remainder]
+UNARY = [
+    np.negative,
+    np.abs,
+    np.square,
+    np.tanh,
+    np.sin,
+    np.cos,
+    np.arctan,
+    np.floor,
+    np.ceil,
+    np.sign,
+    np.trunc,
+    np.rint,
+    np.exp,
+    lambda t: np.log1p(np.abs(t)),
+    lambda t: np.expm1(np.tanh(t)),
+    lambda t: np.sqrt(np.abs(t)),
+    lambda t: np.power(t, 3),
+    lambda t: t**2,
+]
+BINARY = [
+    np.add,
+    np.subtract,
+    np.multiply,
+    np.maximum,
+    np.minimum,
+    np.fmax,
+    np.fmin,
+    np.true_divide,
+    np.logaddexp,
+    np.floor_divide,
+    np.remainder,
+]
 COMPARE = [np.less, np.greater_equal, np.equal]
-LEAVES = st.sampled_from(["x", "y", "i"]) | st.floats(-4, 4, allow_nan=False, width=32) \
-    | st.integers(-6, 6)
+LEAVES = st.sampled_from(["x", "y", "i"]) | st.floats(-4, 4, allow_nan=False, width=32) | st.integers(-6, 6)
 
 
 def _trees():
     def extend(children):
-        return (st.tuples(st.just("u"), st.integers(0, len(UNARY) - 1), children)
-                | st.tuples(st.just("b"), st.integers(0, len(BINARY) - 1), children, children)
-                | st.tuples(st.just("w"), st.integers(0, len(COMPARE) - 1),
-                            st.sampled_from(["x", "y", "i"]), LEAVES, children, children))
+        return (
+            st.tuples(st.just("u"), st.integers(0, len(UNARY) - 1), children)
+            | st.tuples(st.just("b"), st.integers(0, len(BINARY) - 1), children, children)
+            | st.tuples(
+                st.just("w"),
+                st.integers(0, len(COMPARE) - 1),
+                st.sampled_from(["x", "y", "i"]),
+                LEAVES,
+                children,
+                children,
+            )
+        )
+
     return st.recursive(LEAVES, extend, max_leaves=8)
 
 
@@ -57,16 +92,17 @@ def evaluate(tree, env):
         r = np.where(cond, evaluate(tree[4], env), evaluate(tree[5], env))
     if isinstance(r, np.generic):
         r = r.item()
-        if isinstance(r, int) and not -2**31 <= r < 2**31 or isinstance(r, float) and \
-                not np.isfinite(r):
+        if isinstance(r, int) and not -(2**31) <= r < 2**31 or isinstance(r, float) and not np.isfinite(r):
             raise Unrepresentable(r)
     return r
 
 
 rng = np.random.default_rng(5)
-INPUTS = {"x": rng.uniform(-3, 3, (3, 4)).astype(np.float32),
-          "y": rng.uniform(-3, 3, (4,)).astype(np.float32),
-          "i": rng.integers(-5, 6, (3, 1)).astype(np.int32)}
+INPUTS = {
+    "x": rng.uniform(-3, 3, (3, 4)).astype(np.float32),
+    "y": rng.uniform(-3, 3, (4,)).astype(np.float32),
+    "i": rng.integers(-5, 6, (3, 1)).astype(np.int32),
+}
 
 
 @given(_trees())
@@ -94,9 +130,14 @@ def test_random_elementwise_expressions_match_numpy(tree):
 def _index_items():
     return st.one_of(
         st.integers(-3, 2),
-        st.builds(slice, st.none() | st.integers(-5, 5), st.none() | st.integers(-5, 5),
-                  st.none() | st.sampled_from([-3, -2, -1, 1, 2, 3])),
-        st.none())
+        st.builds(
+            slice,
+            st.none() | st.integers(-5, 5),
+            st.none() | st.integers(-5, 5),
+            st.none() | st.sampled_from([-3, -2, -1, 1, 2, 3]),
+        ),
+        st.none(),
+    )
 
 
 @st.composite
@@ -120,8 +161,10 @@ def test_random_basic_index_reads_match_numpy(key):
 
 @given(keys())
 def test_random_unit_step_writes_match_numpy(key):
-    key = tuple(slice(k.start, k.stop, 1 if k.step is None or k.step > 0 else -1)
-                if isinstance(k, slice) else k for k in key)
+    key = tuple(
+        slice(k.start, k.stop, 1 if k.step is None or k.step > 0 else -1) if isinstance(k, slice) else k
+        for k in key
+    )
 
     def write(a):
         out = a.copy()
@@ -143,8 +186,11 @@ def reduction_calls(draw):
     if kind.startswith("arg"):
         axis = draw(st.none() | st.integers(-3, 2))
     else:
-        axis = draw(st.none() | st.integers(-3, 2)
-                    | st.lists(st.integers(0, 2), min_size=1, max_size=3, unique=True).map(tuple))
+        axis = draw(
+            st.none()
+            | st.integers(-3, 2)
+            | st.lists(st.integers(0, 2), min_size=1, max_size=3, unique=True).map(tuple)
+        )
     kw = {"keepdims": draw(st.booleans())}
     if kind in ("var", "std"):
         kw["ddof"] = draw(st.integers(0, 1))

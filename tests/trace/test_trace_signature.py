@@ -30,32 +30,47 @@ def test_public_name_and_docstring_example():
     assert list(g.outputs) == ["y"] and g.outputs["y"].shape == (128, 32)
     x = np.random.default_rng(0).standard_normal((128, 64)).astype(F32)
     w = np.random.default_rng(1).standard_normal((64, 32)).astype(F32)
-    np.testing.assert_allclose(nk.run(g, {"x": x, "w": w})["y"], np.tanh(x @ w), rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(nk.run(g, {"x": x, "w": w})["y"], np.tanh(x @ w), rtol=1e-5, atol=1e-6)
     assert f.__name__ == "f" and callable(f)
 
 
 def test_example_argument_kinds():
     """Arrays, TensorTypes and (shape, dtype) pairs are inputs; 64-bit dtypes narrow."""
+
     def f(a, b, c, d, e, g):
         return a + b + c + d + e + g
 
-    tr = nk.trace(f).trace(empty(2, 3), nk.TensorType((2, 3), nk.float16), ((2, 3), np.float32),
-                           ((3,), "bfloat16"), np.zeros((2, 3)), np.zeros((), np.int64))
+    tr = nk.trace(f).trace(
+        empty(2, 3),
+        nk.TensorType((2, 3), nk.float16),
+        ((2, 3), np.float32),
+        ((3,), "bfloat16"),
+        np.zeros((2, 3)),
+        np.zeros((), np.int64),
+    )
     assert input_types(tr) == {
-        "a": ((2, 3), nk.float32), "b": ((2, 3), nk.float16), "c": ((2, 3), nk.float32),
-        "d": ((3,), nk.bfloat16), "e": ((2, 3), nk.float32), "g": ((), nk.int32)}
+        "a": ((2, 3), nk.float32),
+        "b": ((2, 3), nk.float16),
+        "c": ((2, 3), nk.float32),
+        "d": ((3,), nk.bfloat16),
+        "e": ((2, 3), nk.float32),
+        "g": ((), nk.int32),
+    }
 
 
 def test_varargs_kwargs_keyword_only_and_containers():
     def f(x, *rest, scale, opts=None, weights, **extra):
         return x * scale + sum(rest) + weights["a"] + weights["b"][1] + extra["bias-1"]
 
-    g = nk.trace(f).trace(empty(4), empty(4), empty(4), scale=2.0,
-                          weights={"a": empty(4), "b": [empty(1), empty(4)]},
-                          **{"bias-1": empty(4)})
-    assert g.input_names == ["x", "rest_0", "rest_1", "weights_a", "weights_b_0", "weights_b_1",
-                             "bias_1"]
+    g = nk.trace(f).trace(
+        empty(4),
+        empty(4),
+        empty(4),
+        scale=2.0,
+        weights={"a": empty(4), "b": [empty(1), empty(4)]},
+        **{"bias-1": empty(4)},
+    )
+    assert g.input_names == ["x", "rest_0", "rest_1", "weights_a", "weights_b_0", "weights_b_1", "bias_1"]
     ins = {n: np.full(4, k + 1, F32) for k, n in enumerate(g.input_names)}
     ins["weights_b_0"] = np.zeros(1, F32)
     out = nk.run(g, ins)["y"]
@@ -125,15 +140,18 @@ def test_output_naming():
     assert out["y1"].dtype == np.int32 and out["y2"] == np.float32(2.5)
 
 
-@pytest.mark.parametrize("result, message", [
-    ({"a b": 0}, "not a valid output name"),
-    ({1: 0}, "not a valid output name"),
-    ({}, "empty dict"),
-    ((), "empty tuple"),
-    (None, "is a NoneType, not an array"),
-    ("text", "is a str, not an array"),
-    ([[1.0]], "is a list, not an array"),
-])
+@pytest.mark.parametrize(
+    "result, message",
+    [
+        ({"a b": 0}, "not a valid output name"),
+        ({1: 0}, "not a valid output name"),
+        ({}, "empty dict"),
+        ((), "empty tuple"),
+        (None, "is a NoneType, not an array"),
+        ("text", "is a str, not an array"),
+        ([[1.0]], "is a list, not an array"),
+    ],
+)
 def test_bad_outputs_are_clear_errors(result, message):
     def f(x):
         if isinstance(result, dict):

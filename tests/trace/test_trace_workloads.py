@@ -29,18 +29,33 @@ CASES = {
     "layernorm": (W.layernorm, (normal(128, 256), normal(256), normal(256))),
     "softmax": (W.softmax, (normal(2, 4, 64, 128, scale=3.0),)),
     "rope": (W.rope, (normal(1, 64, 4, 64), normal(1, 64, 2, 64), normal(64, 32), normal(64, 32))),
-    "swiglu_mlp": (W.swiglu_mlp, (normal(128, 256), normal(256, 512, scale=0.1),
-                                  normal(256, 256, scale=0.1))),
-    "clamped_swiglu": (W.clamped_swiglu, (normal(128, 256, scale=4.0),
-                                          normal(128, 256, scale=4.0))),
+    "swiglu_mlp": (
+        W.swiglu_mlp,
+        (normal(128, 256), normal(256, 512, scale=0.1), normal(256, 256, scale=0.1)),
+    ),
+    "clamped_swiglu": (W.clamped_swiglu, (normal(128, 256, scale=4.0), normal(128, 256, scale=4.0))),
     "gelu_tanh": (W.gelu_tanh, (normal(128, 256, scale=2.0),)),
     "attention": (W.attention, (normal(2, 128, 64), normal(2, 128, 64), normal(2, 128, 64))),
-    "gqa_attention_layer": (W.gqa_attention_layer, (normal(128, 256), normal(256, 512, scale=0.1),
-                                                    normal(256, 256, scale=0.1))),
-    "qwen3_layer": (W.qwen3_layer, (
-        normal(1, 64, 128), normal(128), normal(128, 256, scale=0.1), normal(128, 128, scale=0.1),
-        normal(32), normal(32), normal(64, 16), normal(64, 16), normal(128),
-        normal(128, 384, scale=0.1), normal(192, 128, scale=0.1))),
+    "gqa_attention_layer": (
+        W.gqa_attention_layer,
+        (normal(128, 256), normal(256, 512, scale=0.1), normal(256, 256, scale=0.1)),
+    ),
+    "qwen3_layer": (
+        W.qwen3_layer,
+        (
+            normal(1, 64, 128),
+            normal(128),
+            normal(128, 256, scale=0.1),
+            normal(128, 128, scale=0.1),
+            normal(32),
+            normal(32),
+            normal(64, 16),
+            normal(64, 16),
+            normal(128),
+            normal(128, 384, scale=0.1),
+            normal(192, 128, scale=0.1),
+        ),
+    ),
 }
 
 

@@ -37,8 +37,9 @@ def assert_layout_consistent(graph, analysis, partitions: int = 128) -> None:
         if isinstance(op, T.ReshapeOp) and op not in analysis.boundaries:
             src, dst = analysis.roles_of(op.operand(0)), res
             for gi, gj in c.reshape_groups:
-                one, many = (src[gi[0]], [dst[d] for d in gj]) if len(gi) == 1 else \
-                    (dst[gj[0]], [src[d] for d in gi])
+                one, many = (
+                    (src[gi[0]], [dst[d] for d in gj]) if len(gi) == 1 else (dst[gj[0]], [src[d] for d in gi])
+                )
                 assert merge_roles(many) == one, f"{op!r}: group {gi} -> {gj}"
     for conv in analysis.conversions:
         assert conv.parent is graph.body

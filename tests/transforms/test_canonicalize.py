@@ -49,8 +49,10 @@ def test_rmsnorm_uses_rsqrt_and_keeps_semantics():
     before = copy_graph(g)
     canonicalize(g)
     assert "tensor.rsqrt" in _ops(g) and "tensor.sqrt" not in _ops(g)
-    feed = {"x": np.random.default_rng(1).standard_normal((8, 32)).astype(np.float32),
-            "w": np.random.default_rng(2).standard_normal(32).astype(np.float32)}
+    feed = {
+        "x": np.random.default_rng(1).standard_normal((8, 32)).astype(np.float32),
+        "w": np.random.default_rng(2).standard_normal(32).astype(np.float32),
+    }
     assert_same_semantics(before, g, feed, f64_tol=(1e-12, 1e-12))
 
 
@@ -59,8 +61,9 @@ def test_no_rule_changes_a_type():
     b = nk.Builder("g")
     x = b.add_input("x", (4,), nk.int32)
     y = b.add_input("y", (4,), nk.float32)
-    b.set_outputs({"a": x * np.float32(1.0), "b": y + b.zeros((3, 4)), "c": 1.0 / x,
-                   "d": b.cast(x, nk.int32) * 1})
+    b.set_outputs(
+        {"a": x * np.float32(1.0), "b": y + b.zeros((3, 4)), "c": 1.0 / x, "d": b.cast(x, nk.int32) * 1}
+    )
     g = b.graph
     types = {n: v.type for n, v in g.outputs.items()}
     canonicalize(g)
@@ -74,9 +77,14 @@ def test_cse_distinguishes_attributes_types_and_signed_zeros():
     b = nk.Builder("g")
     x = b.add_input("x", (4, 4))
     outs = {
-        "a": b.sum(x, axis=0), "b": b.sum(x, axis=1), "c": b.sum(x, axis=0),
-        "d": b.full((), 1.0, nk.float32), "e": b.full((), 1.0, nk.float16),
-        "f": b.full((), 0.0), "g": b.full((), -0.0), "h": b.full((), 0.0),
+        "a": b.sum(x, axis=0),
+        "b": b.sum(x, axis=1),
+        "c": b.sum(x, axis=0),
+        "d": b.full((), 1.0, nk.float32),
+        "e": b.full((), 1.0, nk.float16),
+        "f": b.full((), 0.0),
+        "g": b.full((), -0.0),
+        "h": b.full((), 0.0),
     }
     b.set_outputs(outs)
     g = b.graph
@@ -97,7 +105,7 @@ def test_folding_skips_large_evaluations_and_runtime_errors():
     assert n * n > MAX_EVAL_ELEMENTS
     b = nk.Builder("g")
     x = b.add_input("x", (n,))
-    big = b.sum(b.full((n, n), 1.0), axis=0)       # too big to evaluate at compile time
+    big = b.sum(b.full((n, n), 1.0), axis=0)  # too big to evaluate at compile time
     ipow = b.pow(b.full((4,), 2, nk.int32), b.full((4,), -1, nk.int32))  # NumPy raises
     b.set_outputs({"y": x + big, "z": ipow})
     g = b.graph
@@ -118,14 +126,17 @@ def test_folding_a_large_dense_constant_does_not_grow_the_ir():
     assert_same_semantics(before, g, feed)
 
 
-@pytest.mark.parametrize("name", ["softmax", "layernorm", "rmsnorm", "attention", "swiglu_mlp",
-                                  "rope"])
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "rmsnorm", "attention", "swiglu_mlp", "rope"])
 def test_workloads_keep_their_semantics(name):
     w = get_workload(name)
-    small = {"softmax": {"shape": (16, 32)}, "layernorm": {"shape": (8, 64)},
-             "rmsnorm": {"shape": (8, 64)}, "attention": {"seq": 16, "d": 8},
-             "swiglu_mlp": {"tokens": 8, "hidden": 16, "inter": 32},
-             "rope": {"seq": 8, "heads": 2, "d": 16}}[name]
+    small = {
+        "softmax": {"shape": (16, 32)},
+        "layernorm": {"shape": (8, 64)},
+        "rmsnorm": {"shape": (8, 64)},
+        "attention": {"seq": 16, "d": 8},
+        "swiglu_mlp": {"tokens": 8, "hidden": 16, "inter": 32},
+        "rope": {"seq": 8, "heads": 2, "d": 16},
+    }[name]
     g = w.graph(**small)
     before = copy_graph(g)
     canonicalize(g)

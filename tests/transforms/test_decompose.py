@@ -39,9 +39,9 @@ def _names(g):
 
 FLOAT_CASES = {
     "div": (lambda b, x, y: x / y, 2),
-    "pow5": (lambda b, x: x ** 5, 1),
-    "pow-3": (lambda b, x: x ** -3, 1),
-    "pow0": (lambda b, x: x ** 0, 1),
+    "pow5": (lambda b, x: x**5, 1),
+    "pow-3": (lambda b, x: x**-3, 1),
+    "pow0": (lambda b, x: x**0, 1),
     "floor": (lambda b, x: b.floor(x), 1),
     "ceil": (lambda b, x: b.ceil(x), 1),
     "cos": (lambda b, x: b.cos(x), 1),
@@ -67,8 +67,9 @@ def test_float_elementwise_decompositions(name):
 
 @pytest.mark.parametrize("dtype", [nk.bfloat16, nk.float16, nk.float8_e4m3fn])
 def test_rounding_and_trig_in_narrow_floats(dtype):
-    g = _graph(lambda b, x: b.concat([b.floor(x), b.ceil(x), b.cos(x), b.sin(x), b.arctan(x)]),
-               ((256,), dtype))
+    g = _graph(
+        lambda b, x: b.concat([b.floor(x), b.ceil(x), b.cos(x), b.sin(x), b.arctan(x)]), ((256,), dtype)
+    )
     after = _decomposed(g)
     rng = np.random.default_rng(5)
     x = (rng.standard_normal(256) * 8).astype(dtype.np_dtype)
@@ -82,31 +83,38 @@ def test_floor_ceil_are_exact_including_huge_values():
     x = wide_floats(rng, (N,), scales=(1e-3, 1.0, 1e6, 3e9, 1e30))
     x[:8] = [np.inf, -np.inf, np.nan, -0.0, 0.5, -0.5, 2.0**31, -(2.0**31)]
     for mode in ("faithful", "float64"):
-        np.testing.assert_array_equal(nk.run(after, {"x0": x}, mode)["y"],
-                                      nk.run(g, {"x0": x}, mode)["y"])
+        np.testing.assert_array_equal(nk.run(after, {"x0": x}, mode)["y"], nk.run(g, {"x0": x}, mode)["y"])
 
 
 def test_mean_var_std_with_ddof_and_dtypes():
     def build(b, x, i):
-        return b.concat([
-            b.mean(x, axis=1), b.var(x, axis=1), b.std(x, axis=1, ddof=1),
-            b.var(x, axis=(0, 1), ddof=2).reshape(1), b.mean(i, axis=1),
-            b.var(i, axis=1, ddof=1),
-        ])
+        return b.concat(
+            [
+                b.mean(x, axis=1),
+                b.var(x, axis=1),
+                b.std(x, axis=1, ddof=1),
+                b.var(x, axis=(0, 1), ddof=2).reshape(1),
+                b.mean(i, axis=1),
+                b.var(i, axis=1, ddof=1),
+            ]
+        )
+
     g = _graph(build, ((6, 33), nk.float32), ((6, 33), nk.int16))
     after = _decomposed(g)
-    assert not any(op.name == "tensor.reduce" and op.attrs["kind"] in ("mean", "var", "std")
-                   for op in after.walk())
+    assert not any(
+        op.name == "tensor.reduce" and op.attrs["kind"] in ("mean", "var", "std") for op in after.walk()
+    )
     rng = np.random.default_rng(7)
-    feed = {"x0": (rng.standard_normal((6, 33)) * 100 + 1e3).astype(np.float32),
-            "x1": wide_ints(rng, (6, 33), np.int16)}
+    feed = {
+        "x0": (rng.standard_normal((6, 33)) * 100 + 1e3).astype(np.float32),
+        "x1": wide_ints(rng, (6, 33), np.int16),
+    }
     assert_same_semantics(g, after, feed)
 
 
 @pytest.mark.filterwarnings("ignore:Degrees of freedom:RuntimeWarning")
 def test_mean_of_bf16_sums_in_f32_and_var_with_too_large_ddof():
-    g = _graph(lambda b, x: b.concat([b.mean(x, axis=0), b.var(x, axis=0, ddof=3)]),
-               ((3, 64), nk.bfloat16))
+    g = _graph(lambda b, x: b.concat([b.mean(x, axis=0), b.var(x, axis=0, ddof=3)]), ((3, 64), nk.bfloat16))
     after = _decomposed(g)
     x = np.random.default_rng(1).standard_normal((3, 64)).astype(nk.bfloat16.np_dtype)
     for mode in ("faithful", "float64"):
@@ -128,9 +136,11 @@ def test_keepdims_false_becomes_reshape():
 
 # ---- floor_divide and mod ---------------------------------------------------------------------
 
+
 def _div_graph(dtype, shape=(N,)):
-    return _graph(lambda b, x, y: b.concat([b.floor_divide(x, y), b.mod(x, y)]),
-                  (shape, dtype), (shape, dtype))
+    return _graph(
+        lambda b, x, y: b.concat([b.floor_divide(x, y), b.mod(x, y)]), (shape, dtype), (shape, dtype)
+    )
 
 
 def _assert_exact(g, after, feed):
@@ -155,7 +165,7 @@ def test_float_floor_divide_and_mod_are_exact():
     a = wide_floats(rng, (N,))
     b = wide_floats(rng, (N,), zeros=0.0)
     with np.errstate(all="ignore"):
-        ok = np.abs(a.astype(np.float64) / b) < 2.0**22   # the documented exact range
+        ok = np.abs(a.astype(np.float64) / b) < 2.0**22  # the documented exact range
     b = np.where(ok, b, np.float32(1.0))
     # ties: a an exact multiple of b, and classic inexact cases like 7 // 0.1
     a[:6] = [6.0, -6.0, 7.0, 1.0, -1e-10, 0.3]
@@ -164,8 +174,7 @@ def test_float_floor_divide_and_mod_are_exact():
 
 
 def test_float_floor_divide_and_mod_special_values():
-    vals = np.array([0.0, -0.0, 1.0, -1.0, 7.5, -7.5, 0.1, 1e30, -1e-30, np.inf, -np.inf,
-                     np.nan], np.float32)
+    vals = np.array([0.0, -0.0, 1.0, -1.0, 7.5, -7.5, 0.1, 1e30, -1e-30, np.inf, -np.inf, np.nan], np.float32)
     a, b = (x.ravel() for x in np.meshgrid(vals, vals))
     with np.errstate(all="ignore"):
         ok = ~(np.abs(a.astype(np.float64) / b) >= 2.0**22) | ~np.isfinite(a * b) | (b == 0)
@@ -178,7 +187,7 @@ def test_float_mod_beyond_the_exact_range_is_exact_or_nan():
     rng = np.random.default_rng(12)
     a = (rng.standard_normal(N) * 3e7).astype(np.float32)
     b = (rng.uniform(0.5, 2.0, N) * rng.choice([-1, 1], N)).astype(np.float32)
-    b[:3], a[:3] = 1.0, [1e7, -1e7, 5e6]   # integral a with |a / b| in [2**22, 2**24): exact
+    b[:3], a[:3] = 1.0, [1e7, -1e7, 5e6]  # integral a with |a / b| in [2**22, 2**24): exact
     g = _div_graph(nk.float32)
     after = _decomposed(g)
     for mode in ("faithful", "float64"):
@@ -208,14 +217,15 @@ def test_integer_floor_divide_and_mod_are_exact(dtype):
     info = np.iinfo(dtype.np_dtype)
     edge = [info.min, info.max, 0, 1, info.max - 1, info.min + 1]
     ea, eb = (x.ravel() for x in np.meshgrid(edge, edge + ([-1, -7] if info.min else [7])))
-    a[: ea.size], b[: eb.size] = ea, eb   # includes b == 0 (NumPy: 0) and INT_MIN // -1
+    a[: ea.size], b[: eb.size] = ea, eb  # includes b == 0 (NumPy: 0) and INT_MIN // -1
     with np.errstate(all="ignore"):
         _assert_exact(g, after, {"x0": a, "x1": b})
 
 
 def test_bool_and_mixed_operands_floor_divide():
-    g = _graph(lambda b, x, y: b.concat([b.floor_divide(x, y), b.mod(x, 3)]),
-               ((64,), nk.bool_), ((64,), nk.bool_))
+    g = _graph(
+        lambda b, x, y: b.concat([b.floor_divide(x, y), b.mod(x, 3)]), ((64,), nk.bool_), ((64,), nk.bool_)
+    )
     rng = np.random.default_rng(0)
     feed = {"x0": rng.random(64) < 0.5, "x1": rng.random(64) < 0.7}
     with np.errstate(all="ignore"):
@@ -223,6 +233,7 @@ def test_bool_and_mixed_operands_floor_divide():
 
 
 # ---- target gating ------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class FakeTarget:
@@ -239,16 +250,20 @@ class FakeTarget:
 
 
 def test_prod_is_native_on_trn2_and_a_tree_elsewhere():
-    g = _graph(lambda b, x, i: b.concat([b.prod(x, axis=1), b.prod(i, axis=1).astype(nk.float32),
-                                         b.prod(x, axis=(0, 1)).reshape(1)]),
-               ((5, 13), nk.float32), ((5, 13), nk.int32))
+    g = _graph(
+        lambda b, x, i: b.concat(
+            [b.prod(x, axis=1), b.prod(i, axis=1).astype(nk.float32), b.prod(x, axis=(0, 1)).reshape(1)]
+        ),
+        ((5, 13), nk.float32),
+        ((5, 13), nk.int32),
+    )
     assert any(op.attrs.get("kind") == "prod" for op in _decomposed(g).walk())
     target = FakeTarget(reduce_ops=frozenset(alu.REDUCE_OPS) - {"multiply"})
     after = _decomposed(g, target)
     assert not any(op.attrs.get("kind") == "prod" for op in after.walk())
     rng = np.random.default_rng(9)
     x = rng.standard_normal((5, 13)).astype(np.float32) * 2
-    x[0, 3] = 0.0          # a zero row, negatives everywhere: exp(sum(log)) would fail here
+    x[0, 3] = 0.0  # a zero row, negatives everywhere: exp(sum(log)) would fail here
     x[1] = -np.abs(x[1])
     feed = {"x0": x, "x1": wide_ints(rng, (5, 13), np.int32)}
     with np.errstate(all="ignore"):
@@ -257,18 +272,26 @@ def test_prod_is_native_on_trn2_and_a_tree_elsewhere():
 
 def test_prod_tree_of_bf16_and_empty_axes():
     target = FakeTarget(reduce_ops=frozenset(alu.REDUCE_OPS) - {"multiply"})
-    g = _graph(lambda b, x, e: b.concat([b.prod(x, axis=0), b.prod(e, axis=0)]),
-               ((7, 4), nk.bfloat16), ((0, 4), nk.bfloat16))
+    g = _graph(
+        lambda b, x, e: b.concat([b.prod(x, axis=0), b.prod(e, axis=0)]),
+        ((7, 4), nk.bfloat16),
+        ((0, 4), nk.bfloat16),
+    )
     after = _decomposed(g, target)
     x = np.random.default_rng(2).uniform(-2, 2, (7, 4)).astype(nk.bfloat16.np_dtype)
     assert_same_semantics(g, after, {"x0": x, "x1": np.zeros((0, 4), nk.bfloat16.np_dtype)})
 
 
 def test_gating_follows_the_target():
-    g = _graph(lambda b, x, y: b.concat([x / y, b.cos(x), b.ceil(x), b.floor(x), b.mod(x, y)]),
-               ((8,), nk.float32), ((8,), nk.float32))
-    rich = FakeTarget(activation_functions=frozenset(alu.ACTIVATION_FUNCS) | {"cos", "floor"},
-                      alu_ops=frozenset(alu.ALU_OPS) | {"divide", "mod"})
+    g = _graph(
+        lambda b, x, y: b.concat([x / y, b.cos(x), b.ceil(x), b.floor(x), b.mod(x, y)]),
+        ((8,), nk.float32),
+        ((8,), nk.float32),
+    )
+    rich = FakeTarget(
+        activation_functions=frozenset(alu.ACTIVATION_FUNCS) | {"cos", "floor"},
+        alu_ops=frozenset(alu.ALU_OPS) | {"divide", "mod"},
+    )
     after = _decomposed(g, rich)
     names = _names(after)
     assert {"tensor.div", "tensor.cos", "tensor.floor", "tensor.mod"} <= names
@@ -283,15 +306,19 @@ def test_unsupported_ops_are_named():
     poor = FakeTarget(alu_ops=frozenset(alu.ALU_OPS) - {"power"})
     with pytest.raises(nk.BuildError, match=r"tensor.pow is not native on fake"):
         _decomposed(g, poor)
-    g = _graph(lambda b, x: x ** -2, ((8,), nk.int32))
+    g = _graph(lambda b, x: x**-2, ((8,), nk.int32))
     with pytest.raises(nk.BuildError, match="negative integer powers"):
         _decomposed(g)
 
 
 def test_decompose_pass_is_idempotent_and_deterministic():
-    g = _graph(lambda b, x, y: b.concat([b.cos(x), b.sin(x), b.arctan(x), b.floor_divide(x, y),
-                                         b.mean(x.reshape(2, 4), axis=1)]),
-               ((8,), nk.float32), ((8,), nk.float32))
+    g = _graph(
+        lambda b, x, y: b.concat(
+            [b.cos(x), b.sin(x), b.arctan(x), b.floor_divide(x, y), b.mean(x.reshape(2, 4), axis=1)]
+        ),
+        ((8,), nk.float32),
+        ((8,), nk.float32),
+    )
     a, b2 = _decomposed(g), _decomposed(g)
     assert str(a) == str(b2)
     ctx = PassContext(target=TRN2)

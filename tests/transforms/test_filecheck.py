@@ -13,13 +13,16 @@ OUT = """graph @g(%x: tensor<4xf32>) {
 
 
 def test_check_next_same_not_pass():
-    check(OUT, """
+    check(
+        OUT,
+        """
         // CHECK: graph @g
         // CHECK-NEXT: %a = tensor.exp
         // CHECK-SAME: : tensor<4xf32>
         // CHECK-NOT: tensor.sqrt
         // CHECK: return y = %b
-    """)
+    """,
+    )
 
 
 def test_regex_blocks():

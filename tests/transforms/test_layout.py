@@ -55,13 +55,13 @@ def test_attention_needs_exactly_one_conversion():
     a = solve_layout(g, 128)
     r = _roles(g, a)
     assert r["q"] == ("F", "P") and r["k"] == ("F", "P") and r["v"] == ("P", "F")
-    assert r["matmul"] == ("P", "F")       # scores: query rows on the partitions
+    assert r["matmul"] == ("P", "F")  # scores: query rows on the partitions
     (conv,) = a.conversions
     user = conv.result.users
     assert [u.name for u in user] == ["tensor.matmul"] and user[0].operand(0) is conv.result
     assert a.roles[conv.operand(0)] == ("P", "F") and a.roles[conv.result] == ("F", "P")
     assert a.roles[g.outputs["o"]] == ("P", "F")
-    assert a.partition_tile[g.inputs[0]] == 64   # q's P dim is d = 64
+    assert a.partition_tile[g.inputs[0]] == 64  # q's P dim is d = 64
     assert_layout_consistent(g, a)
 
 
@@ -95,8 +95,10 @@ def test_genuine_conflict_gets_an_explicit_conversion_and_keeps_semantics():
     assert a.roles[g.inputs[0]] == ("P", "F") and a.roles[conv.result] == ("F", "P")
     assert_layout_consistent(g, a)
     rng = np.random.default_rng(0)
-    feed = {"x": rng.standard_normal((128, 64)).astype(np.float32),
-            "w": rng.standard_normal((64, 32)).astype(np.float32)}
+    feed = {
+        "x": rng.standard_normal((128, 64)).astype(np.float32),
+        "w": rng.standard_normal((64, 32)).astype(np.float32),
+    }
     assert_same_semantics(before, g, feed, f64_tol=(0.0, 0.0))
 
 
@@ -136,8 +138,8 @@ def test_tile_knob_follows_the_class_when_it_merges_into_a_bigger_one():
     b = nk.Builder("ew")
     x = b.add_input("x", (256, 64))
     w = b.add_input("w", (256, 64))
-    y = b.exp(w) + b.exp(w) * 2.0 + w     # w's classes grow large first
-    b.set_outputs({"y": y + x})           # x (small class, with the knob) joins them last
+    y = b.exp(w) + b.exp(w) * 2.0 + w  # w's classes grow large first
+    b.set_outputs({"y": y + x})  # x (small class, with the knob) joins them last
     a = solve_layout(b.graph, 128, {"x": {"tile_size": 16}})
     assert {a.partition_tile[v] for v in a.values() if v.ndim} == {16}
 
@@ -166,13 +168,16 @@ def test_knob_on_an_op_result_that_disagrees_with_the_op():
     assert_layout_consistent(g, a)
 
 
-@pytest.mark.parametrize("knobs, match", [
-    ({"nope": {}}, "no value of @softmax has this name"),
-    ({"x": {"partition": 0}}, "unknown knob .partition."),
-    ({"x": {"partition_dim": 2}}, "partition_dim 2 is not a dim"),
-    ({"x": {"tile_size": 129}}, r"tile_size 129 is not in \[1, 128\]"),
-    ({"x": 3}, "expected a dict"),
-])
+@pytest.mark.parametrize(
+    "knobs, match",
+    [
+        ({"nope": {}}, "no value of @softmax has this name"),
+        ({"x": {"partition": 0}}, "unknown knob .partition."),
+        ({"x": {"partition_dim": 2}}, "partition_dim 2 is not a dim"),
+        ({"x": {"tile_size": 129}}, r"tile_size 129 is not in \[1, 128\]"),
+        ({"x": 3}, "expected a dict"),
+    ],
+)
 def test_bad_knobs_are_clear_errors(knobs, match):
     with pytest.raises(nk.BuildError, match=match):
         solve_layout(get_workload("softmax").graph(), 128, knobs)
@@ -187,9 +192,9 @@ def test_reshape_split_and_merge_map_roles():
     assert merge_roles(["P", "F"]) is None and merge_roles(["F", "I"]) is None
     b = nk.Builder("rs")
     x = b.add_input("x", (256, 64))
-    s = b.sum(x, axis=1, keepdims=True)               # x: [P, F]
-    split = b.exp(b.reshape(x, (2, 128, 64)))         # P splits into P dims: [P, P, F]
-    flat = b.reshape(x, (256 * 64,)) * 2.0            # merges P with F: a boundary
+    s = b.sum(x, axis=1, keepdims=True)  # x: [P, F]
+    split = b.exp(b.reshape(x, (2, 128, 64)))  # P splits into P dims: [P, P, F]
+    flat = b.reshape(x, (256 * 64,)) * 2.0  # merges P with F: a boundary
     b.set_outputs({"s": s, "split": split, "flat": flat})
     g = b.graph
     a = solve_layout(g, 128)
@@ -201,7 +206,7 @@ def test_reshape_split_and_merge_map_roles():
     assert boundary.result.shape == (256 * 64,)
     merge = nk.Builder("merge")
     y = merge.add_input("y", (4, 32, 16))
-    m = merge.reshape(y, (128, 16))                   # two dims merge into the P dim
+    m = merge.reshape(y, (128, 16))  # two dims merge into the P dim
     merge.set_outputs({"m": merge.max(m, axis=1)})
     am = solve_layout(merge.graph, 128)
     assert_layout_consistent(merge.graph, am)
@@ -245,12 +250,15 @@ def test_layout_convert_op_round_trips_and_runs():
     for name, ref in w.reference(**feed).items():
         nk.testing.assert_close(nk.run(again, feed)[name], ref, nk.float32)
     with pytest.raises(nk.VerifyError, match="layout_convert"):
-        nk.parse("graph @h(%x: tensor<2xf32>) {\n"
-                 "  %y = tensor.layout_convert %x : tensor<3xf32>\n  return y = %y\n}\n")
+        nk.parse(
+            "graph @h(%x: tensor<2xf32>) {\n"
+            "  %y = tensor.layout_convert %x : tensor<3xf32>\n  return y = %y\n}\n"
+        )
 
 
-@pytest.mark.parametrize("name", ["softmax", "layernorm", "rmsnorm", "attention", "swiglu_mlp",
-                                  "matmul", "rope"])
+@pytest.mark.parametrize(
+    "name", ["softmax", "layernorm", "rmsnorm", "attention", "swiglu_mlp", "matmul", "rope"]
+)
 def test_default_pipeline_on_workloads(name):
     w = get_workload(name)
     g = w.graph()

@@ -7,9 +7,9 @@ def test_union_keeps_the_role_whichever_root_survives():
     for big_first in (True, False):
         c = RoleClasses()
         a, b, d = c.new(), c.new(), c.new()
-        c.union(b, d)                      # b's class is the bigger one
+        c.union(b, d)  # b's class is the bigger one
         assert c.require(a, "P")
-        assert (c.union(b, a) if big_first else c.union(a, b))
+        assert c.union(b, a) if big_first else c.union(a, b)
         assert c.role_of(a) == c.role_of(b) == c.role_of(d) == "P"
 
 

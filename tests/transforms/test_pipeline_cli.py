@@ -60,15 +60,14 @@ def _opt(tmp_path, capsys, *args, text=IR):
 def test_opt_prints_ir_that_parses_and_the_layout_as_comments(tmp_path, capsys):
     rc, out, err = _opt(tmp_path, capsys, "--print-layout")
     assert rc == 0 and err == ""
-    g = nk.parse(out)          # the layout lines are // comments
+    g = nk.parse(out)  # the layout lines are // comments
     assert str(g) in out
     assert "// layout @g (partitions = 128)" in out
     assert "//   conversion %x_conv = layout_convert %x: [P, F] -> [F, P]" in out
 
 
 def test_opt_selected_passes_print_after_all_and_timing(tmp_path, capsys):
-    rc, out, err = _opt(tmp_path, capsys, "--passes", "canonicalize", "--print-after-all",
-                        "--timing")
+    rc, out, err = _opt(tmp_path, capsys, "--passes", "canonicalize", "--print-after-all", "--timing")
     assert rc == 0
     assert "tensor.rsqrt" in out and "kind = mean" in out
     assert "// -----// IR Dump After canonicalize //----- //" in err
@@ -84,13 +83,16 @@ def test_opt_reads_stdin_and_takes_knobs(monkeypatch, capsys):
     assert line.split()[-1] == "32"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--passes", "canonicalize,nope"], "unknown pass 'nope'"),
-    (["--knobs", "{x"], "--knobs is not valid JSON"),
-    (["--knobs", "[1]"], "--knobs must be a JSON object"),
-    (["--knobs", '{"q": {}}'], "layout knob 'q'"),
-    (["--passes", "canonicalize", "--print-layout"], "--print-layout needs the layout pass"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--passes", "canonicalize,nope"], "unknown pass 'nope'"),
+        (["--knobs", "{x"], "--knobs is not valid JSON"),
+        (["--knobs", "[1]"], "--knobs must be a JSON object"),
+        (["--knobs", '{"q": {}}'], "layout knob 'q'"),
+        (["--passes", "canonicalize", "--print-layout"], "--print-layout needs the layout pass"),
+    ],
+)
 def test_opt_errors_are_one_line_messages(tmp_path, capsys, args, message):
     rc, out, err = _opt(tmp_path, capsys, *args)
     assert rc == 1 and message in err and "Traceback" not in err

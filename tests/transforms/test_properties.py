@@ -21,9 +21,32 @@ from .helpers import copy_graph
 from .layout_check import assert_layout_consistent
 
 FLOATS = (nk.float32, nk.bfloat16)
-INT_OPS = ("add", "sub", "mul", "neg", "floor_divide", "mod", "maximum", "minimum", "abs",
-           "square", "sign", "transpose", "reshape", "broadcast_to", "slice", "concat", "where",
-           "cast", "less", "equal", "matmul", "full", "iota", "constant")
+INT_OPS = (
+    "add",
+    "sub",
+    "mul",
+    "neg",
+    "floor_divide",
+    "mod",
+    "maximum",
+    "minimum",
+    "abs",
+    "square",
+    "sign",
+    "transpose",
+    "reshape",
+    "broadcast_to",
+    "slice",
+    "concat",
+    "where",
+    "cast",
+    "less",
+    "equal",
+    "matmul",
+    "full",
+    "iota",
+    "constant",
+)
 
 
 def _coarsest_float(graph):
@@ -66,14 +89,12 @@ def _check_pass(data, graphs, transform, f64):
 
 @given(st.data())
 def test_canonicalize_keeps_float_semantics(data):
-    _check_pass(data, tensor_graphs(max_ops=8, dtypes=FLOATS, smooth=True), canonicalize,
-                None)
+    _check_pass(data, tensor_graphs(max_ops=8, dtypes=FLOATS, smooth=True), canonicalize, None)
 
 
 @given(st.data())
 def test_decompose_keeps_float_semantics(data):
-    _check_pass(data, tensor_graphs(max_ops=8, dtypes=FLOATS, smooth=True), decompose,
-                None)
+    _check_pass(data, tensor_graphs(max_ops=8, dtypes=FLOATS, smooth=True), decompose, None)
 
 
 @given(st.data())

@@ -22,7 +22,25 @@ from .memory import AllocOp, DeallocOp, DmaCopyOp, HbmViewOp
 ALL_OPS = (AllocOp, DeallocOp, HbmViewOp, DmaCopyOp, *COMPUTE_OPS, ForiLoopOp)
 
 __all__ = [
-    "ENGINES", "NkiOp", "ComputeOp", "COMPUTE_OPS", "ActivationOp", "AffineSelectOp", "IotaOp", "MatmulOp",
-    "MemsetOp", "SelectOp", "TensorCopyOp", "TensorReduceOp", "TensorScalarOp", "TensorTensorOp",
-    "TransposeOp", "ForiLoopOp", "AllocOp", "DeallocOp", "DmaCopyOp", "HbmViewOp", "ALL_OPS",
+    "ENGINES",
+    "NkiOp",
+    "ComputeOp",
+    "COMPUTE_OPS",
+    "ActivationOp",
+    "AffineSelectOp",
+    "IotaOp",
+    "MatmulOp",
+    "MemsetOp",
+    "SelectOp",
+    "TensorCopyOp",
+    "TensorReduceOp",
+    "TensorScalarOp",
+    "TensorTensorOp",
+    "TransposeOp",
+    "ForiLoopOp",
+    "AllocOp",
+    "DeallocOp",
+    "DmaCopyOp",
+    "HbmViewOp",
+    "ALL_OPS",
 ]

@@ -9,16 +9,47 @@ BITVEC_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_s
 ALU_OPS = ARITH_OPS + COMPARE_OPS + LOGICAL_OPS + BITVEC_OPS
 
 # Operators a free-axis reduction may use.
-REDUCE_OPS = ("add", "multiply", "maximum", "minimum", "bitwise_and", "bitwise_or",
-              "bitwise_xor", "logical_and", "logical_or", "logical_xor")
+REDUCE_OPS = (
+    "add",
+    "multiply",
+    "maximum",
+    "minimum",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+)
 
 # ScalarE activation functions (piece-wise polynomial on the chip). prelu and the
 # gelu_apprx_sigmoid derivative, which take extra parameters or have no stated formula, are
 # not offered.
 ACTIVATION_FUNCS = (
-    "copy", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "silu", "silu_dx",
-    "gelu", "gelu_dx", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "relu", "square", "erf",
-    "erf_dx", "softplus", "mish", "sin", "arctan", "sign", "abs",
+    "copy",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "tanh",
+    "sigmoid",
+    "silu",
+    "silu_dx",
+    "gelu",
+    "gelu_dx",
+    "gelu_apprx_tanh",
+    "gelu_apprx_sigmoid",
+    "relu",
+    "square",
+    "erf",
+    "erf_dx",
+    "softplus",
+    "mish",
+    "sin",
+    "arctan",
+    "sign",
+    "abs",
 )
 
 

@@ -40,8 +40,8 @@ class NkiOp(Op):
     """Base of NKI ops: accesses and loop-index expressions stored by operand position."""
 
     traits = frozenset({SideEffect})
-    writes: ClassVar[tuple[str, ...]] = ()      # access attributes this op writes
-    engines: ClassVar[tuple[str, ...]] = ()     # engines that may run it (first = default)
+    writes: ClassVar[tuple[str, ...]] = ()  # access attributes this op writes
+    engines: ClassVar[tuple[str, ...]] = ()  # engines that may run it (first = default)
 
     @classmethod
     def infer(cls, _operand_types, _attrs):
@@ -58,8 +58,9 @@ class NkiOp(Op):
 
     def access_attrs(self) -> list[tuple[str, AccessSpec]]:
         """(name, spec) of every access this op holds, in declaration order."""
-        return [(a.name, self.attrs[a.name]) for a in self.attr_spec
-                if isinstance(self.attrs[a.name], AccessSpec)]
+        return [
+            (a.name, self.attrs[a.name]) for a in self.attr_spec if isinstance(self.attrs[a.name], AccessSpec)
+        ]
 
     @property
     def engine(self) -> str | None:
@@ -76,26 +77,34 @@ class NkiOp(Op):
                     if not 0 <= p < n:
                         raise BuildError(f"{self.name}: {a.name} refers to operand {p} of {n}")
                     used.add(p)
-                for p, _ in (spec.terms if isinstance(spec, AffineSpec) else
-                             [t for d in spec.dims for t in d.offset.terms]):
+                for p, _ in (
+                    spec.terms
+                    if isinstance(spec, AffineSpec)
+                    else [t for d in spec.dims for t in d.offset.terms]
+                ):
                     if not isinstance(self._operands[p].type, IndexType):
-                        raise BuildError(f"{self.name}: {a.name} offsets use operand {p}, which "
-                                         "is not a loop index")
+                        raise BuildError(
+                            f"{self.name}: {a.name} offsets use operand {p}, which is not a loop index"
+                        )
             if isinstance(spec, AccessSpec):
                 t = self._operands[spec.tensor].type
                 if not isinstance(t, (TileType, HbmType)):
-                    raise BuildError(f"{self.name}: {a.name} accesses a value of type {t}, "
-                                     "not a tile or HBM tensor")
+                    raise BuildError(
+                        f"{self.name}: {a.name} accesses a value of type {t}, not a tile or HBM tensor"
+                    )
                 if len(spec.dims) != len(t.shape):
-                    raise BuildError(f"{self.name}: {a.name} has {len(spec.dims)} dims but "
-                                     f"{t} has {len(t.shape)}")
+                    raise BuildError(
+                        f"{self.name}: {a.name} has {len(spec.dims)} dims but {t} has {len(t.shape)}"
+                    )
                 for d in spec.dims:
                     if d.size <= 0 or d.stride < 0:
-                        raise BuildError(f"{self.name}: {a.name} has a slice of size {d.size}, "
-                                         f"stride {d.stride}")
+                        raise BuildError(
+                            f"{self.name}: {a.name} has a slice of size {d.size}, stride {d.stride}"
+                        )
         if len(used) != n:
-            raise BuildError(f"{self.name}: operands {sorted(set(range(n)) - used)} are not "
-                             "referenced by any access")
+            raise BuildError(
+                f"{self.name}: operands {sorted(set(range(n)) - used)} are not referenced by any access"
+            )
         if self.results:
             raise BuildError(f"{self.name} has no results")
 

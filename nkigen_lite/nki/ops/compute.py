@@ -55,8 +55,13 @@ class IotaOp(ComputeOp):
     dst[c, k...] = offset + c*channel_multiplier + sum(step_j * k_j), in int32, then cast."""
 
     name = "nki.iota"
-    attr_spec = (Attr("dst", ACCESS), Attr("pattern", PATTERN), Attr("offset", AFFINE, AffineSpec(0)),
-                 Attr("channel_multiplier", INT, 0), ENGINE_ATTR)
+    attr_spec = (
+        Attr("dst", ACCESS),
+        Attr("pattern", PATTERN),
+        Attr("offset", AFFINE, AffineSpec(0)),
+        Attr("channel_multiplier", INT, 0),
+        ENGINE_ATTR,
+    )
     writes = ("dst",)
     engines = ("gpsimd",)
 
@@ -70,8 +75,13 @@ class MatmulOp(ComputeOp):
     dst[M, N] (+)= stationary[K, M]^T @ moving[K, N] with fp32 accumulation in PSUM."""
 
     name = "nki.nc_matmul"
-    attr_spec = (Attr("dst", ACCESS), Attr("stationary", ACCESS), Attr("moving", ACCESS),
-                 Attr("accumulate", BOOL, False), ENGINE_ATTR)
+    attr_spec = (
+        Attr("dst", ACCESS),
+        Attr("stationary", ACCESS),
+        Attr("moving", ACCESS),
+        Attr("accumulate", BOOL, False),
+        ENGINE_ATTR,
+    )
     writes = ("dst",)
     engines = ("tensor",)
 
@@ -90,9 +100,15 @@ class ActivationOp(ComputeOp):
     optionally also reduce_res = sum over the free dims of the results (fp32)."""
 
     name = "nki.activation"
-    attr_spec = (Attr("dst", ACCESS), Attr("data", ACCESS), Attr("op", EnumAttr(*ACTIVATION_FUNCS)),
-                 Attr("bias", OPT_ACCESS, None), Attr("scale", ACCESS_OR_SCALAR, 1.0),
-                 Attr("reduce_res", OPT_ACCESS, None), ENGINE_ATTR)
+    attr_spec = (
+        Attr("dst", ACCESS),
+        Attr("data", ACCESS),
+        Attr("op", EnumAttr(*ACTIVATION_FUNCS)),
+        Attr("bias", OPT_ACCESS, None),
+        Attr("scale", ACCESS_OR_SCALAR, 1.0),
+        Attr("reduce_res", OPT_ACCESS, None),
+        ENGINE_ATTR,
+    )
     writes = ("dst", "reduce_res")
     engines = ("scalar",)
 
@@ -101,8 +117,13 @@ class TensorTensorOp(ComputeOp):
     """``nki.tensor_tensor dst, data1, data2 {op}``: elementwise binary ALU op."""
 
     name = "nki.tensor_tensor"
-    attr_spec = (Attr("dst", ACCESS), Attr("data1", ACCESS), Attr("data2", ACCESS),
-                 Attr("op", EnumAttr(*ALU_OPS)), ENGINE_ATTR)
+    attr_spec = (
+        Attr("dst", ACCESS),
+        Attr("data1", ACCESS),
+        Attr("data2", ACCESS),
+        Attr("op", EnumAttr(*ALU_OPS)),
+        ENGINE_ATTR,
+    )
     writes = ("dst",)
     engines = ("vector", "gpsimd")
 
@@ -112,11 +133,17 @@ class TensorScalarOp(ComputeOp):
     dst = (data op0 operand0) op1 operand1; operands are immediates or (P, 1) accesses."""
 
     name = "nki.tensor_scalar"
-    attr_spec = (Attr("dst", ACCESS), Attr("data", ACCESS), Attr("op0", EnumAttr(*ALU_OPS)),
-                 Attr("operand0", ACCESS_OR_SCALAR), Attr("reverse0", BOOL, False),
-                 Attr("op1", OptionalOf(EnumAttr(*ALU_OPS)), None),
-                 Attr("operand1", OPT_ACCESS_OR_SCALAR, None), Attr("reverse1", BOOL, False),
-                 ENGINE_ATTR)
+    attr_spec = (
+        Attr("dst", ACCESS),
+        Attr("data", ACCESS),
+        Attr("op0", EnumAttr(*ALU_OPS)),
+        Attr("operand0", ACCESS_OR_SCALAR),
+        Attr("reverse0", BOOL, False),
+        Attr("op1", OptionalOf(EnumAttr(*ALU_OPS)), None),
+        Attr("operand1", OPT_ACCESS_OR_SCALAR, None),
+        Attr("reverse1", BOOL, False),
+        ENGINE_ATTR,
+    )
     writes = ("dst",)
     engines = ("vector", "scalar", "gpsimd")
 
@@ -130,9 +157,15 @@ class TensorReduceOp(ComputeOp):
     """``nki.tensor_reduce dst, data {op, axis, negate, keepdims}``: reduce trailing free axes."""
 
     name = "nki.tensor_reduce"
-    attr_spec = (Attr("dst", ACCESS), Attr("data", ACCESS), Attr("op", EnumAttr(*REDUCE_OPS)),
-                 Attr("axis", INT_TUPLE), Attr("negate", BOOL, False), Attr("keepdims", BOOL, False),
-                 ENGINE_ATTR)
+    attr_spec = (
+        Attr("dst", ACCESS),
+        Attr("data", ACCESS),
+        Attr("op", EnumAttr(*REDUCE_OPS)),
+        Attr("axis", INT_TUPLE),
+        Attr("negate", BOOL, False),
+        Attr("keepdims", BOOL, False),
+        ENGINE_ATTR,
+    )
     writes = ("dst",)
     engines = ("vector",)
 
@@ -143,8 +176,14 @@ class SelectOp(ComputeOp):
     ``reverse_pred``); on_false is an fp32 immediate or a (P, 1) column."""
 
     name = "nki.select"
-    attr_spec = (Attr("dst", ACCESS), Attr("predicate", ACCESS), Attr("on_true", ACCESS),
-                 Attr("on_false", ACCESS_OR_SCALAR), Attr("reverse_pred", BOOL, False), ENGINE_ATTR)
+    attr_spec = (
+        Attr("dst", ACCESS),
+        Attr("predicate", ACCESS),
+        Attr("on_true", ACCESS),
+        Attr("on_false", ACCESS_OR_SCALAR),
+        Attr("reverse_pred", BOOL, False),
+        ENGINE_ATTR,
+    )
     writes = ("dst",)
     engines = ("vector",)
 
@@ -154,10 +193,16 @@ class AffineSelectOp(ComputeOp):
     on_false_value}``: keep on_true where cmp_op(offset + c*channel_multiplier + sum(step*k), 0)."""
 
     name = "nki.affine_select"
-    attr_spec = (Attr("dst", ACCESS), Attr("on_true_tile", ACCESS), Attr("pattern", PATTERN),
-                 Attr("channel_multiplier", INT), Attr("offset", AFFINE, AffineSpec(0)),
-                 Attr("cmp_op", EnumAttr(*COMPARE_OPS), "equal"), Attr("on_false_value", FLOAT),
-                 ENGINE_ATTR)
+    attr_spec = (
+        Attr("dst", ACCESS),
+        Attr("on_true_tile", ACCESS),
+        Attr("pattern", PATTERN),
+        Attr("channel_multiplier", INT),
+        Attr("offset", AFFINE, AffineSpec(0)),
+        Attr("cmp_op", EnumAttr(*COMPARE_OPS), "equal"),
+        Attr("on_false_value", FLOAT),
+        ENGINE_ATTR,
+    )
     writes = ("dst",)
     engines = ("gpsimd",)
 
@@ -166,5 +211,16 @@ class AffineSelectOp(ComputeOp):
         _check_pattern(self)
 
 
-COMPUTE_OPS = (TensorCopyOp, MemsetOp, IotaOp, MatmulOp, TransposeOp, ActivationOp,
-               TensorTensorOp, TensorScalarOp, TensorReduceOp, SelectOp, AffineSelectOp)
+COMPUTE_OPS = (
+    TensorCopyOp,
+    MemsetOp,
+    IotaOp,
+    MatmulOp,
+    TransposeOp,
+    ActivationOp,
+    TensorTensorOp,
+    TensorScalarOp,
+    TensorReduceOp,
+    SelectOp,
+    AffineSelectOp,
+)

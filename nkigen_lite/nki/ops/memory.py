@@ -63,8 +63,7 @@ class HbmViewOp(Op):
     def extent(self) -> int:
         """One past the largest flat element index the view touches."""
         out = self.results[0].type
-        return self.attrs["offset"] + sum((n - 1) * s for n, s in
-                                          zip(out.shape, self.attrs["strides"])) + 1
+        return self.attrs["offset"] + sum((n - 1) * s for n, s in zip(out.shape, self.attrs["strides"])) + 1
 
 
 class DmaCopyOp(NkiOp):

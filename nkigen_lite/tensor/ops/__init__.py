@@ -18,16 +18,40 @@ from .unary import *  # noqa: F403  (every unary op class)
 from .unary import UNARY_OPS, UnaryOp
 
 ALL_TENSOR_OPS: tuple[type[TensorOp], ...] = (
-    *UNARY_OPS.values(), *BINARY_OPS.values(),
+    *UNARY_OPS.values(),
+    *BINARY_OPS.values(),
     *(c for c in TENSOR_OPS.values() if not issubclass(c, (UnaryOp, BinaryOp))),
 )
 """The tensor ops this package defines (``TENSOR_OPS`` also holds ones added later)."""
 
 __all__ = [
-    "TENSOR_OPS", "Needs", "TensorOp", "elementwise_class", "tensor_types", "BINARY_OPS",
-    "CATEGORIES", "BinaryOp", "UNARY_OPS", "UnaryOp", "BroadcastToOp", "ConcatOp", "ReshapeOp",
-    "SliceOp", "TransposeOp", "REDUCE_ALU", "REDUCE_KINDS", "MatmulOp", "ReduceOp", "CastOp",
-    "WhereOp", "ConstantOp", "FullOp", "IotaOp", "ALL_TENSOR_OPS", "COMPOSITE_OPS", "CompositeOp",
+    "TENSOR_OPS",
+    "Needs",
+    "TensorOp",
+    "elementwise_class",
+    "tensor_types",
+    "BINARY_OPS",
+    "CATEGORIES",
+    "BinaryOp",
+    "UNARY_OPS",
+    "UnaryOp",
+    "BroadcastToOp",
+    "ConcatOp",
+    "ReshapeOp",
+    "SliceOp",
+    "TransposeOp",
+    "REDUCE_ALU",
+    "REDUCE_KINDS",
+    "MatmulOp",
+    "ReduceOp",
+    "CastOp",
+    "WhereOp",
+    "ConstantOp",
+    "FullOp",
+    "IotaOp",
+    "ALL_TENSOR_OPS",
+    "COMPOSITE_OPS",
+    "CompositeOp",
     "define_op",
     *(c.__name__ for c in (*UNARY_OPS.values(), *BINARY_OPS.values())),
 ]

@@ -94,8 +94,13 @@ def elementwise_class(base: type, short: str, doc: str, **facts) -> type:
     """Define ``tensor.<short>`` as a subclass of ``base`` carrying ``facts`` (class attributes;
     callables become static methods)."""
     cls_name = "".join(p.capitalize() for p in short.split("_")) + "Op"
-    body = {"name": f"tensor.{short}", "__doc__": doc, "__slots__": (), "__module__": base.__module__,
-            "builder_names": (short, *facts.pop("aliases", ()))}
+    body = {
+        "name": f"tensor.{short}",
+        "__doc__": doc,
+        "__slots__": (),
+        "__module__": base.__module__,
+        "builder_names": (short, *facts.pop("aliases", ())),
+    }
     for k, v in facts.items():
         body[k] = staticmethod(v) if callable(v) and not isinstance(v, type) else v
     return type(cls_name, (base,), body)

@@ -23,7 +23,6 @@ def _slice(x, starts, stops, strides):
     return x[tuple(idx)]
 
 
-
 class TransposeOp(TensorOp):
     """Permute axes: result dim i is operand dim perm[i]."""
 
@@ -165,8 +164,7 @@ class ConcatOp(TensorOp):
                     f"{ts[0].shape} outside axis {axis}"
                 )
             total += t.shape[axis]
-            dtype = rules.binary_dtype(cls.name, lambda x, y: np.concatenate([x, y]), "arith",
-                                       dtype, t.dtype)
+            dtype = rules.binary_dtype(cls.name, lambda x, y: np.concatenate([x, y]), "arith", dtype, t.dtype)
         shape = list(ts[0].shape)
         shape[axis] = total
         return [TensorType(tuple(shape), dtype)]

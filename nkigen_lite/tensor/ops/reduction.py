@@ -12,8 +12,14 @@ from ..types import TensorType
 from .base import Needs, TensorOp, tensor_types
 
 REDUCE_KINDS = ("sum", "prod", "max", "min", "mean", "var", "std", "any", "all")
-REDUCE_ALU = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
-              "any": "logical_or", "all": "logical_and"}
+REDUCE_ALU = {
+    "sum": "add",
+    "prod": "multiply",
+    "max": "maximum",
+    "min": "minimum",
+    "any": "logical_or",
+    "all": "logical_and",
+}
 """tensor.reduce kind -> the ALU reduction operator computing it (mean / var / std have none)."""
 
 
@@ -39,8 +45,18 @@ class ReduceOp(TensorOp):
     numpy = "np.<kind>(x, axis, keepdims, ddof)"
     dtype_doc = "NumPy's for np.<kind>, narrowed; any/all → bool"
     builder_names = (
-        "reduce", "sum", "prod", "max", "min", "mean",
-        "var", "std", "any", "all", "amax", "amin",
+        "reduce",
+        "sum",
+        "prod",
+        "max",
+        "min",
+        "mean",
+        "var",
+        "std",
+        "any",
+        "all",
+        "amax",
+        "amin",
     )
     needs = Needs("reduce", None)
 

@@ -31,8 +31,7 @@ class WhereOp(TensorOp):
         if c.dtype is not bool_:
             raise BuildError(f"{cls.name}: condition must be bool, got {c.dtype.numpy_name}")
         shape = rules.broadcast_shapes(cls.name, c.shape, a.shape, b.shape)
-        dtype = rules.binary_dtype(cls.name, lambda x, y: np.where(True, x, y), "arith",
-                                   a.dtype, b.dtype)
+        dtype = rules.binary_dtype(cls.name, lambda x, y: np.where(True, x, y), "arith", a.dtype, b.dtype)
         return [TensorType(shape, dtype)]
 
 

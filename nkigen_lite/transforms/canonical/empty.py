@@ -20,8 +20,15 @@ from ...ir.rewrite import RewritePattern
 from ...tensor import ops as T
 from ..match import full, make, replace
 
-_IDENTITY = {"sum": 0, "prod": 1, "any": False, "all": True, "mean": math.nan,
-             "var": math.nan, "std": math.nan}
+_IDENTITY = {
+    "sum": 0,
+    "prod": 1,
+    "any": False,
+    "all": True,
+    "mean": math.nan,
+    "var": math.nan,
+    "std": math.nan,
+}
 
 
 class FoldEmptyResult(RewritePattern):

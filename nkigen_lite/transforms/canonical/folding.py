@@ -25,8 +25,8 @@ from ...tensor.interpret import TensorInterpreter
 from ..match import def_op, full, make, replace, uniform_scalar
 
 SOURCES = (T.FullOp, T.ConstantOp, T.IotaOp)
-MAX_FOLDED_ELEMENTS = 1024     # non-uniform folded constants up to this size are always fine
-MAX_EVAL_ELEMENTS = 1 << 16    # operands + result elements evaluated to fold one op
+MAX_FOLDED_ELEMENTS = 1024  # non-uniform folded constants up to this size are always fine
+MAX_EVAL_ELEMENTS = 1 << 16  # operands + result elements evaluated to fold one op
 _SHAPE_OPS = (T.BroadcastToOp, T.ReshapeOp, T.TransposeOp, T.SliceOp)
 _ELEMENTWISE = (T.UnaryOp, T.BinaryOp, T.WhereOp, T.CastOp)
 
@@ -105,8 +105,9 @@ class FoldElementwiseSplats(RewritePattern):
         if out is None:
             return False
         r = op.result
-        return replace(rw, op, full(rw, r.dtype.python_value(np.asarray(out).reshape(-1)[0]),
-                                    r.dtype, r.shape))
+        return replace(
+            rw, op, full(rw, r.dtype.python_value(np.asarray(out).reshape(-1)[0]), r.dtype, r.shape)
+        )
 
 
 class FoldConstants(RewritePattern):
@@ -143,5 +144,10 @@ class FoldConstants(RewritePattern):
         return replace(rw, op, make(rw, T.ConstantOp, [], {"value": value}))
 
 
-FOLDING_PATTERNS = (ConstantToFull(), ShapeOfSplat(), UnitIotaToFull(), FoldElementwiseSplats(),
-                    FoldConstants())
+FOLDING_PATTERNS = (
+    ConstantToFull(),
+    ShapeOfSplat(),
+    UnitIotaToFull(),
+    FoldElementwiseSplats(),
+    FoldConstants(),
+)

@@ -135,6 +135,13 @@ class MulSelfToSquare(RewritePattern):
 
 
 RECOMPOSE_PATTERNS = (
-    DivOneToReciprocal(), ReciprocalSqrtToRsqrt(), DivSqrtToMulRsqrt(), SubFromZeroToNeg(),
-    MulMinusOneToNeg(), SigmoidFromExp(), SiluFromSigmoid(), SiluFromExp(), MulSelfToSquare(),
+    DivOneToReciprocal(),
+    ReciprocalSqrtToRsqrt(),
+    DivSqrtToMulRsqrt(),
+    SubFromZeroToNeg(),
+    MulMinusOneToNeg(),
+    SigmoidFromExp(),
+    SiluFromSigmoid(),
+    SiluFromExp(),
+    MulSelfToSquare(),
 )

@@ -50,8 +50,7 @@ class ReshapeOfReshape(RewritePattern):
         inner = def_op(op.operand(0), T.ReshapeOp)
         if inner is None:
             return False
-        return replace(rw, op, make(rw, T.ReshapeOp, [inner.operand(0)],
-                                    {"shape": op.attrs["shape"]}))
+        return replace(rw, op, make(rw, T.ReshapeOp, [inner.operand(0)], {"shape": op.attrs["shape"]}))
 
 
 class BroadcastOfBroadcast(RewritePattern):
@@ -63,8 +62,7 @@ class BroadcastOfBroadcast(RewritePattern):
         inner = def_op(op.operand(0), T.BroadcastToOp)
         if inner is None:
             return False
-        return replace(rw, op, make(rw, T.BroadcastToOp, [inner.operand(0)],
-                                    {"shape": op.attrs["shape"]}))
+        return replace(rw, op, make(rw, T.BroadcastToOp, [inner.operand(0)], {"shape": op.attrs["shape"]}))
 
 
 class AbsorbBroadcast(RewritePattern):
@@ -94,6 +92,9 @@ class AbsorbBroadcast(RewritePattern):
 
 
 SHAPE_PATTERNS = (
-    NoOpShape(), TransposeOfTranspose(), ReshapeOfReshape(), BroadcastOfBroadcast(),
+    NoOpShape(),
+    TransposeOfTranspose(),
+    ReshapeOfReshape(),
+    BroadcastOfBroadcast(),
     AbsorbBroadcast(),
 )

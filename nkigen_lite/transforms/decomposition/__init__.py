@@ -16,9 +16,20 @@ from .rounding import CeilByFloorOrTrunc, FloorByTrunc
 from .trig import ArctanRangeReduction, CosViaSin, SinRangeReduction
 
 PATTERN_CLASSES = (
-    ReduceKeepdims, MeanToSum, VarStdTwoPass, ProdByTree, DivToMulReciprocal, IntegerPowToMul,
-    FloorDivideMod, FloorByTrunc, CeilByFloorOrTrunc, CosViaSin, SinRangeReduction,
-    ArctanRangeReduction, ExpandComposite, DegenerateMatmul,
+    ReduceKeepdims,
+    MeanToSum,
+    VarStdTwoPass,
+    ProdByTree,
+    DivToMulReciprocal,
+    IntegerPowToMul,
+    FloorDivideMod,
+    FloorByTrunc,
+    CeilByFloorOrTrunc,
+    CosViaSin,
+    SinRangeReduction,
+    ArctanRangeReduction,
+    ExpandComposite,
+    DegenerateMatmul,
 )
 
 

@@ -44,8 +44,7 @@ class Emitter:
             return lambda a, b: self.binary(short, a, b)
         raise AttributeError(short)
 
-    def where(self, c: Value, a: Value | Scalar, b: Value | Scalar,
-              dtype: DType | None = None) -> Value:
+    def where(self, c: Value, a: Value | Scalar, b: Value | Scalar, dtype: DType | None = None) -> Value:
         """where(c, a, b); ``dtype`` types the scalars when neither a nor b is a Value."""
         if not isinstance(a, Value):
             a = self.const(a, b.dtype if isinstance(b, Value) else dtype)
@@ -57,8 +56,7 @@ class Emitter:
         return x if x.dtype is dtype else make(self.rw, T.CastOp, [x], {"dtype": dtype})
 
     def reduce(self, x: Value, axes: Sequence[int], kind: str) -> Value:
-        return make(self.rw, T.ReduceOp, [x], {"axes": tuple(axes), "kind": kind,
-                                              "keepdims": True})
+        return make(self.rw, T.ReduceOp, [x], {"axes": tuple(axes), "kind": kind, "keepdims": True})
 
     def reshape(self, x: Value, shape: Sequence[int]) -> Value:
         if tuple(shape) == x.shape:
@@ -74,8 +72,12 @@ class Emitter:
         starts = [0] * x.ndim
         stops = list(x.shape)
         starts[axis], stops[axis] = start, stop
-        return make(self.rw, T.SliceOp, [x], {"starts": tuple(starts), "stops": tuple(stops),
-                                             "strides": (1,) * x.ndim})
+        return make(
+            self.rw,
+            T.SliceOp,
+            [x],
+            {"starts": tuple(starts), "stops": tuple(stops), "strides": (1,) * x.ndim},
+        )
 
 
 def work_dtype(dtype: DType) -> DType:

@@ -27,7 +27,7 @@ from ..match import replace
 from .base import DecompositionPattern, Emitter
 
 SPLIT = 4097.0  # 2**12 + 1: Veltkamp split of an f32 into two 12-bit halves
-EXACT_QUOTIENT = 2.0 ** 22  # below this, floor(a * reciprocal(b)) is within one of floor(a / b)
+EXACT_QUOTIENT = 2.0**22  # below this, floor(a * reciprocal(b)) is within one of floor(a / b)
 
 
 def _split(e: Emitter, x):
@@ -42,8 +42,7 @@ def _residual(e: Emitter, a, b, b_split, q):
     bh, bl = b_split
     p = e.mul(q, b)
     qh, ql = _split(e, q)
-    err = e.add(e.add(e.add(e.sub(e.mul(qh, bh), p), e.mul(qh, bl)), e.mul(ql, bh)),
-                e.mul(ql, bl))
+    err = e.add(e.add(e.add(e.sub(e.mul(qh, bh), p), e.mul(qh, bl)), e.mul(ql, bh)), e.mul(ql, bl))
     return e.sub(e.sub(a, p), err)
 
 
@@ -71,8 +70,7 @@ def _float_floor_div(e: Emitter, a, b, want_mod: bool):
     # needed and q0 + 1 is representable (|q0| < 2**24: the exact signs then bracket q0);
     # otherwise NaN, not a possibly wrong value
     aq = e.abs(q0)
-    uncorrected = e.logical_and(e.logical_not(e.logical_or(too_big, too_small)),
-                                e.less(aq, 2.0 ** 24))
+    uncorrected = e.logical_and(e.logical_not(e.logical_or(too_big, too_small)), e.less(aq, 2.0**24))
     valid = e.logical_or(e.less(aq, EXACT_QUOTIENT), uncorrected)
     r = e.where(valid, r, math.nan)
     r_inf_b = e.where(opposite, b, a)
@@ -102,7 +100,7 @@ def _int_floor_div(e: Emitter, a, b, want_mod: bool):
         r2 = e.where(too_big, e.add(r1, bs), r1)
         too_small = e.where(b_pos, e.greater_equal(r2, bs), e.less_equal(r2, bs))
     else:  # uint32: residuals of the estimate are read as signed around 2**31
-        half = 2 ** 31
+        half = 2**31
         q0 = e.cast(estimate(e.cast(a, float32)), w)
         r0 = e.sub(a, e.mul(q0, bs))
         r0_neg = e.neg(e.cast(e.sub(e.full(0, w, ()), r0), float32))
@@ -113,7 +111,7 @@ def _int_floor_div(e: Emitter, a, b, want_mod: bool):
         q2 = e.where(too_big, e.sub(q1, 1), q1)
         r2 = e.where(too_big, e.add(r1, bs), r1)
         # divisors >= 2**30 (where remainders can reach 2**31) divide by subtraction: q <= 3
-        big_b = e.greater_equal(bs, 2 ** 30)
+        big_b = e.greater_equal(bs, 2**30)
         qs, rs = e.full(0, w, ()), a
         for _ in range(3):
             ge = e.greater_equal(rs, bs)

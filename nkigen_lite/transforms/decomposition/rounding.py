@@ -12,7 +12,7 @@ from .base import DecompositionPattern, Emitter
 # |x| below this converts to int32 exactly; every float at or above it is already integral
 # and is returned as is. Formats that would turn it into NaN (no infinity, like f8e4m3fn) use
 # 2**mantissa_bits instead, from which on all their values are integral.
-TRUNC_LIMIT = 2.0 ** 31
+TRUNC_LIMIT = 2.0**31
 
 
 def trunc_limit(dtype) -> float:
@@ -20,7 +20,7 @@ def trunc_limit(dtype) -> float:
     np_dt = np.float32 if dtype.name == "tf32" else dtype.np_dtype
     with np.errstate(over="ignore"):
         as_dtype = np.array([TRUNC_LIMIT]).astype(np_dt)
-    return TRUNC_LIMIT if not np.isnan(as_dtype[0]) else 2.0 ** dtype.mantissa_bits
+    return TRUNC_LIMIT if not np.isnan(as_dtype[0]) else 2.0**dtype.mantissa_bits
 
 
 def truncate(e: Emitter, x):

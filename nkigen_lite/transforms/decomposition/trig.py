@@ -21,8 +21,8 @@ INV_TWO_PI = 1.0 / (2.0 * math.pi)
 # Cody-Waite split 2*pi = CW1 + CW2 + CW3: CW1 has 8 significant bits and CW2 11, so k*CW1 and
 # k*CW2 are exact in f32 for |k| < 2**13 (|x| < ~51,000); CW3 is the float64 remainder
 # (rounded to the compute dtype when stored).
-CW1 = 201 * 2.0 ** -5
-CW2 = 4058 * 2.0 ** -21
+CW1 = 201 * 2.0**-5
+CW2 = 4058 * 2.0**-21
 CW3 = 2.0 * math.pi - CW1 - CW2
 
 
@@ -32,8 +32,10 @@ def clamped_within(v, lo: float, hi: float) -> bool:
     b <= hi."""
     const = def_op(v, (T.FullOp, T.ConstantOp))
     if const is not None:
-        vals = np.asarray(const.attrs["value"].array if isinstance(const, T.ConstantOp)
-                          else const.attrs["value"], np.float64)
+        vals = np.asarray(
+            const.attrs["value"].array if isinstance(const, T.ConstantOp) else const.attrs["value"],
+            np.float64,
+        )
         return bool(np.all((vals >= lo) & (vals <= hi)))
     outer = def_op(v, (T.MinimumOp, T.MaximumOp))
     if outer is None:
@@ -92,8 +94,7 @@ class CosViaSin(DecompositionPattern):
         if self.caps.has_unary("cos"):
             return False
         dom = self.caps.domain("sin") or (-math.pi, math.pi)
-        return replace(rw, op, reduced_sin(Emitter(rw), op.operand(0), op.result.dtype,
-                                            math.pi / 2, *dom))
+        return replace(rw, op, reduced_sin(Emitter(rw), op.operand(0), op.result.dtype, math.pi / 2, *dom))
 
 
 class ArctanRangeReduction(DecompositionPattern):

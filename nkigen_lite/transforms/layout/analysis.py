@@ -63,8 +63,10 @@ class LayoutAnalysis:
             lines.append(f"  {name:<{w[0]}}  {shape:<{w[1]}}  {roles:<{w[2]}}  {tile}")
         for op in self.conversions:
             src, dst = op.operand(0), op.result
-            lines.append(f"  conversion {p.name(dst)} = layout_convert {p.name(src)}: "
-                         f"[{', '.join(self.roles[src])}] -> [{', '.join(self.roles[dst])}]")
+            lines.append(
+                f"  conversion {p.name(dst)} = layout_convert {p.name(src)}: "
+                f"[{', '.join(self.roles[src])}] -> [{', '.join(self.roles[dst])}]"
+            )
         for op in self.boundaries:
             lines.append(f"  boundary {p.name(op.result)} = reshape {p.name(op.operand(0))}")
         return "\n".join(lines) + "\n"

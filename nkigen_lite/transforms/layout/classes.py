@@ -23,7 +23,7 @@ class RoleClasses:
 
     def find(self, a: int) -> int:
         while self.parent[a] != a:  # union by size keeps trees shallow; no path compression,
-            a = self.parent[a]      # so that the journal stays small
+            a = self.parent[a]  # so that the journal stays small
         return a
 
     def role_of(self, a: int) -> str | None:

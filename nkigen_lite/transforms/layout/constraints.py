@@ -42,10 +42,12 @@ LAYOUT_RULES: dict[type, Callable[[Op, OpConstraints], None]] = table()
 
 def layout_rule(*op_classes: type):
     """Register ``fn(op, constraints)`` as the layout rule of ``op_classes``."""
+
     def register(fn):
         for c in op_classes:
             LAYOUT_RULES[c] = fn
         return fn
+
     return register
 
 
@@ -129,8 +131,10 @@ def _free(_op: Op, _c: OpConstraints) -> None:
 @layout_rule(T.CompositeOp)
 def _composite(op: Op, _c: OpConstraints) -> None:
     """Composite ops are expanded by decompose; one reaching layout is a pipeline error."""
-    raise BuildError(f"layout: {op.name} is a composite op; run decompose first (it expands "
-                     "composites into their definitions)")
+    raise BuildError(
+        f"layout: {op.name} is a composite op; run decompose first (it expands "
+        "composites into their definitions)"
+    )
 
 
 @layout_rule(T.ReduceOp)
@@ -171,8 +175,10 @@ def op_constraints(op: Op) -> OpConstraints:
         return c  # return: no constraints
     rule = rule_for(type(op))
     if rule is None:
-        raise BuildError(f"layout: {op.name} has no layout rule; register one with "
-                         "@layout_rule in nkigen_lite/transforms/layout/constraints.py")
+        raise BuildError(
+            f"layout: {op.name} has no layout rule; register one with "
+            "@layout_rule in nkigen_lite/transforms/layout/constraints.py"
+        )
     if len(op.results) == 1:
         rule(op, c)
     return c

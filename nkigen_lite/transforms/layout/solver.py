@@ -45,9 +45,9 @@ KNOB_KEYS = ("partition_dim", "tile_size")
 # NKIPy knobs nkigen_lite does not honour, rejected with the reason (never silently ignored)
 UNSUPPORTED_KNOBS = {
     "mem_space": "nkigen_lite places every value itself (HBM homes for values crossing fusion "
-                 "groups, SBUF/PSUM tiles inside them); there is no per-value memory-space override",
+    "groups, SBUF/PSUM tiles inside them); there is no per-value memory-space override",
     "reduction_tile": "reductions are tiled by the lowering (row-local in one tile, or accumulated "
-                      "over loops and partition chunks); there is no per-value reduction tile",
+    "over loops and partition chunks); there is no per-value reduction tile",
 }
 MAX_SEARCH_OPERANDS = 4  # ops with more operands do not search operand/conversion combinations
 
@@ -110,29 +110,31 @@ class LayoutSolver:
         for name, spec in knobs.items():
             v = by_name.get(name)
             if v is None:
-                raise BuildError(f"layout knob {name!r}: no value of @{self.graph.name} has this name "
-                                 f"(inputs: {', '.join(self.graph.input_names)})")
+                raise BuildError(
+                    f"layout knob {name!r}: no value of @{self.graph.name} has this name "
+                    f"(inputs: {', '.join(self.graph.input_names)})"
+                )
             if not isinstance(spec, Mapping):
-                raise BuildError(f"layout knob {name!r}: expected a dict with keys {KNOB_KEYS}, "
-                                 f"got {spec!r}")
+                raise BuildError(f"layout knob {name!r}: expected a dict with keys {KNOB_KEYS}, got {spec!r}")
             for key in spec:
                 if key in UNSUPPORTED_KNOBS:
-                    raise BuildError(f"layout knob {name!r}: {key!r} is not supported: "
-                                     f"{UNSUPPORTED_KNOBS[key]}")
+                    raise BuildError(
+                        f"layout knob {name!r}: {key!r} is not supported: {UNSUPPORTED_KNOBS[key]}"
+                    )
                 if key not in KNOB_KEYS:
-                    raise BuildError(f"layout knob {name!r}: unknown knob {key!r} (known: "
-                                     f"{', '.join(KNOB_KEYS)})")
+                    raise BuildError(
+                        f"layout knob {name!r}: unknown knob {key!r} (known: {', '.join(KNOB_KEYS)})"
+                    )
             if v.ndim == 0:
                 raise BuildError(f"layout knob {name!r}: a rank-0 value has no dims to place")
             d = spec.get("partition_dim", v.ndim - 2 if v.ndim >= 2 else 0)
             if isinstance(d, bool) or not isinstance(d, int) or not -v.ndim <= d < v.ndim:
-                raise BuildError(f"layout knob {name!r}: partition_dim {d!r} is not a dim of "
-                                 f"{v.type}")
+                raise BuildError(f"layout knob {name!r}: partition_dim {d!r} is not a dim of {v.type}")
             t = spec.get("tile_size")
-            if t is not None and (isinstance(t, bool) or not isinstance(t, int)
-                                  or not 1 <= t <= self.partitions):
-                raise BuildError(f"layout knob {name!r}: tile_size {t!r} is not in "
-                                 f"[1, {self.partitions}]")
+            if t is not None and (
+                isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= self.partitions
+            ):
+                raise BuildError(f"layout knob {name!r}: tile_size {t!r} is not in [1, {self.partitions}]")
             out[id(v)] = (d % v.ndim, t, name)
         return out
 
@@ -184,8 +186,9 @@ class LayoutSolver:
             return [self.cls.new() for _ in range(v.ndim)]
         return self.vars[id(v if k == 0 else self.converted[id(v)][k - 1])]
 
-    def _convert(self, v: Value, vars_: list[int], before: Op | None = None,
-                 after: Op | None = None) -> Value:
+    def _convert(
+        self, v: Value, vars_: list[int], before: Op | None = None, after: Op | None = None
+    ) -> Value:
         conv = LayoutConvertOp([v])
         if self._printer is None:  # one naming of the graph for every conversion (linear)
             self._printer = Printer(self.graph)

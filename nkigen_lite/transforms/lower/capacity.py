@@ -16,8 +16,10 @@ def check_hbm_capacity(graph: Graph, target: Target) -> None:
     names = None
 
     def fail(what: str, nbytes: int) -> None:
-        raise BuildError(f"lowering @{graph.name}: {what} needs {nbytes:,} B of HBM, more than the "
-                         f"{cap:,} B one {target.name} NeuronCore addresses")
+        raise BuildError(
+            f"lowering @{graph.name}: {what} needs {nbytes:,} B of HBM, more than the "
+            f"{cap:,} B one {target.name} NeuronCore addresses"
+        )
 
     values = list(graph.inputs) + [r for op in graph.body for r in op.results]
     for v in values:

@@ -57,8 +57,9 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
         if any(d == 0 for d in v.type.shape):
             if all(isinstance(u.op, ReturnOp) for u in v.uses):
                 continue  # read by nothing the kernel computes: not a kernel input
-            raise BuildError(f"input {name!r} has an empty dimension {v.type.shape}; NKI tensors "
-                             "need positive dimensions")
+            raise BuildError(
+                f"input {name!r} has an empty dimension {v.type.shape}; NKI tensors need positive dimensions"
+            )
         ctx.homes[v] = HbmHome.whole(b.add_input(name, v.type.shape, v.type.dtype))
     used = set(graph.input_names) | set(graph.outputs)
     k = 0
@@ -69,8 +70,9 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
             name = f"const{k}"
             used.add(name)
             ctx.constants[name] = np.array(op.attrs["value"].array)
-            ctx.homes[op.result] = HbmHome.whole(b.add_input(name, op.result.type.shape,
-                                                             op.result.type.dtype))
+            ctx.homes[op.result] = HbmHome.whole(
+                b.add_input(name, op.result.type.shape, op.result.type.dtype)
+            )
     producers = _produced_in_kernel(graph, part)
     outputs = {n: v for n, v in graph.outputs.items() if n not in empty}
     for name, v in outputs.items():
@@ -167,8 +169,7 @@ def _lower_items(ctx: LowerContext, part, plans, graph: Graph, row_local, output
             member = group_member(item, plan, row_local, row_bytes)
             if not _touches_matmul(item) and _tile_rows(ctx, item) == ctx.partitions:
                 # (a tile_size knob fixes the rows per tile: no folding then)
-                folded = fold_rows(plan, item, row_bytes, partitions=ctx.partitions,
-                                   sbuf_budget=budget)
+                folded = fold_rows(plan, item, row_bytes, partitions=ctx.partitions, sbuf_budget=budget)
                 if folded is not plan:
                     plan, member = folded, None
             if member is None:
@@ -200,15 +201,19 @@ def _lower_items(ctx: LowerContext, part, plans, graph: Graph, row_local, output
 def _touches_matmul(g: FusionGroup) -> bool:
     """True when the group reads a matmul result or feeds a matmul (directly or through a
     layout conversion): it may then share a row pipeline with it."""
+
     def feeds(v: Value, depth: int = 0) -> bool:
-        return any(isinstance(u.op, T.MatmulOp) or (depth < 4 and is_layout_convert(u.op)
-                                                      and feeds(u.op.result, depth + 1))
-                   for u in v.uses)
+        return any(
+            isinstance(u.op, T.MatmulOp)
+            or (depth < 4 and is_layout_convert(u.op) and feeds(u.op.result, depth + 1))
+            for u in v.uses
+        )
 
     def fed(v: Value, depth: int = 0) -> bool:
         d = v.defining_op
-        return isinstance(d, T.MatmulOp) or (depth < 4 and d is not None and is_layout_convert(d)
-                                              and fed(d.operand(0), depth + 1))
+        return isinstance(d, T.MatmulOp) or (
+            depth < 4 and d is not None and is_layout_convert(d) and fed(d.operand(0), depth + 1)
+        )
 
     return any(fed(u) for op in g.ops for u in op.operands) or any(feeds(op.result) for op in g.ops)
 
@@ -231,12 +236,16 @@ def _plan_group(ctx: LowerContext, g: FusionGroup, row_local, row_bytes: int, es
             roles = ctx.roles_of(v)
             if roles is not None:
                 break
-    return make_plan(g, roles, partitions=_tile_rows(ctx, g),
-                     sbuf_budget=(ctx.target.sbuf_bytes_per_partition * 3) // 4,
-                     itemsize_sum=row_bytes, broadcast_dims=_broadcast_dims(g),
-                     row_local=row_local,
-                     store_exts=[(1,) * (len(g.domain) - v.type.rank) + tuple(v.type.shape)
-                                 for v in escaping])
+    return make_plan(
+        g,
+        roles,
+        partitions=_tile_rows(ctx, g),
+        sbuf_budget=(ctx.target.sbuf_bytes_per_partition * 3) // 4,
+        itemsize_sum=row_bytes,
+        broadcast_dims=_broadcast_dims(g),
+        row_local=row_local,
+        store_exts=[(1,) * (len(g.domain) - v.type.rank) + tuple(v.type.shape) for v in escaping],
+    )
 
 
 def _tile_rows(ctx: LowerContext, g: FusionGroup) -> int:
@@ -256,9 +265,11 @@ def check_tile_knobs_applied(ctx: LowerContext) -> None:
     """A ``tile_size`` knob that no fusion group used would be silently ignored: reject it."""
     for name, rows in sorted({k for k in ctx.tile_knobs.values()}):
         if name not in ctx.applied_knobs:
-            raise BuildError(f"layout knob {name!r}: tile_size {rows} has no effect: no fusion "
-                             f"group tiles {name!r} (matmuls and data movement choose their own "
-                             "tiles); remove the knob")
+            raise BuildError(
+                f"layout knob {name!r}: tile_size {rows} has no effect: no fusion "
+                f"group tiles {name!r} (matmuls and data movement choose their own "
+                "tiles); remove the knob"
+            )
 
 
 def _emit_group(ctx: LowerContext, g: FusionGroup, plan, part, graph: Graph, row_local) -> None:
@@ -286,8 +297,13 @@ def _lower_op(ctx: LowerContext, op: Op, graph: Graph) -> None:
     if isinstance(op, T.FullOp):
         if v.type.size and any(not _consumed_as_immediate(u.op) for u in v.uses):  # into HBM
             g = FusionGroup(-1, v.type.shape, [op])
-            plan = make_plan(g, None, partitions=ctx.partitions,
-                             sbuf_budget=ctx.target.sbuf_bytes_per_partition // 2, itemsize_sum=4)
+            plan = make_plan(
+                g,
+                None,
+                partitions=ctx.partitions,
+                sbuf_budget=ctx.target.sbuf_bytes_per_partition // 2,
+                itemsize_sum=4,
+            )
             GroupEmitter(ctx, g, [v], plan).run()
         return
     if isinstance(op, T.MatmulOp):
@@ -306,5 +322,3 @@ def _consumed_as_immediate(user: Op) -> bool:
     from .groups import is_fusible
 
     return is_fusible(user) and not isinstance(user, ReturnOp)
-
-

@@ -41,8 +41,7 @@ def activation(em: GroupEmitter, op: Op, inst) -> None:
         em.new_tile(spec.reduce, inst)
         red = em.access(spec.reduce, inst)
     em.note("scalar", data.free_size)
-    em.b.activation(dst=em.access(v, inst), op=spec.func, data=data, bias=bias, scale=scale,
-                    reduce_res=red)
+    em.b.activation(dst=em.access(v, inst), op=spec.func, data=data, bias=bias, scale=scale, reduce_res=red)
 
 
 WRAPPING = ("add", "subtract", "multiply", "power")
@@ -73,9 +72,14 @@ def _widen_bool(em: GroupEmitter, u: Value, x, inst, out_ext, dtype):
         return x
     t = em.tile_access(em.scratch_tile(u, inst, dtype), inst, em.ext(u))
     em.b.tensor_copy(dst=t, src=em.access(u, inst))
-    return Access(t.tensor, t.dims[:1] + tuple(
-        DimSlice(d.offset, n, 0 if (d.size == 1 and n > 1) else d.stride)
-        for d, n in zip(t.dims[1:], (x.dims[k + 1].size for k in range(len(t.dims) - 1)))))
+    return Access(
+        t.tensor,
+        t.dims[:1]
+        + tuple(
+            DimSlice(d.offset, n, 0 if (d.size == 1 and n > 1) else d.stride)
+            for d, n in zip(t.dims[1:], (x.dims[k + 1].size for k in range(len(t.dims) - 1)))
+        ),
+    )
 
 
 def _narrow_int(v: Value) -> bool:
@@ -108,15 +112,24 @@ def _binary_into(em: GroupEmitter, op: Op, inst, alu: str, a, b, dst) -> None:
         em.b.memset(dst=dst, value=v.type.dtype.python_value(val))
         return
     out_pp = em.per_partition(v)
-    if isinstance(b, Imm) or (not isinstance(a, Imm) and not out_pp
-                              and em.per_partition(op.operand(1)) and not em.per_partition(op.operand(0))):
+    if isinstance(b, Imm) or (
+        not isinstance(a, Imm)
+        and not out_pp
+        and em.per_partition(op.operand(1))
+        and not em.per_partition(op.operand(0))
+    ):
         data, operand, rev = a, b, False
-    elif isinstance(a, Imm) or (not out_pp and em.per_partition(op.operand(0))
-                                and not em.per_partition(op.operand(1))):
+    elif isinstance(a, Imm) or (
+        not out_pp and em.per_partition(op.operand(0)) and not em.per_partition(op.operand(1))
+    ):
         data, operand, rev = b, a, True
     else:
-        movable = eng == "vector" and alu in _GPSIMD_OK and all(
-            x.tensor.type.space.value == "sbuf" for x in (dst, a, b)) and v.type.dtype.is_float
+        movable = (
+            eng == "vector"
+            and alu in _GPSIMD_OK
+            and all(x.tensor.type.space.value == "sbuf" for x in (dst, a, b))
+            and v.type.dtype.is_float
+        )
         if movable:
             eng = em.pick_engine(("vector", "gpsimd"), 2 * dst.free_size)
         else:
@@ -150,8 +163,7 @@ def _floor_like(em: GroupEmitter, x: Access, v: Value, inst, dst: Access, ceil: 
     adj = scratch(em, v, inst)
     em.b.tensor_tensor(dst=adj, data1=r, data2=fix, op="add" if ceil else "subtract")
     small = scratch(em, v, inst, "u8")
-    em.b.tensor_scalar(dst=small, data=x, op0="abs_max", operand0=0.0, op1="less",
-                       operand1=FLOAT_EXACT_LIMIT)
+    em.b.tensor_scalar(dst=small, data=x, op0="abs_max", operand0=0.0, op1="less", operand1=FLOAT_EXACT_LIMIT)
     select_into(em, v, inst, dst, small, adj, x)
 
 
@@ -173,12 +185,11 @@ def unary(em: GroupEmitter, op: Op, inst) -> None:
         return b.tensor_scalar(dst=dst, data=x, op0="bitwise_xor", operand0=ones)
     # integer forms of neg / abs / relu / square / sign (exact on GpSimd)
     if isinstance(op, (T.NegOp, T.AbsOp, T.SquareOp)) and _narrow_int(v):
-        rule = {T.NegOp: lambda d: b.tensor_scalar(dst=d, data=x, op0="multiply", operand0=-1.0,
-                                                   engine="gpsimd"),
-                T.AbsOp: lambda d: b.tensor_scalar(dst=d, data=x, op0="abs_max", operand0=0.0,
-                                                   engine="gpsimd"),
-                T.SquareOp: lambda d: b.tensor_tensor(dst=d, data1=x, data2=x, op="multiply",
-                                                      engine="gpsimd")}[type(op)]
+        rule = {
+            T.NegOp: lambda d: b.tensor_scalar(dst=d, data=x, op0="multiply", operand0=-1.0, engine="gpsimd"),
+            T.AbsOp: lambda d: b.tensor_scalar(dst=d, data=x, op0="abs_max", operand0=0.0, engine="gpsimd"),
+            T.SquareOp: lambda d: b.tensor_tensor(dst=d, data1=x, data2=x, op="multiply", engine="gpsimd"),
+        }[type(op)]
         return _wrap_into(em, v, inst, rule)
     if isinstance(op, T.NegOp):
         return b.tensor_scalar(dst=dst, data=x, op0="multiply", operand0=-1.0, engine="gpsimd")
@@ -194,8 +205,9 @@ def unary(em: GroupEmitter, op: Op, inst) -> None:
         neg = scratch(em, v, inst, v.type.dtype)
         b.tensor_scalar(dst=neg, data=x, op0="less", operand0=0.0, engine="gpsimd")
         return b.tensor_tensor(dst=dst, data1=pos, data2=neg, op="subtract", engine="gpsimd")
-    raise BuildError(f"lowering: no NKI rule for {op.name} on {in_t.numpy_name} "
-                     "(the decompose pass rewrites cos)")
+    raise BuildError(
+        f"lowering: no NKI rule for {op.name} on {in_t.numpy_name} (the decompose pass rewrites cos)"
+    )
 
 
 def cast(em: GroupEmitter, op: Op, inst) -> None:

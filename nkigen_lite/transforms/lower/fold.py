@@ -36,7 +36,7 @@ class FoldPlan:
     folded: set = field(default_factory=set)
     act: dict = field(default_factory=dict)
     negated: set = field(default_factory=set)
-    aliased: set = field(default_factory=set)   # casts emitted as no instruction (same tile)
+    aliased: set = field(default_factory=set)  # casts emitted as no instruction (same tile)
     narrowed: dict = field(default_factory=dict)  # producer op -> dtype its tile is written in
 
     def operands_of(self, op: Op) -> list[Value]:
@@ -79,9 +79,12 @@ class FoldPlan:
                 k = immediate_of(other)
                 if k is not None and em.ext(full) == em.ext(op.result):
                     return full, float(k)
-                if (other.defining_op is not None or other in em.ctx.homes) and \
-                        em.per_partition(other) and not em.per_partition(op.result) \
-                        and em.ext(full) == em.ext(op.result):
+                if (
+                    (other.defining_op is not None or other in em.ctx.homes)
+                    and em.per_partition(other)
+                    and not em.per_partition(op.result)
+                    and em.ext(full) == em.ext(op.result)
+                ):
                     return full, other
             return None
 
@@ -109,8 +112,13 @@ class FoldPlan:
         for spec in fp.act.values():
             if spec.bias_negate and isinstance(spec.bias, Value):
                 r = spec.bias.defining_op
-                if isinstance(r, T.ReduceOp) and r in em.members and spec.bias.num_uses == 1 \
-                        and spec.bias not in escaping and r.attrs["kind"] in REDUCE_ALU:
+                if (
+                    isinstance(r, T.ReduceOp)
+                    and r in em.members
+                    and spec.bias.num_uses == 1
+                    and spec.bias not in escaping
+                    and r.attrs["kind"] in REDUCE_ALU
+                ):
                     fp.negated.add(r)
                     spec.bias_negate = False
         # a row sum of an activation result: fuse it into that activation
@@ -123,8 +131,9 @@ class FoldPlan:
                 continue
             if not em.per_partition(op.result) or not op.result.type.dtype.is_float:
                 continue
-            if sorted(domain_axes(op, len(em.plan.domain))) != sorted(d for d in em.plan.f_dims
-                                                  if em.ext(op.operand(0))[d] > 1):
+            if sorted(domain_axes(op, len(em.plan.domain))) != sorted(
+                d for d in em.plan.f_dims if em.ext(op.operand(0))[d] > 1
+            ):
                 continue
             spec.reduce = op.result
             fp.folded.add(op)
@@ -155,10 +164,15 @@ def _plan_cast_elision(em: GroupEmitter, fp: FoldPlan) -> None:
             fp.aliased.add(op)
             continue
         p = src.defining_op
-        if (dt.is_float and st.name == "f32" and p in em.members and p not in fp.folded
-                and p not in fp.aliased and not isinstance(p, T.CastOp)
-                and src.num_uses == 1 and src not in em.keep):
+        if (
+            dt.is_float
+            and st.name == "f32"
+            and p in em.members
+            and p not in fp.folded
+            and p not in fp.aliased
+            and not isinstance(p, T.CastOp)
+            and src.num_uses == 1
+            and src not in em.keep
+        ):
             fp.narrowed[p] = dt
             fp.aliased.add(op)
-
-

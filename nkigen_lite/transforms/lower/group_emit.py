@@ -40,8 +40,17 @@ def immediate_of(v: Value):
 class GroupEmitter:
     """Lowers one FusionGroup (see module docstring)."""
 
-    def __init__(self, ctx: LowerContext, group: FusionGroup, escaping: list[Value], plan: GroupPlan,
-                 row_local=lambda op: True, pipe: dict | None = None, provided=(), publish=()):
+    def __init__(
+        self,
+        ctx: LowerContext,
+        group: FusionGroup,
+        escaping: list[Value],
+        plan: GroupPlan,
+        row_local=lambda op: True,
+        pipe: dict | None = None,
+        provided=(),
+        publish=(),
+    ):
         """``pipe`` is the tile table shared with the other participants of a row pipeline:
         ``provided`` values are read from it instead of HBM, ``publish`` values are put in it."""
         from .fold import FoldPlan
@@ -69,8 +78,7 @@ class GroupEmitter:
         for u in self.externals:
             self.levels[u] = self._level_of_ext(self.ext(u))
         # accumulating reductions: combined at their operand's level, finished at their own
-        self.accumulating = [op for op in group.ops
-                             if isinstance(op, T.ReduceOp) and not row_local(op)]
+        self.accumulating = [op for op in group.ops if isinstance(op, T.ReduceOp) and not row_local(op)]
         self.combine_level: dict = {}
         self.accumulators: dict = {}
         for op in group.ops:
@@ -79,8 +87,7 @@ class GroupEmitter:
                 self.combine_level[op] = self.levels[op.result]
                 self.levels[op.result] = self._level_of_ext(self.ext(op.result))
         # a value is stored once per instance of the loops its own extents depend on
-        self.store_level = {v: max(self.levels[v], self._level_of_ext(self.ext(v)))
-                            for v in self.escaping}
+        self.store_level = {v: max(self.levels[v], self._level_of_ext(self.ext(v))) for v in self.escaping}
         self._count_fixed_vector_work()
         self.load_views: dict[Value, Value] = {}
         self.store_views: dict[Value, Value] = {}
@@ -169,8 +176,9 @@ class GroupEmitter:
             if shape[d] == 1 and dom[d] > 1 and not for_store and d not in fset:
                 shape[d], strides[d] = dom[d], 0
         order = plan.order
-        return self.ctx.view(HbmHome(h.base, h.offset, tuple(shape[d] for d in order),
-                                     tuple(strides[d] for d in order)))
+        return self.ctx.view(
+            HbmHome(h.base, h.offset, tuple(shape[d] for d in order), tuple(strides[d] for d in order))
+        )
 
     def _prepare_views(self) -> None:
         for u in self.externals:
@@ -186,7 +194,7 @@ class GroupEmitter:
 
         if level == 0:
             self.ctx.at("constant columns")
-            for (value, dtype_name) in list(self.const_cols):
+            for value, dtype_name in list(self.const_cols):
                 t = self.b.alloc((inst.rows(), 1), "f32", "sbuf", name="cst")
                 self.b.memset(dst=t, value=float(value))
                 self.const_cols[(value, dtype_name)] = t
@@ -330,16 +338,26 @@ class GroupEmitter:
         plan, ve, dt = self.plan, self.ext(u), u.type.dtype
         rows = inst.rows()
         free_dims = [d for d in plan.f_dims if ve[d] > 1]
-        if (self.levels[u] != 0 or rows < 2 or len(free_dims) != 1
-                or any(ve[d] > 1 for d in plan.p_dims + plan.i_dims)
-                or dt.name not in self.ctx.target.dtypes_of("tensor") or dt.itemsize < 2):
+        if (
+            self.levels[u] != 0
+            or rows < 2
+            or len(free_dims) != 1
+            or any(ve[d] > 1 for d in plan.p_dims + plan.i_dims)
+            or dt.name not in self.ctx.target.dtypes_of("tensor")
+            or dt.itemsize < 2
+        ):
             return False
         fd = free_dims[0]
         n = inst.extents[fd]
         row = self.b.alloc((1, n), dt, "sbuf", name="row")
         win = self._window(self.load_views[u], inst)
-        win = Access(win.tensor, tuple(DimSlice(x.offset, 1, 1) if k < len(plan.i_dims) + len(plan.p_dims)
-                                       else x for k, x in enumerate(win.dims)))
+        win = Access(
+            win.tensor,
+            tuple(
+                DimSlice(x.offset, 1, 1) if k < len(plan.i_dims) + len(plan.p_dims) else x
+                for k, x in enumerate(win.dims)
+            ),
+        )
         self.b.dma_copy(dst=row, src=win)
         ones_dt = "f32" if dt.name in self.ctx.target.matmul_fp32_class else dt
         ones = self.b.alloc((1, rows), ones_dt, "sbuf", name="ones")
@@ -352,13 +370,18 @@ class GroupEmitter:
             w = min(fmax, n - j)
             ps = self.b.alloc((rows, fmax), "f32", "psum", name="bcast")
             psum_acc = Access(ps, (DimSlice(Affine.of(0), rows, 1), DimSlice(Affine.of(0), w, 1)))
-            self.b.nc_matmul(dst=psum_acc,
-                             stationary=ones,
-                             moving=Access(row, (DimSlice(Affine.of(0), 1, 1), DimSlice(Affine.of(j), w, 1))))
+            self.b.nc_matmul(
+                dst=psum_acc,
+                stationary=ones,
+                moving=Access(row, (DimSlice(Affine.of(0), 1, 1), DimSlice(Affine.of(j), w, 1))),
+            )
             dims = list(full.dims)
             dims[pos] = DimSlice(Affine.of(j), w, 1)
-            self.b.tensor_copy(dst=Access(full.tensor, tuple(dims)), src=psum_acc,
-                               engine=self.pick_engine(("vector", "scalar"), w))
+            self.b.tensor_copy(
+                dst=Access(full.tensor, tuple(dims)),
+                src=psum_acc,
+                engine=self.pick_engine(("vector", "scalar"), w),
+            )
         return True
 
     def _store(self, v: Value, inst: Instance) -> None:
@@ -375,7 +398,8 @@ class GroupEmitter:
             elif seen_full:
                 raise BuildError(
                     f"lowering: cannot store {v!r}: it is broadcast over an inner partition dim "
-                    f"of its fusion group (domain {plan.domain})")
+                    f"of its fusion group (domain {plan.domain})"
+                )
         src = self.access(v, inst)
         src = Access(src.tensor, (DimSlice(Affine.of(0), rows, 1),) + src.dims[1:])
         dst = self._window(self.store_views[v], inst)

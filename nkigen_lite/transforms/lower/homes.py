@@ -20,8 +20,13 @@ class HbmHome:
     strides: tuple[int, ...]
 
     def __eq__(self, other) -> bool:  # the base compares by identity (Values overload ==)
-        return (isinstance(other, HbmHome) and self.base is other.base and self.offset == other.offset
-                and self.shape == other.shape and self.strides == other.strides)
+        return (
+            isinstance(other, HbmHome)
+            and self.base is other.base
+            and self.offset == other.offset
+            and self.shape == other.shape
+            and self.strides == other.strides
+        )
 
     def __hash__(self) -> int:
         return hash((id(self.base), self.offset, self.shape, self.strides))
@@ -33,12 +38,16 @@ class HbmHome:
 
     @property
     def is_whole_base(self) -> bool:
-        return (self.offset == 0 and self.shape == self.base.type.shape
-                and self.strides == row_major_strides(self.shape))
+        return (
+            self.offset == 0
+            and self.shape == self.base.type.shape
+            and self.strides == row_major_strides(self.shape)
+        )
 
     def transpose(self, perm) -> HbmHome:
-        return HbmHome(self.base, self.offset, tuple(self.shape[p] for p in perm),
-                       tuple(self.strides[p] for p in perm))
+        return HbmHome(
+            self.base, self.offset, tuple(self.shape[p] for p in perm), tuple(self.strides[p] for p in perm)
+        )
 
     def broadcast_to(self, shape: tuple[int, ...]) -> HbmHome:
         lead = len(shape) - len(self.shape)
@@ -52,8 +61,7 @@ class HbmHome:
         if any(st < 0 for st in steps):
             return None
         off = self.offset + sum(a * s for a, s in zip(starts, self.strides))
-        return HbmHome(self.base, off, tuple(shape),
-                       tuple(s * st for s, st in zip(self.strides, steps)))
+        return HbmHome(self.base, off, tuple(shape), tuple(s * st for s, st in zip(self.strides, steps)))
 
     def reshape(self, shape: tuple[int, ...]) -> HbmHome | None:
         """The same elements in row-major order under a new shape, if no copy is needed."""

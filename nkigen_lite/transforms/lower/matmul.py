@@ -58,9 +58,16 @@ def _compute_dtypes(target, a_dt, b_dt):
     return ca, cb
 
 
-def lower_matmul(ctx: LowerContext, op: T.MatmulOp, *, pipe: dict | None = None,
-                 a_provided: bool = False, publish: bool = False, store: bool = True,
-                 run: bool = True) -> MatmulEmitter:
+def lower_matmul(
+    ctx: LowerContext,
+    op: T.MatmulOp,
+    *,
+    pipe: dict | None = None,
+    a_provided: bool = False,
+    publish: bool = False,
+    store: bool = True,
+    run: bool = True,
+) -> MatmulEmitter:
     """Lower one matmul. Standalone (``run``): its own loop nest, C stored to HBM. As a row
     pipeline participant: A may come from ``pipe`` (a tile of the current row chunk), C may be
     put in ``pipe`` (``publish``) and/or stored (``store``)."""
@@ -89,10 +96,24 @@ def lower_matmul(ctx: LowerContext, op: T.MatmulOp, *, pipe: dict | None = None,
         if hc is None:  # C's home is not contiguous (e.g. a concat slice): compute, then copy
             staging = ctx.alloc_hbm(c_v.type.shape, c_v.type.dtype)
             hc = staging.reshape(batch + (m, n))
-    em = MatmulEmitter(ctx, ha, hb, hc, batch, m, k, n, ca, cb, c_v.type.dtype,
-                       pipe=pipe, a_value=a_v if a_provided else None,
-                       c_value=c_v if publish else None, label=f"{op.name} {ctx.name(c_v)}",
-                       a_key=a_v if pipe is not None else None)
+    em = MatmulEmitter(
+        ctx,
+        ha,
+        hb,
+        hc,
+        batch,
+        m,
+        k,
+        n,
+        ca,
+        cb,
+        c_v.type.dtype,
+        pipe=pipe,
+        a_value=a_v if a_provided else None,
+        c_value=c_v if publish else None,
+        label=f"{op.name} {ctx.name(c_v)}",
+        a_key=a_v if pipe is not None else None,
+    )
     if run:
         if em.n_outer_pays():
             em.run_n_outer()
@@ -110,8 +131,26 @@ def lower_matmul(ctx: LowerContext, op: T.MatmulOp, *, pipe: dict | None = None,
 class MatmulEmitter:
     """Emits the loop nest described in the module docstring (also as a loop-nest participant)."""
 
-    def __init__(self, ctx, ha, hb, hc, batch, m, k, n, a_dt, b_dt, c_dt, *, pipe=None,
-                 a_value=None, c_value=None, label="", a_key=None):
+    def __init__(
+        self,
+        ctx,
+        ha,
+        hb,
+        hc,
+        batch,
+        m,
+        k,
+        n,
+        a_dt,
+        b_dt,
+        c_dt,
+        *,
+        pipe=None,
+        a_value=None,
+        c_value=None,
+        label="",
+        a_key=None,
+    ):
         self.ctx, self.b = ctx, ctx.b
         self.batch, self.m, self.k, self.n = batch, m, k, n
         self.a_dt, self.b_dt, self.c_dt = a_dt, b_dt, c_dt
@@ -250,8 +289,10 @@ class MatmulEmitter:
         for j in range(0, xw, self.p):
             w = min(self.p, xw - j)
             nat = self.b.alloc((self.p, kt), dt, "sbuf", name=which + "_nat")
-            self.b.dma_copy(dst=_tile_acc(nat, _ds(0, w), _ds(0, kt)),
-                            src=self._window(which + "_nat", idx, Affine.of(x0) + j, w, k0, kt))
+            self.b.dma_copy(
+                dst=_tile_acc(nat, _ds(0, w), _ds(0, kt)),
+                src=self._window(which + "_nat", idx, Affine.of(x0) + j, w, k0, kt),
+            )
             last = dst.dims[-1]
             sub = Access(dst.tensor, dst.dims[:-1] + (DimSlice(last.offset + j, w, 1),))
             self._transpose_into(sub, _tile_acc(nat, _ds(0, w), _ds(0, kt)), kt, w)
@@ -314,25 +355,33 @@ class MatmulEmitter:
                 def moving(j, nj):
                     return _tile_acc(bt, _ds(0, kt), _ds(j, nj))
             else:
+
                 def moving(j, nj):
                     return Access(b_cache, (_ds(0, kt), kc, _ds(j, nj)))
+
             stat = Access(at, (_ds(0, kt), kc, _ds(0, mt)))
             for (j, nj), ps in zip(chunks, banks):
-                self.b.nc_matmul(dst=_tile_acc(ps, _ds(0, mt), _ds(0, nj)), stationary=stat,
-                                 moving=moving(j, nj), accumulate=not first)
+                self.b.nc_matmul(
+                    dst=_tile_acc(ps, _ds(0, mt), _ds(0, nj)),
+                    stationary=stat,
+                    moving=moving(j, nj),
+                    accumulate=not first,
+                )
 
         self._instances(self.k, self.p, kstep, peel_first=True)
         if row is not None:
             for (j, nj), ps in zip(chunks, banks):
-                self.b.tensor_copy(dst=_tile_acc(row, _ds(0, mt), _ds(Affine.of(n0) + j, nj)),
-                                   src=_tile_acc(ps, _ds(0, mt), _ds(0, nj)))
+                self.b.tensor_copy(
+                    dst=_tile_acc(row, _ds(0, mt), _ds(Affine.of(n0) + j, nj)),
+                    src=_tile_acc(ps, _ds(0, mt), _ds(0, nj)),
+                )
             return
         ct = self.b.alloc((self.p, w), self.c_dt, "sbuf", name="c")
         for (j, nj), ps in zip(chunks, banks):
-            self.b.tensor_copy(dst=_tile_acc(ct, _ds(0, mt), _ds(j, nj)),
-                               src=_tile_acc(ps, _ds(0, mt), _ds(0, nj)))
-        self.b.dma_copy(dst=self._window("c", idx, m0, mt, n0, w),
-                        src=_tile_acc(ct, _ds(0, mt), _ds(0, w)))
+            self.b.tensor_copy(
+                dst=_tile_acc(ct, _ds(0, mt), _ds(j, nj)), src=_tile_acc(ps, _ds(0, mt), _ds(0, nj))
+            )
+        self.b.dma_copy(dst=self._window("c", idx, m0, mt, n0, w), src=_tile_acc(ct, _ds(0, mt), _ds(0, w)))
 
 
 def _chunk_index(k0, p: int) -> Affine:

@@ -137,21 +137,44 @@ def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local) -> None:
         if isinstance(m.item, FusionGroup):
             g = m.item
             members = set(g.ops)
-            escaping = [op.result for op in g.ops if pipe.escapes(op.result, outputs)
-                        or any(u.op not in members and pipe.root(op.result) not in pipe.passed
-                               for u in op.result.uses)]
-            provided = {u for op in g.ops for u in op.operands
-                        if u.defining_op not in members and pipe.root(u) in pipe.passed}
+            escaping = [
+                op.result
+                for op in g.ops
+                if pipe.escapes(op.result, outputs)
+                or any(
+                    u.op not in members and pipe.root(op.result) not in pipe.passed for u in op.result.uses
+                )
+            ]
+            provided = {
+                u
+                for op in g.ops
+                for u in op.operands
+                if u.defining_op not in members and pipe.root(u) in pipe.passed
+            }
             publish = {op.result for op in g.ops if op.result in pipe.passed}
-            em = GroupEmitter(ctx, g, escaping, m.plan, row_local, pipe=_AliasedTiles(tiles, pipe),
-                              provided=provided, publish=publish)
+            em = GroupEmitter(
+                ctx,
+                g,
+                escaping,
+                m.plan,
+                row_local,
+                pipe=_AliasedTiles(tiles, pipe),
+                provided=provided,
+                publish=publish,
+            )
             participants.append(em)
         else:
             op = m.item
             a = op.operand(0)
-            em = lower_matmul(ctx, op, pipe=tiles, a_provided=pipe.root(a) in pipe.passed,
-                              publish=op.result in pipe.passed,
-                              store=pipe.escapes(op.result, outputs), run=False)
+            em = lower_matmul(
+                ctx,
+                op,
+                pipe=tiles,
+                a_provided=pipe.root(a) in pipe.passed,
+                publish=op.result in pipe.passed,
+                store=pipe.escapes(op.result, outputs),
+                run=False,
+            )
             if pipe.root(a) in pipe.passed:
                 em.a_value = pipe.root(a)
             participants.append(em)

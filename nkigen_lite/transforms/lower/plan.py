@@ -51,7 +51,7 @@ class GroupPlan:
             return tuple(ext)
         d, q = self.split
         pair = (ext[d] // q, q) if ext[d] > 1 else (1, 1)
-        return tuple(ext[:d]) + pair + tuple(ext[d + 1:])
+        return tuple(ext[:d]) + pair + tuple(ext[d + 1 :])
 
     def expand_strides(self, shape: tuple[int, ...], strides: tuple[int, ...]):
         """(shape, strides) of an HBM view aligned to the group's domain -> the plan's domain."""
@@ -60,7 +60,7 @@ class GroupPlan:
         d, q = self.split
         s = strides[d]
         pair_s = (s * q, s) if shape[d] > 1 else (0, 0)
-        return self.expand(shape), tuple(strides[:d]) + pair_s + tuple(strides[d + 1:])
+        return self.expand(shape), tuple(strides[:d]) + pair_s + tuple(strides[d + 1 :])
 
     @property
     def order(self) -> tuple[int, ...]:
@@ -138,8 +138,9 @@ def default_roles(domain: tuple[int, ...], reduce_axes: set[int], partitions: in
     return tuple(roles)
 
 
-def _free_broadcast_dims(roles: list[str], dom, broadcast_dims: set[int], partitions: int,
-                         free_budget: int) -> None:
+def _free_broadcast_dims(
+    roles: list[str], dom, broadcast_dims: set[int], partitions: int, free_budget: int
+) -> None:
     """Move P dims along which a group input is broadcast to F (a stride-0 on-chip read instead
     of replicating the input across partitions) while the other P dims still fill the tile."""
     for d in sorted(broadcast_dims):
@@ -171,14 +172,28 @@ def _free_stored_broadcast_dims(roles: list[str], dom, store_exts) -> None:
                 roles[d] = "F"
 
 
-def make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: int,
-              sbuf_budget: int, itemsize_sum: int, broadcast_dims: set[int] = frozenset(),
-              row_local=lambda op: True, store_exts=()) -> GroupPlan:
+def make_plan(
+    group: FusionGroup,
+    roles: tuple[str, ...] | None,
+    *,
+    partitions: int,
+    sbuf_budget: int,
+    itemsize_sum: int,
+    broadcast_dims: set[int] = frozenset(),
+    row_local=lambda op: True,
+    store_exts=(),
+) -> GroupPlan:
     """Build the plan from the layout's ``roles`` (None: the default roles). When the layout's
     roles leave a row too wide for SBUF (e.g. every dim free for a value that some other op
     reduces over all axes) while the default roles fit, the default roles win."""
-    kw = dict(partitions=partitions, sbuf_budget=sbuf_budget, itemsize_sum=itemsize_sum,
-              broadcast_dims=broadcast_dims, row_local=row_local, store_exts=store_exts)
+    kw = dict(
+        partitions=partitions,
+        sbuf_budget=sbuf_budget,
+        itemsize_sum=itemsize_sum,
+        broadcast_dims=broadcast_dims,
+        row_local=row_local,
+        store_exts=store_exts,
+    )
     if roles is None:
         return _make_plan(group, None, **kw)
     try:
@@ -191,9 +206,17 @@ def make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: 
     return fallback if fallback.f_chunk is None else plan
 
 
-def _make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions: int,
-               sbuf_budget: int, itemsize_sum: int, broadcast_dims: set[int] = frozenset(),
-               row_local=lambda op: True, store_exts=()) -> GroupPlan:
+def _make_plan(
+    group: FusionGroup,
+    roles: tuple[str, ...] | None,
+    *,
+    partitions: int,
+    sbuf_budget: int,
+    itemsize_sum: int,
+    broadcast_dims: set[int] = frozenset(),
+    row_local=lambda op: True,
+    store_exts=(),
+) -> GroupPlan:
     """Build the plan. ``itemsize_sum`` = Σ itemsize over the tiles live in one iteration per
     free element (an upper bound used to size the free-dim chunk within ``sbuf_budget``);
     ``broadcast_dims`` are domain dims along which some input of the group is broadcast."""
@@ -208,8 +231,9 @@ def _make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions:
     for d in red:  # a fused reduction must run over free dims
         if roles[d] != "F":
             roles[d] = "F"
-    _free_broadcast_dims(roles, dom, set(broadcast_dims), partitions,
-                         max(1, sbuf_budget // max(1, itemsize_sum)))
+    _free_broadcast_dims(
+        roles, dom, set(broadcast_dims), partitions, max(1, sbuf_budget // max(1, itemsize_sum))
+    )
     _free_stored_broadcast_dims(roles, dom, store_exts)
     # a reduction over partitions combines whole partitions: kept dims leave the partitions
     if any(roles[d] == "P" and dom[d] > 1 for d in acc):
@@ -221,8 +245,7 @@ def _make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions:
     for op in group.ops:
         if isinstance(op, T.IotaOp):
             d = op.attrs["axis"] + len(dom) - op.result.type.rank
-            if roles[d] == "P" and any(roles[e] == "P" and dom[e] > 1 and e != d
-                                       for e in range(len(dom))):
+            if roles[d] == "P" and any(roles[e] == "P" and dom[e] > 1 and e != d for e in range(len(dom))):
                 roles[d] = "F"
     i_dims = tuple(d for d in range(len(dom)) if roles[d] == "I")
     p_dims = tuple(d for d in range(len(dom)) if roles[d] == "P")
@@ -263,24 +286,32 @@ def _make_plan(group: FusionGroup, roles: tuple[str, ...] | None, *, partitions:
         if red:
             raise RowTooWide(
                 f"fusion group over {dom}: a row of {free:,} free elements needs "
-                f"{free * itemsize_sum:,} B/partition > SBUF budget {sbuf_budget:,} B", group)
+                f"{free * itemsize_sum:,} B/partition > SBUF budget {sbuf_budget:,} B",
+                group,
+            )
         inner_free = free // dom[f_dims[0]]
         f_chunk = max(1, sbuf_budget // (itemsize_sum * inner_free))
         f_chunk = min(f_chunk, dom[f_dims[0]])
-    return GroupPlan(tuple(dom), tuple(roles_out), i_dims, tuple(p_list), f_dims, chunk, f_chunk,
-                     tuple(sorted(acc)))
+    return GroupPlan(
+        tuple(dom), tuple(roles_out), i_dims, tuple(p_list), f_dims, chunk, f_chunk, tuple(sorted(acc))
+    )
 
 
-def fold_rows(plan: GroupPlan, group: FusionGroup, row_bytes: int, *, partitions: int,
-              sbuf_budget: int) -> GroupPlan:
+def fold_rows(
+    plan: GroupPlan, group: FusionGroup, row_bytes: int, *, partitions: int, sbuf_budget: int
+) -> GroupPlan:
     """Fold several rows of a chunked partition dim into each partition's free dims when the
     rows are narrow: dim d of n rows becomes (n/q partitions, q rows per partition) so one
     instruction covers q times more elements. Only for groups of elementwise ops (no
     reductions or iotas, whose axes are dims of the unsplit domain); returns ``plan`` unchanged
     when nothing is gained."""
     dom = plan.domain
-    if (plan.split is not None or plan.f_chunk is not None or len(plan.p_dims) != 1
-            or any(isinstance(op, (T.ReduceOp, T.IotaOp)) for op in group.ops)):
+    if (
+        plan.split is not None
+        or plan.f_chunk is not None
+        or len(plan.p_dims) != 1
+        or any(isinstance(op, (T.ReduceOp, T.IotaOp)) for op in group.ops)
+    ):
         return plan
     d = plan.p_dims[0]
     n = dom[d]
@@ -304,7 +335,16 @@ def fold_rows(plan: GroupPlan, group: FusionGroup, row_bytes: int, *, partitions
     def shift(dims):
         return tuple(e + 1 if e > d else e for e in dims)
 
-    domain = dom[:d] + (n // best, best) + dom[d + 1:]
-    roles = list(plan.roles[:d]) + ["P", "F"] + list(plan.roles[d + 1:])
-    return GroupPlan(domain, tuple(roles), shift(plan.i_dims), (d,), (d + 1,) + shift(plan.f_dims),
-                     min(n // best, partitions), None, (), (d, best))
+    domain = dom[:d] + (n // best, best) + dom[d + 1 :]
+    roles = list(plan.roles[:d]) + ["P", "F"] + list(plan.roles[d + 1 :])
+    return GroupPlan(
+        domain,
+        tuple(roles),
+        shift(plan.i_dims),
+        (d,),
+        (d + 1,) + shift(plan.f_dims),
+        min(n // best, partitions),
+        None,
+        (),
+        (d, best),
+    )

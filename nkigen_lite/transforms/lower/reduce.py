@@ -19,8 +19,10 @@ def reduce(em: GroupEmitter, op: Op, inst) -> None:
     pos = sorted(1 + f_dims.index(d) for d in domain_axes(op, len(em.plan.domain)) if d in f_dims)
     nfree = max(len(f_dims), 1)
     if pos != list(range(nfree - len(pos) + 1, nfree + 1)):
-        raise BuildError(f"lowering: {op.name} over axes {list(op.attrs['axes'])} is not over the "
-                         f"trailing free dims of its tile (free dims {f_dims})")
+        raise BuildError(
+            f"lowering: {op.name} over axes {list(op.attrs['axes'])} is not over the "
+            f"trailing free dims of its tile (free dims {f_dims})"
+        )
     v = op.result
     x = em.access(op.operand(0), inst)
     negate = op in em.fold.negated
@@ -28,7 +30,4 @@ def reduce(em: GroupEmitter, op: Op, inst) -> None:
     em.new_tile(v, inst, "f32" if negate and exact_in_f32 else None)
     if not pos:
         return em.b.tensor_copy(dst=em.access(v, inst), src=x)
-    em.b.tensor_reduce(dst=em.access(v, inst), op=alu, data=x, axis=tuple(pos),
-                       negate=negate, keepdims=True)
-
-
+    em.b.tensor_reduce(dst=em.access(v, inst), op=alu, data=x, axis=tuple(pos), negate=negate, keepdims=True)

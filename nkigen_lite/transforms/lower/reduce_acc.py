@@ -15,10 +15,15 @@ from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from .groups import domain_axes
 
-IDENTITY = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf"), "any": 0.0,
-            "all": 1.0}
-COMBINE = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum", "any": "maximum",
-           "all": "minimum"}
+IDENTITY = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf"), "any": 0.0, "all": 1.0}
+COMBINE = {
+    "sum": "add",
+    "prod": "multiply",
+    "max": "maximum",
+    "min": "minimum",
+    "any": "maximum",
+    "all": "minimum",
+}
 
 
 def _ds(off, n: int) -> DimSlice:
@@ -90,8 +95,11 @@ def finish_accumulator(em, op: T.ReduceOp, inst) -> None:
         for j in range(0, n, fmax):
             w = min(fmax, n - j)
             ps = em.b.alloc((1, fmax), "f32", "psum", name="psum_red")
-            em.b.nc_matmul(dst=Access(ps, (_ds(0, 1), _ds(0, w))), stationary=ones,
-                           moving=Access(acc_t, (_ds(0, rows), _ds(j, w))))
+            em.b.nc_matmul(
+                dst=Access(ps, (_ds(0, 1), _ds(0, w))),
+                stationary=ones,
+                moving=Access(acc_t, (_ds(0, rows), _ds(j, w))),
+            )
             em.b.tensor_copy(dst=Access(out, (_ds(0, 1), _ds(j, w))), src=Access(ps, (_ds(0, 1), _ds(0, w))))
         return
     if n != 1:
@@ -100,8 +108,13 @@ def finish_accumulator(em, op: T.ReduceOp, inst) -> None:
         return _finish_by_transposes(em, kind, acc_t, out, rows, n)
     ps = em.b.alloc((1, rows), "f32", "psum", name="psum_t")
     em.b.nc_transpose(dst=ps, data=flat_acc)
-    em.b.tensor_reduce(dst=Access(out, (_ds(0, 1),) + tuple(_ds(0, 1) for _ in free)),
-                       op=COMBINE[kind], data=ps, axis=(1,), keepdims=True)
+    em.b.tensor_reduce(
+        dst=Access(out, (_ds(0, 1),) + tuple(_ds(0, 1) for _ in free)),
+        op=COMBINE[kind],
+        data=ps,
+        axis=(1,),
+        keepdims=True,
+    )
 
 
 def _finish_by_transposes(em, kind: str, acc_t, out, rows: int, n: int) -> None:

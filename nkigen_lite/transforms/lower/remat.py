@@ -37,8 +37,12 @@ def _cone(v: Value, members: set[Op]) -> list[Op] | None:
 
 def _leaves(cone: list[Op]) -> set[Value]:
     inside = set(cone)
-    return {u for op in cone for u in op.operands
-            if u.defining_op not in inside and not isinstance(u.defining_op, T.FullOp)}
+    return {
+        u
+        for op in cone
+        for u in op.operands
+        if u.defining_op not in inside and not isinstance(u.defining_op, T.FullOp)
+    }
 
 
 def _reads(group: FusionGroup) -> set[Value]:

@@ -46,12 +46,12 @@ def _on_true_tile(em: GroupEmitter, v, inst, a: Access) -> Access:
 
 
 def _is_column_of(col: Access, dst: Access) -> bool:
-    return (col.free_size == 1 and col.partitions == dst.partitions
-            and col.dims[0].offset == dst.dims[0].offset)
+    return (
+        col.free_size == 1 and col.partitions == dst.partitions and col.dims[0].offset == dst.dims[0].offset
+    )
 
 
-def select_into(em: GroupEmitter, v, inst, dst: Access, pred: Access, on_true: Access,
-                on_false) -> None:
+def select_into(em: GroupEmitter, v, inst, dst: Access, pred: Access, on_true: Access, on_false) -> None:
     """dst = pred ? on_true : on_false for a float / narrow-integer ``dst``; ``pred`` is a
     documented predicate tile, ``on_false`` an Imm, a (P, 1) column or a full tile access."""
     on_true = _on_true_tile(em, v, inst, on_true)
@@ -65,8 +65,13 @@ def select_into(em: GroupEmitter, v, inst, dst: Access, pred: Access, on_true: A
         return
     em.b.select(dst=dst, predicate=pred, on_true=on_true, on_false=-0.0)
     rest = scratch(em, v, inst, v.type.dtype)
-    em.b.select(dst=rest, predicate=pred, on_true=_on_true_tile(em, v, inst, on_false),
-                on_false=-0.0, reverse_pred=True)
+    em.b.select(
+        dst=rest,
+        predicate=pred,
+        on_true=_on_true_tile(em, v, inst, on_false),
+        on_false=-0.0,
+        reverse_pred=True,
+    )
     em.b.tensor_tensor(dst=dst, data1=dst, data2=rest, op="add")
 
 

@@ -22,15 +22,14 @@ def iota(em: GroupEmitter, op: Op, inst) -> None:
     elif ax in plan.p_dims:
         others = [d for d in plan.p_dims if d != ax and inst.extents[d] > 1]
         if others:
-            raise BuildError(f"lowering: tensor.iota along axis {op.attrs['axis']} shares the "
-                             "partitions with other dims; only affine partition patterns exist")
+            raise BuildError(
+                f"lowering: tensor.iota along axis {op.attrs['axis']} shares the "
+                "partitions with other dims; only affine partition patterns exist"
+            )
         cm = 1
-    em.b.iota(dst=dst, pattern=[[s, n] for s, n in zip(steps, free)], offset=offset,
-              channel_multiplier=cm)
+    em.b.iota(dst=dst, pattern=[[s, n] for s, n in zip(steps, free)], offset=offset, channel_multiplier=cm)
 
 
 def full(em: GroupEmitter, op: Op, inst) -> None:
     em.new_tile(op.result, inst)
     em.b.memset(dst=em.access(op.result, inst), value=immediate_of(op.result))
-
-

@@ -12,22 +12,53 @@ from ...tensor import ops as T
 from .group_emit import GroupEmitter, immediate_of
 
 ACT_FUNC = {
-    T.ExpOp: "exp", T.LogOp: "log", T.SqrtOp: "sqrt", T.RsqrtOp: "rsqrt",
-    T.ReciprocalOp: "reciprocal", T.TanhOp: "tanh", T.SigmoidOp: "sigmoid", T.SiluOp: "silu",
-    T.GeluOp: "gelu", T.SoftplusOp: "softplus", T.ErfOp: "erf", T.SinOp: "sin",
-    T.ArctanOp: "arctan", T.ReluOp: "relu", T.AbsOp: "abs", T.SignOp: "sign",
-    T.SquareOp: "square", T.NegOp: "copy",
+    T.ExpOp: "exp",
+    T.LogOp: "log",
+    T.SqrtOp: "sqrt",
+    T.RsqrtOp: "rsqrt",
+    T.ReciprocalOp: "reciprocal",
+    T.TanhOp: "tanh",
+    T.SigmoidOp: "sigmoid",
+    T.SiluOp: "silu",
+    T.GeluOp: "gelu",
+    T.SoftplusOp: "softplus",
+    T.ErfOp: "erf",
+    T.SinOp: "sin",
+    T.ArctanOp: "arctan",
+    T.ReluOp: "relu",
+    T.AbsOp: "abs",
+    T.SignOp: "sign",
+    T.SquareOp: "square",
+    T.NegOp: "copy",
 }
 ALU = {
-    T.AddOp: "add", T.SubOp: "subtract", T.MulOp: "multiply", T.MaximumOp: "maximum",
-    T.MinimumOp: "minimum", T.PowOp: "power", T.EqualOp: "equal", T.NotEqualOp: "not_equal",
-    T.LessOp: "less", T.LessEqualOp: "less_equal", T.GreaterOp: "greater",
-    T.GreaterEqualOp: "greater_equal", T.LogicalAndOp: "logical_and", T.LogicalOrOp: "logical_or",
-    T.LogicalXorOp: "logical_xor", T.BitwiseAndOp: "bitwise_and", T.BitwiseOrOp: "bitwise_or",
+    T.AddOp: "add",
+    T.SubOp: "subtract",
+    T.MulOp: "multiply",
+    T.MaximumOp: "maximum",
+    T.MinimumOp: "minimum",
+    T.PowOp: "power",
+    T.EqualOp: "equal",
+    T.NotEqualOp: "not_equal",
+    T.LessOp: "less",
+    T.LessEqualOp: "less_equal",
+    T.GreaterOp: "greater",
+    T.GreaterEqualOp: "greater_equal",
+    T.LogicalAndOp: "logical_and",
+    T.LogicalOrOp: "logical_or",
+    T.LogicalXorOp: "logical_xor",
+    T.BitwiseAndOp: "bitwise_and",
+    T.BitwiseOrOp: "bitwise_or",
     T.BitwiseXorOp: "bitwise_xor",
 }
-REDUCE_ALU = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum",
-              "any": "logical_or", "all": "logical_and"}
+REDUCE_ALU = {
+    "sum": "add",
+    "prod": "multiply",
+    "max": "maximum",
+    "min": "minimum",
+    "any": "logical_or",
+    "all": "logical_and",
+}
 FLOAT_EXACT_LIMIT = 8388608.0  # 2**23: float32 values at or above this magnitude are integers
 
 
@@ -66,5 +97,3 @@ def fp32_column(em: GroupEmitter, v: Value, inst) -> Access:
     t = em.tile_access(em.scratch_tile(v, inst, "f32"), inst, em.ext(v))
     em.b.tensor_copy(dst=t, src=acc)
     return t
-
-

@@ -21,14 +21,20 @@ def emit_op(em: GroupEmitter, op: Op, inst) -> None:
                 rule = r
                 break
     if rule is None:
-        raise BuildError(f"lowering: no NKI rule for {op.name} inside a fusion group "
-                         "(div, floor_divide, mod, cos, mean, var and std are rewritten by the "
-                         "decompose pass)")
+        raise BuildError(
+            f"lowering: no NKI rule for {op.name} inside a fusion group "
+            "(div, floor_divide, mod, cos, mean, var and std are rewritten by the "
+            "decompose pass)"
+        )
     rule(em, op, inst)
 
 
 _RULES = {
-    T.BinaryOp: elementwise.binary, T.UnaryOp: elementwise.unary, T.CastOp: elementwise.cast,
-    T.WhereOp: select.lower_where, T.ReduceOp: reduce.reduce, T.IotaOp: sources.iota,
+    T.BinaryOp: elementwise.binary,
+    T.UnaryOp: elementwise.unary,
+    T.CastOp: elementwise.cast,
+    T.WhereOp: select.lower_where,
+    T.ReduceOp: reduce.reduce,
+    T.IotaOp: sources.iota,
     T.FullOp: sources.full,
 }

@@ -37,8 +37,13 @@ def plan_concats(ctx: LowerContext, graph: Graph, producers: set[Value], outputs
         start = 0
         for u in op.operands:
             n = u.type.shape[ax]
-            if u in producers and u not in ctx.homes and u.num_uses == 1 and u not in outputs \
-                    and u.type.dtype is op.result.type.dtype:
+            if (
+                u in producers
+                and u not in ctx.homes
+                and u.num_uses == 1
+                and u not in outputs
+                and u.type.dtype is op.result.type.dtype
+            ):
                 ctx.homes[u] = h.sub(ax, start, n)
             start += n
 
@@ -109,5 +114,3 @@ def _reversing_copy(ctx: LowerContext, op: T.SliceOp, src: HbmHome) -> HbmHome:
 
     nest(0, {})
     return out
-
-
