@@ -43,5 +43,5 @@ class InsertDeallocs(Pass):
 
     name = "deallocs"
 
-    def run(self, graph: Graph, ctx: PassContext) -> None:
+    def run(self, graph: Graph, _ctx: PassContext) -> None:
         insert_deallocs(graph.body)

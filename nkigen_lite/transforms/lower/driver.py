@@ -80,7 +80,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
             ctx.at(f"output {name}")
             ctx.homes[v] = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name)
     plan_concats(ctx, graph, producers, set(outputs.values()))
-    _lower_items(ctx, part, plans, graph, row_local, set(outputs.values()))
+    _lower_items(ctx, part, plans, row_local, set(outputs.values()))
     check_tile_knobs_applied(ctx)
     final = {}
     claimed = {id(ctx.homes[i].base) for i in graph.inputs if i in ctx.homes}
@@ -141,7 +141,7 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
         return part, plans, row_local
 
 
-def _lower_items(ctx: LowerContext, part, plans, graph: Graph, row_local, outputs: set) -> None:
+def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set) -> None:
     """Emit the partition's items in order, fusing runs of row-compatible matmuls and fusion
     groups into row pipelines (pipeline.py)."""
     budget = (ctx.target.sbuf_bytes_per_partition * 3) // 4
@@ -152,7 +152,7 @@ def _lower_items(ctx: LowerContext, part, plans, graph: Graph, row_local, output
         if len(pipe.members) == 1:
             m = pipe.members[0]
             if isinstance(m.item, FusionGroup):
-                _emit_group(ctx, m.item, m.plan, part, graph, row_local)
+                _emit_group(ctx, m.item, m.plan, part, row_local)
             else:
                 lower_matmul(ctx, m.item)
         elif pipe.members:
@@ -164,23 +164,14 @@ def _lower_items(ctx: LowerContext, part, plans, graph: Graph, row_local, output
 
     for item in part.items:
         member = None
-        if isinstance(item, FusionGroup):
-            plan, row_bytes = plans[item]
-            member = group_member(item, plan, row_local, row_bytes)
-            if not _touches_matmul(item) and _tile_rows(ctx, item) == ctx.partitions:
-                # (a tile_size knob fixes the rows per tile: no folding then)
-                folded = fold_rows(plan, item, row_bytes, partitions=ctx.partitions, sbuf_budget=budget)
-                if folded is not plan:
-                    plan, member = folded, None
+        if isinstance(item, (FusionGroup, T.MatmulOp)):
+            member = _pipeline_member(ctx, item, plans, row_local, budget)
             if member is None:
                 flush()
-                _emit_group(ctx, item, plan, part, graph, row_local)
-                continue
-        elif isinstance(item, T.MatmulOp):
-            member = matmul_member(item, ctx.partitions, ctx.homes)
-            if member is None:
-                flush()
-                lower_matmul(ctx, item)
+                if isinstance(item, FusionGroup):
+                    _emit_group(ctx, item, _standalone_plan(ctx, item, plans, budget), part, row_local)
+                else:
+                    lower_matmul(ctx, item)
                 continue
         if member is not None:
             if not pipe.try_join(member, budget):
@@ -191,11 +182,36 @@ def _lower_items(ctx: LowerContext, part, plans, graph: Graph, row_local, output
             pipe.alias[item.result] = pipe.root(item.operand(0))
             continue
         if not pipe.reads_pipeline(item) and _emits_nothing_dependent(item):
-            _lower_op(ctx, item, graph)
+            _lower_op(ctx, item)
             continue
         flush()
-        _lower_op(ctx, item, graph)
+        _lower_op(ctx, item)
     flush()
+
+
+def _folded_plan(ctx: LowerContext, g: FusionGroup, plans, budget: int):
+    """The group's plan with narrow rows folded several to a partition, when that applies
+    (never for groups touching a matmul, nor when a tile_size knob fixes the rows per tile)."""
+    plan, row_bytes = plans[g]
+    if not _touches_matmul(g) and _tile_rows(ctx, g) == ctx.partitions:
+        return fold_rows(plan, g, row_bytes, partitions=ctx.partitions, sbuf_budget=budget)
+    return plan
+
+
+def _standalone_plan(ctx: LowerContext, g: FusionGroup, plans, budget: int):
+    """The plan a group emitted on its own uses (folded where possible)."""
+    return _folded_plan(ctx, g, plans, budget)
+
+
+def _pipeline_member(ctx: LowerContext, item, plans, row_local, budget: int):
+    """The row-pipeline member for a fusion group or matmul, or None when it is emitted on its
+    own (a folded group, or a group / matmul that cannot join a row pipeline)."""
+    if isinstance(item, T.MatmulOp):
+        return matmul_member(item, ctx.partitions, ctx.homes)
+    plan, row_bytes = plans[item]
+    if _folded_plan(ctx, item, plans, budget) is not plan:
+        return None
+    return group_member(item, plan, row_local, row_bytes)
 
 
 def _touches_matmul(g: FusionGroup) -> bool:
@@ -272,7 +288,7 @@ def check_tile_knobs_applied(ctx: LowerContext) -> None:
             )
 
 
-def _emit_group(ctx: LowerContext, g: FusionGroup, plan, part, graph: Graph, row_local) -> None:
+def _emit_group(ctx: LowerContext, g: FusionGroup, plan, part, row_local) -> None:
     GroupEmitter(ctx, g, part.escaping(g), plan, row_local).run()
 
 
@@ -289,7 +305,7 @@ def _broadcast_dims(g: FusionGroup) -> set[int]:
     return dims
 
 
-def _lower_op(ctx: LowerContext, op: Op, graph: Graph) -> None:
+def _lower_op(ctx: LowerContext, op: Op) -> None:
     v = op.result if op.results else None
     ctx.at_op(op)
     if isinstance(op, (T.ConstantOp,)):

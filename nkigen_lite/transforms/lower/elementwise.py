@@ -67,7 +67,7 @@ def _wrap_into(em: GroupEmitter, v: Value, inst, emit) -> None:
     em.b.tensor_scalar(dst=dst, data=masked, op0="subtract", operand0=float(half), engine="gpsimd")
 
 
-def _widen_bool(em: GroupEmitter, u: Value, x, inst, out_ext, dtype):
+def _widen_bool(em: GroupEmitter, u: Value, x, inst, dtype):
     if isinstance(x, Imm) or not u.type.dtype.is_bool:
         return x
     t = em.tile_access(em.scratch_tile(u, inst, dtype), inst, em.ext(u))
@@ -97,7 +97,7 @@ def binary(em: GroupEmitter, op: Op, inst) -> None:
     a, b = (arg(em, u, inst, ve) for u in op.operands)
     if alu.startswith("bitwise") and not v.type.dtype.is_bool:
         # the bitvector ALU takes integers only: widen bool operands to the result dtype
-        a, b = (_widen_bool(em, u, x, inst, ve, v.type.dtype) for u, x in zip(op.operands, (a, b)))
+        a, b = (_widen_bool(em, u, x, inst, v.type.dtype) for u, x in zip(op.operands, (a, b)))
     em.new_tile(v, inst)
     if _narrow_int(v) and alu in WRAPPING:
         return _wrap_into(em, v, inst, lambda d: _binary_into(em, op, inst, alu, a, b, d))

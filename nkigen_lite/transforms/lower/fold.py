@@ -62,81 +62,9 @@ class FoldPlan:
     @staticmethod
     def build(em: GroupEmitter) -> FoldPlan:
         fp = FoldPlan()
-        escaping = em.keep
-
-        def single_private_use(v: Value) -> Op | None:
-            d = v.defining_op
-            if d not in em.members or v in escaping or v.num_uses != 1 or d in fp.folded:
-                return None
-            return d if v.type.dtype.is_float else None
-
-        def scalar_side(op: Op) -> tuple[Value, float | Value] | None:
-            """(full operand, immediate or per-partition operand) of a binary op."""
-            a, b = op.operands
-            for full, other in ((a, b), (b, a)):
-                if immediate_of(full) is not None:
-                    continue  # a constant has no tile to be the activation's data
-                k = immediate_of(other)
-                if k is not None and em.ext(full) == em.ext(op.result):
-                    return full, float(k)
-                if (
-                    (other.defining_op is not None or other in em.ctx.homes)
-                    and em.per_partition(other)
-                    and not em.per_partition(op.result)
-                    and em.ext(full) == em.ext(op.result)
-                ):
-                    return full, other
-            return None
-
-        for op in em.g.ops:
-            func = ACT_FUNC.get(type(op))
-            if func is None or not op.result.type.dtype.is_float:
-                continue
-            spec = ActSpec(func, op.operand(0), -1.0 if isinstance(op, T.NegOp) else 1.0)
-            if func != "copy":
-                p = single_private_use(spec.data)
-                if isinstance(p, (T.AddOp, T.SubOp)):
-                    ss = scalar_side(p)
-                    if ss is not None and not (isinstance(p, T.SubOp) and ss[0] is p.operand(1)):
-                        spec.data, spec.bias = ss
-                        spec.bias_negate = isinstance(p, T.SubOp)
-                        fp.folded.add(p)
-                        p = single_private_use(spec.data)
-                if isinstance(p, T.MulOp):
-                    ss = scalar_side(p)
-                    if ss is not None:
-                        spec.data, spec.scale = ss
-                        fp.folded.add(p)
-            fp.act[op] = spec
-        # a reduction whose only use is subtracted inside an activation bias: negate it in place
-        for spec in fp.act.values():
-            if spec.bias_negate and isinstance(spec.bias, Value):
-                r = spec.bias.defining_op
-                if (
-                    isinstance(r, T.ReduceOp)
-                    and r in em.members
-                    and spec.bias.num_uses == 1
-                    and spec.bias not in escaping
-                    and r.attrs["kind"] in REDUCE_ALU
-                ):
-                    fp.negated.add(r)
-                    spec.bias_negate = False
-        # a row sum of an activation result: fuse it into that activation
-        for op in em.g.ops:
-            if not isinstance(op, T.ReduceOp) or op.attrs["kind"] != "sum" or op in fp.negated:
-                continue
-            src = op.operand(0).defining_op
-            spec = fp.act.get(src)
-            if spec is None or spec.reduce is not None or src in fp.folded:
-                continue
-            if not em.per_partition(op.result) or not op.result.type.dtype.is_float:
-                continue
-            if sorted(domain_axes(op, len(em.plan.domain))) != sorted(
-                d for d in em.plan.f_dims if em.ext(op.operand(0))[d] > 1
-            ):
-                continue
-            spec.reduce = op.result
-            fp.folded.add(op)
+        _fold_activation_operands(em, fp)
+        _negate_bias_reductions(em, fp)
+        _fuse_row_sums(em, fp)
         _plan_cast_elision(em, fp)
         return fp
 
@@ -176,3 +104,90 @@ def _plan_cast_elision(em: GroupEmitter, fp: FoldPlan) -> None:
         ):
             fp.narrowed[p] = dt
             fp.aliased.add(op)
+
+
+def _single_private_use(em: GroupEmitter, fp: FoldPlan, v: Value) -> Op | None:
+    """The float op of the group defining ``v`` when ``v`` has no other use and does not escape."""
+    d = v.defining_op
+    if d not in em.members or v in em.keep or v.num_uses != 1 or d in fp.folded:
+        return None
+    return d if v.type.dtype.is_float else None
+
+
+def _scalar_side(em: GroupEmitter, op: Op) -> tuple[Value, float | Value] | None:
+    """(full operand, immediate or per-partition operand) of a binary op."""
+    a, b = op.operands
+    for full, other in ((a, b), (b, a)):
+        if immediate_of(full) is not None:
+            continue  # a constant has no tile to be the activation's data
+        k = immediate_of(other)
+        if k is not None and em.ext(full) == em.ext(op.result):
+            return full, float(k)
+        if (
+            (other.defining_op is not None or other in em.ctx.homes)
+            and em.per_partition(other)
+            and not em.per_partition(op.result)
+            and em.ext(full) == em.ext(op.result)
+        ):
+            return full, other
+    return None
+
+
+def _fold_activation_operands(em: GroupEmitter, fp: FoldPlan) -> None:
+    """Each activation absorbs a private add/sub of a scalar (its bias) and then a private
+    multiply by a scalar (its scale) that produce its data."""
+    for op in em.g.ops:
+        func = ACT_FUNC.get(type(op))
+        if func is None or not op.result.type.dtype.is_float:
+            continue
+        spec = ActSpec(func, op.operand(0), -1.0 if isinstance(op, T.NegOp) else 1.0)
+        if func != "copy":
+            p = _single_private_use(em, fp, spec.data)
+            if isinstance(p, (T.AddOp, T.SubOp)):
+                ss = _scalar_side(em, p)
+                if ss is not None and not (isinstance(p, T.SubOp) and ss[0] is p.operand(1)):
+                    spec.data, spec.bias = ss
+                    spec.bias_negate = isinstance(p, T.SubOp)
+                    fp.folded.add(p)
+                    p = _single_private_use(em, fp, spec.data)
+            if isinstance(p, T.MulOp):
+                ss = _scalar_side(em, p)
+                if ss is not None:
+                    spec.data, spec.scale = ss
+                    fp.folded.add(p)
+        fp.act[op] = spec
+
+
+def _negate_bias_reductions(em: GroupEmitter, fp: FoldPlan) -> None:
+    """A reduction whose only use is subtracted inside an activation bias is negated in place."""
+    for spec in fp.act.values():
+        if spec.bias_negate and isinstance(spec.bias, Value):
+            r = spec.bias.defining_op
+            if (
+                isinstance(r, T.ReduceOp)
+                and r in em.members
+                and spec.bias.num_uses == 1
+                and spec.bias not in em.keep
+                and r.attrs["kind"] in REDUCE_ALU
+            ):
+                fp.negated.add(r)
+                spec.bias_negate = False
+
+
+def _fuse_row_sums(em: GroupEmitter, fp: FoldPlan) -> None:
+    """A row sum of an activation result is fused into that activation."""
+    for op in em.g.ops:
+        if not isinstance(op, T.ReduceOp) or op.attrs["kind"] != "sum" or op in fp.negated:
+            continue
+        src = op.operand(0).defining_op
+        spec = fp.act.get(src)
+        if spec is None or spec.reduce is not None or src in fp.folded:
+            continue
+        if not em.per_partition(op.result) or not op.result.type.dtype.is_float:
+            continue
+        if sorted(domain_axes(op, len(em.plan.domain))) != sorted(
+            d for d in em.plan.f_dims if em.ext(op.operand(0))[d] > 1
+        ):
+            continue
+        spec.reduce = op.result
+        fp.folded.add(op)

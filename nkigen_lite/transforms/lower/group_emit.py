@@ -46,7 +46,7 @@ class GroupEmitter:
         group: FusionGroup,
         escaping: list[Value],
         plan: GroupPlan,
-        row_local=lambda op: True,
+        row_local=lambda _op: True,
         pipe: dict | None = None,
         provided=(),
         publish=(),
@@ -164,7 +164,7 @@ class GroupEmitter:
         more = f", +{len(self.g.ops) - 4}" if len(self.g.ops) > 4 else ""
         return f"fusion group over {'x'.join(map(str, self.plan.domain)) or 'scalar'}: {names}{more}"
 
-    def _aligned_view(self, h: HbmHome, ext_v, for_store: bool) -> Value:
+    def _aligned_view(self, h: HbmHome, for_store: bool) -> Value:
         """View of ``h`` with the domain's rank, dims in plan order; broadcast dims take the
         domain extent with stride 0 (loads) except F dims, which keep extent 1."""
         dom, plan = self.plan.domain, self.plan
@@ -183,9 +183,9 @@ class GroupEmitter:
     def _prepare_views(self) -> None:
         for u in self.externals:
             if u not in self.provided:
-                self.load_views[u] = self._aligned_view(self.ctx.home(u), self.ext(u), False)
+                self.load_views[u] = self._aligned_view(self.ctx.home(u), False)
         for v in self.escaping:
-            self.store_views[v] = self._aligned_view(self.ctx.home_for_store(v), self.ext(v), True)
+            self.store_views[v] = self._aligned_view(self.ctx.home_for_store(v), True)
         for key in self.fold.const_columns():
             self.const_cols[key] = None  # filled at level 0
 

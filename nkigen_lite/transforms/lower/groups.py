@@ -330,7 +330,7 @@ class _Former:
         return group_of
 
 
-def form_groups(graph: Graph, is_barrier=lambda op: False) -> Partition:
+def form_groups(graph: Graph, is_barrier=lambda _op: False) -> Partition:
     """Partition the (top-level, straight-line) tensor graph into fusion groups and other ops.
 
     ``is_barrier(op)`` marks ops whose result is only complete after the whole loop nest (a

@@ -198,7 +198,7 @@ class MatmulEmitter:
             self.ctx.at(self.label)
             self._m_tile(inst["idx"], inst["m0"], inst["mt"])
 
-    def after(self, level: int, inst: dict) -> None:
+    def after(self, _level: int, _inst: dict) -> None:
         return None
 
     # ---- standalone loop order with B cached across M tiles ---------------------------------------

@@ -180,7 +180,7 @@ def make_plan(
     sbuf_budget: int,
     itemsize_sum: int,
     broadcast_dims: set[int] = frozenset(),
-    row_local=lambda op: True,
+    row_local=lambda _op: True,
     store_exts=(),
 ) -> GroupPlan:
     """Build the plan from the layout's ``roles`` (None: the default roles). When the layout's
@@ -214,7 +214,7 @@ def _make_plan(
     sbuf_budget: int,
     itemsize_sum: int,
     broadcast_dims: set[int] = frozenset(),
-    row_local=lambda op: True,
+    row_local=lambda _op: True,
     store_exts=(),
 ) -> GroupPlan:
     """Build the plan. ``itemsize_sum`` = Σ itemsize over the tiles live in one iteration per
@@ -227,50 +227,13 @@ def _make_plan(
         roles = default_roles(dom, red, partitions)
     if len(roles) != len(dom):
         raise BuildError(f"layout roles {roles} do not match the group domain {dom}")
-    roles = list(roles)
-    for d in red:  # a fused reduction must run over free dims
-        if roles[d] != "F":
-            roles[d] = "F"
-    _free_broadcast_dims(
-        roles, dom, set(broadcast_dims), partitions, max(1, sbuf_budget // max(1, itemsize_sum))
+    roles = _adjusted_roles(
+        group, list(roles), red, acc, partitions, sbuf_budget, itemsize_sum, broadcast_dims, store_exts
     )
-    _free_stored_broadcast_dims(roles, dom, store_exts)
-    # a reduction over partitions combines whole partitions: kept dims leave the partitions
-    if any(roles[d] == "P" and dom[d] > 1 for d in acc):
-        for d in range(len(dom)):
-            if roles[d] == "P" and d not in acc and dom[d] > 1:
-                roles[d] = "I"
-    # an iota along a dim that shares the partitions with another dim is not an affine
-    # function of the partition index: put that dim in the free dims instead
-    for op in group.ops:
-        if isinstance(op, T.IotaOp):
-            d = op.attrs["axis"] + len(dom) - op.result.type.rank
-            if roles[d] == "P" and any(roles[e] == "P" and dom[e] > 1 and e != d for e in range(len(dom))):
-                roles[d] = "F"
     i_dims = tuple(d for d in range(len(dom)) if roles[d] == "I")
     p_dims = tuple(d for d in range(len(dom)) if roles[d] == "P")
     f_dims = tuple(d for d in range(len(dom)) if roles[d] == "F")
-    # the innermost P dims are whole; only the outermost one is chunked
-    inner = 1
-    keep: list[int] = []
-    for d in reversed(p_dims):
-        if inner * dom[d] <= partitions:
-            keep.insert(0, d)
-            inner *= dom[d]
-        else:
-            break
-    p_list = list(p_dims)
-    chunk = 1
-    if len(keep) < len(p_list):
-        outer = p_list[len(p_list) - len(keep) - 1]
-        chunk = max(1, min(dom[outer], partitions // inner))
-        # dims beyond the chunked one cannot also be P: demote them to I loops
-        demoted = p_list[: len(p_list) - len(keep) - 1]
-        i_dims = tuple(sorted(i_dims + tuple(demoted)))
-        p_list = [outer] + keep
-    elif keep:
-        chunk = dom[keep[0]]
-        p_list = keep
+    i_dims, p_list, chunk = _partition_chunk(dom, i_dims, p_dims, partitions)
     roles_out = ["I"] * len(dom)
     for d in p_list:
         roles_out[d] = "P"
@@ -295,6 +258,68 @@ def _make_plan(
     return GroupPlan(
         tuple(dom), tuple(roles_out), i_dims, tuple(p_list), f_dims, chunk, f_chunk, tuple(sorted(acc))
     )
+
+
+def _adjusted_roles(
+    group: FusionGroup,
+    roles: list,
+    red,
+    acc,
+    partitions: int,
+    sbuf_budget: int,
+    itemsize_sum: int,
+    broadcast_dims,
+    store_exts,
+) -> list:
+    """The I/P/F roles after the group's own constraints: fused reductions over free dims,
+    broadcast and stored-broadcast dims freed, kept dims of a partition reduction out of the
+    partitions, and an iota sharing the partitions with another dim moved to the free dims."""
+    dom = group.domain
+    for d in red:  # a fused reduction must run over free dims
+        roles[d] = "F"
+    _free_broadcast_dims(
+        roles, dom, set(broadcast_dims), partitions, max(1, sbuf_budget // max(1, itemsize_sum))
+    )
+    _free_stored_broadcast_dims(roles, dom, store_exts)
+    # a reduction over partitions combines whole partitions: kept dims leave the partitions
+    if any(roles[d] == "P" and dom[d] > 1 for d in acc):
+        for d in range(len(dom)):
+            if roles[d] == "P" and d not in acc and dom[d] > 1:
+                roles[d] = "I"
+    # an iota along a dim that shares the partitions with another dim is not an affine
+    # function of the partition index: put that dim in the free dims instead
+    for op in group.ops:
+        if isinstance(op, T.IotaOp):
+            d = op.attrs["axis"] + len(dom) - op.result.type.rank
+            if roles[d] == "P" and any(roles[e] == "P" and dom[e] > 1 and e != d for e in range(len(dom))):
+                roles[d] = "F"
+    return roles
+
+
+def _partition_chunk(dom, i_dims: tuple, p_dims: tuple, partitions: int) -> tuple[tuple, list, int]:
+    """(I dims, P dims, partition chunk): the innermost P dims stay whole; only the outermost
+    one that does not fit is chunked, and P dims outside it become I loops."""
+    inner = 1
+    keep: list[int] = []
+    for d in reversed(p_dims):
+        if inner * dom[d] <= partitions:
+            keep.insert(0, d)
+            inner *= dom[d]
+        else:
+            break
+    p_list = list(p_dims)
+    chunk = 1
+    if len(keep) < len(p_list):
+        outer = p_list[len(p_list) - len(keep) - 1]
+        chunk = max(1, min(dom[outer], partitions // inner))
+        # dims beyond the chunked one cannot also be P: demote them to I loops
+        demoted = p_list[: len(p_list) - len(keep) - 1]
+        i_dims = tuple(sorted(i_dims + tuple(demoted)))
+        p_list = [outer] + keep
+    elif keep:
+        chunk = dom[keep[0]]
+        p_list = keep
+    return i_dims, p_list, chunk
 
 
 def fold_rows(
