@@ -40,27 +40,19 @@ def test_the_rule_set_keeps_complexity_unused_arguments_and_import_order():
     assert not package_ignores, package_ignores
 
 
-def test_ruff_finds_nothing_in_the_package_and_the_tests():
+def _run_ruff(*args: str) -> subprocess.CompletedProcess:
+    """Run ruff from the repository root (skips the test when ruff is not installed)."""
     cmd = _ruff()
     if cmd is None:
         pytest.skip("ruff is not installed (uv sync --group dev)")
-    res = subprocess.run(
-        [*cmd, "check", "--no-cache", "--output-format", "concise", "nkigen_lite", "tests"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
+    return subprocess.run([*cmd, *args], cwd=REPO, capture_output=True, text=True)
+
+
+def test_ruff_finds_nothing_in_the_package_and_the_tests():
+    res = _run_ruff("check", "--no-cache", "--output-format", "concise", "nkigen_lite", "tests")
     assert res.returncode == 0, f"ruff check failed:\n{res.stdout}{res.stderr}"
 
 
 def test_ruff_format_leaves_the_package_and_the_tests_unchanged():
-    cmd = _ruff()
-    if cmd is None:
-        pytest.skip("ruff is not installed (uv sync --group dev)")
-    res = subprocess.run(
-        [*cmd, "format", "--check", "--no-cache", "nkigen_lite", "tests", "benchmarks"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
+    res = _run_ruff("format", "--check", "--no-cache", "nkigen_lite", "tests", "benchmarks")
     assert res.returncode == 0, f"ruff format --check failed (run `uv run ruff format`):\n{res.stdout}"

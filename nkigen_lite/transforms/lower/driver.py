@@ -165,11 +165,11 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set) -> Non
     for item in part.items:
         member = None
         if isinstance(item, (FusionGroup, T.MatmulOp)):
-            member = _pipeline_member(ctx, item, plans, row_local, budget)
+            member, plan = _pipeline_member(ctx, item, plans, row_local, budget)
             if member is None:
                 flush()
                 if isinstance(item, FusionGroup):
-                    _emit_group(ctx, item, _standalone_plan(ctx, item, plans, budget), part, row_local)
+                    _emit_group(ctx, item, plan, part, row_local)
                 else:
                     lower_matmul(ctx, item)
                 continue
@@ -198,20 +198,17 @@ def _folded_plan(ctx: LowerContext, g: FusionGroup, plans, budget: int):
     return plan
 
 
-def _standalone_plan(ctx: LowerContext, g: FusionGroup, plans, budget: int):
-    """The plan a group emitted on its own uses (folded where possible)."""
-    return _folded_plan(ctx, g, plans, budget)
-
-
 def _pipeline_member(ctx: LowerContext, item, plans, row_local, budget: int):
-    """The row-pipeline member for a fusion group or matmul, or None when it is emitted on its
-    own (a folded group, or a group / matmul that cannot join a row pipeline)."""
+    """(row-pipeline member or None, plan) for a fusion group or matmul. None means the item is
+    emitted on its own: a group whose narrow rows fold (with that folded plan), or a group or
+    matmul that cannot join a row pipeline. A matmul's plan is None."""
     if isinstance(item, T.MatmulOp):
-        return matmul_member(item, ctx.partitions, ctx.homes)
+        return matmul_member(item, ctx.partitions, ctx.homes), None
     plan, row_bytes = plans[item]
-    if _folded_plan(ctx, item, plans, budget) is not plan:
-        return None
-    return group_member(item, plan, row_local, row_bytes)
+    folded = _folded_plan(ctx, item, plans, budget)
+    if folded is not plan:
+        return None, folded
+    return group_member(item, plan, row_local, row_bytes), plan
 
 
 def _touches_matmul(g: FusionGroup) -> bool:
