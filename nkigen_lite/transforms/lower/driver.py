@@ -23,7 +23,7 @@ from .capacity import check_hbm_capacity
 from .context import LowerContext
 from .empty import fold_empty
 from .group_emit import GroupEmitter
-from .groups import FusionGroup, form_groups
+from .groups import FusionGroup, form_groups, is_fusible
 from .homes import HbmHome
 from .liveness import peak_live_bytes
 from .matmul import lower_matmul
@@ -331,7 +331,4 @@ def _lower_op(ctx: LowerContext, op: Op) -> None:
 
 
 def _consumed_as_immediate(user: Op) -> bool:
-    from ...ir.graph import ReturnOp
-    from .groups import is_fusible
-
     return is_fusible(user) and not isinstance(user, ReturnOp)

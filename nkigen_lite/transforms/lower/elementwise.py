@@ -12,12 +12,12 @@ from ...ir.value import Value
 from ...nki.types import Access, DimSlice
 from ...tensor import ops as T
 from .fold import ActSpec
-from .group_emit import GroupEmitter
+from .frame import TileFrame
 from .select import select_into
 from .tile_common import ALU, FLOAT_EXACT_LIMIT, Imm, arg, default_engine, fp32_column, scratch
 
 
-def activation(em: GroupEmitter, op: Op, inst) -> None:
+def activation(em: TileFrame, op: Op, inst) -> None:
     spec: ActSpec = em.fold.act[op]
     v = op.result
     ve = em.ext(v)
@@ -48,7 +48,7 @@ WRAPPING = ("add", "subtract", "multiply", "power")
 _GPSIMD_OK = ("add", "subtract", "multiply", "maximum", "minimum")  # float ops both engines run
 
 
-def _wrap_into(em: GroupEmitter, v: Value, inst, emit) -> None:
+def _wrap_into(em: TileFrame, v: Value, inst, emit) -> None:
     """Integer results narrower than 32 bits wrap around in NumPy but saturate on an engine
     write: compute into an int32 scratch with ``emit(dst)``, then wrap it into v's tile."""
     dt = v.type.dtype
@@ -67,7 +67,7 @@ def _wrap_into(em: GroupEmitter, v: Value, inst, emit) -> None:
     em.b.tensor_scalar(dst=dst, data=masked, op0="subtract", operand0=float(half), engine="gpsimd")
 
 
-def _widen_bool(em: GroupEmitter, u: Value, x, inst, dtype):
+def _widen_bool(em: TileFrame, u: Value, x, inst, dtype):
     if isinstance(x, Imm) or not u.type.dtype.is_bool:
         return x
     t = em.tile_access(em.scratch_tile(u, inst, dtype), inst, em.ext(u))
@@ -86,7 +86,7 @@ def _narrow_int(v: Value) -> bool:
     return v.type.dtype.is_int and v.type.dtype.itemsize < 4
 
 
-def binary(em: GroupEmitter, op: Op, inst) -> None:
+def binary(em: TileFrame, op: Op, inst) -> None:
     v = op.result
     ve = em.ext(v)
     alu = ALU.get(type(op))
@@ -104,7 +104,7 @@ def binary(em: GroupEmitter, op: Op, inst) -> None:
     _binary_into(em, op, inst, alu, a, b, em.access(v, inst))
 
 
-def _binary_into(em: GroupEmitter, op: Op, inst, alu: str, a, b, dst) -> None:
+def _binary_into(em: TileFrame, op: Op, inst, alu: str, a, b, dst) -> None:
     v = op.result
     eng = default_engine(op, alu)
     if isinstance(a, Imm) and isinstance(b, Imm):
@@ -151,7 +151,7 @@ def _binary_into(em: GroupEmitter, op: Op, inst, alu: str, a, b, dst) -> None:
     em.b.tensor_scalar(dst=dst, data=data, op0=alu, operand0=operand, reverse0=rev, engine=eng)
 
 
-def _floor_like(em: GroupEmitter, x: Access, v: Value, inst, dst: Access, ceil: bool) -> None:
+def _floor_like(em: TileFrame, x: Access, v: Value, inst, dst: Access, ceil: bool) -> None:
     """floor / ceil of floats from engine casts: r = rne(x); r -/+ (r >/< x); keep x when
     |x| >= 2**23 (already integral), inf or NaN."""
     ri = scratch(em, v, inst, "i32")
@@ -167,7 +167,7 @@ def _floor_like(em: GroupEmitter, x: Access, v: Value, inst, dst: Access, ceil: 
     select_into(em, v, inst, dst, small, adj, x)
 
 
-def unary(em: GroupEmitter, op: Op, inst) -> None:
+def unary(em: TileFrame, op: Op, inst) -> None:
     v = op.result
     x = em.access(op.operand(0), inst, em.ext(v))
     em.new_tile(v, inst)
@@ -210,7 +210,7 @@ def unary(em: GroupEmitter, op: Op, inst) -> None:
     )
 
 
-def cast(em: GroupEmitter, op: Op, inst) -> None:
+def cast(em: TileFrame, op: Op, inst) -> None:
     v = op.result
     if op in em.fold.aliased:
         em.tiles[v] = em.tiles[op.operand(0)]

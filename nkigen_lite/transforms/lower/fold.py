@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ...ir.op import Op
 from ...ir.value import Value
 from ...tensor import ops as T
-from .group_emit import GroupEmitter, immediate_of
+from .frame import TileFrame, immediate_of
 from .groups import domain_axes
 from .tile_common import ACT_FUNC, REDUCE_ALU
 
@@ -60,7 +60,7 @@ class FoldPlan:
         return keys
 
     @staticmethod
-    def build(em: GroupEmitter) -> FoldPlan:
+    def build(em: TileFrame) -> FoldPlan:
         fp = FoldPlan()
         _fold_activation_operands(em, fp)
         _negate_bias_reductions(em, fp)
@@ -77,7 +77,7 @@ def _exact_widening(src, dst) -> bool:
     return src.is_float and src.itemsize == 1 and dst.name in ("bf16", "f16")
 
 
-def _plan_cast_elision(em: GroupEmitter, fp: FoldPlan) -> None:
+def _plan_cast_elision(em: TileFrame, fp: FoldPlan) -> None:
     """Casts that need no instruction: exact widenings read the operand's tile as is; a
     narrowing of an fp32 intermediate used only by the cast is folded into the producer's
     write (one rounding either way)."""
@@ -106,7 +106,7 @@ def _plan_cast_elision(em: GroupEmitter, fp: FoldPlan) -> None:
             fp.aliased.add(op)
 
 
-def _single_private_use(em: GroupEmitter, fp: FoldPlan, v: Value) -> Op | None:
+def _single_private_use(em: TileFrame, fp: FoldPlan, v: Value) -> Op | None:
     """The float op of the group defining ``v`` when ``v`` has no other use and does not escape."""
     d = v.defining_op
     if d not in em.members or v in em.keep or v.num_uses != 1 or d in fp.folded:
@@ -114,7 +114,7 @@ def _single_private_use(em: GroupEmitter, fp: FoldPlan, v: Value) -> Op | None:
     return d if v.type.dtype.is_float else None
 
 
-def _scalar_side(em: GroupEmitter, op: Op) -> tuple[Value, float | Value] | None:
+def _scalar_side(em: TileFrame, op: Op) -> tuple[Value, float | Value] | None:
     """(full operand, immediate or per-partition operand) of a binary op."""
     a, b = op.operands
     for full, other in ((a, b), (b, a)):
@@ -133,7 +133,7 @@ def _scalar_side(em: GroupEmitter, op: Op) -> tuple[Value, float | Value] | None
     return None
 
 
-def _fold_activation_operands(em: GroupEmitter, fp: FoldPlan) -> None:
+def _fold_activation_operands(em: TileFrame, fp: FoldPlan) -> None:
     """Each activation absorbs a private add/sub of a scalar (its bias) and then a private
     multiply by a scalar (its scale) that produce its data."""
     for op in em.g.ops:
@@ -158,7 +158,7 @@ def _fold_activation_operands(em: GroupEmitter, fp: FoldPlan) -> None:
         fp.act[op] = spec
 
 
-def _negate_bias_reductions(em: GroupEmitter, fp: FoldPlan) -> None:
+def _negate_bias_reductions(em: TileFrame, fp: FoldPlan) -> None:
     """A reduction whose only use is subtracted inside an activation bias is negated in place."""
     for spec in fp.act.values():
         if spec.bias_negate and isinstance(spec.bias, Value):
@@ -174,7 +174,7 @@ def _negate_bias_reductions(em: GroupEmitter, fp: FoldPlan) -> None:
                 spec.bias_negate = False
 
 
-def _fuse_row_sums(em: GroupEmitter, fp: FoldPlan) -> None:
+def _fuse_row_sums(em: TileFrame, fp: FoldPlan) -> None:
     """A row sum of an activation result is fused into that activation."""
     for op in em.g.ops:
         if not isinstance(op, T.ReduceOp) or op.attrs["kind"] != "sum" or op in fp.negated:

@@ -9,36 +9,24 @@ fori_loop over full chunks plus a peeled remainder instance with a smaller stati
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
-from ...ir.dtypes import cast_array
 from ...ir.errors import BuildError
 from ...ir.value import Value
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from .context import LowerContext
+from .fold import FoldPlan
+from .frame import TileFrame, immediate_of
 from .groups import FusionGroup
 from .homes import HbmHome
 from .instance import Instance, loops_of
+from .loopnest import run_loop_nest
 from .plan import GroupPlan
+from .reduce_acc import combine_accumulator, finish_accumulator, start_accumulator
+from .tile_ops import emit_op
 
 
-def immediate_of(v: Value):
-    """The Python scalar a uniform constant value holds (rounded to its dtype), else None."""
-    op = v.defining_op
-    if not isinstance(op, T.FullOp):
-        return None
-    dt = v.type.dtype
-    x = cast_array(np.array(op.attrs["value"]), dt)
-    if dt.is_bool:
-        return int(bool(x))
-    return int(x) if dt.is_int else float(x.astype(np.float64))
-
-
-class GroupEmitter:
-    """Lowers one FusionGroup (see module docstring)."""
+class GroupEmitter(TileFrame):
+    """Lowers one FusionGroup (see module docstring); its tiles live in the TileFrame."""
 
     def __init__(
         self,
@@ -53,19 +41,13 @@ class GroupEmitter:
     ):
         """``pipe`` is the tile table shared with the other participants of a row pipeline:
         ``provided`` values are read from it instead of HBM, ``publish`` values are put in it."""
-        from .fold import FoldPlan
-
-        self.ctx, self.b, self.g, self.plan = ctx, ctx.b, group, plan
-        self.members = set(group.ops)
+        super().__init__(ctx, group, plan, set(escaping) | set(publish))
         self.loops = loops_of(plan)
         self.loop_index = {lp.dim: k for k, lp in enumerate(self.loops)}
         self.escaping = list(escaping)
         self.pipe = pipe if pipe is not None else {}
         self.provided = set(provided)
         self.publish = set(publish)
-        self.keep = set(escaping) | self.publish  # values that must exist as tiles
-        self.busy: dict[str, float] = {}
-        self.tiles: dict[Value, Value] = {}
         self.fold = FoldPlan.build(self)
         self.externals: list[Value] = []
         seen: set[Value] = set()
@@ -88,17 +70,11 @@ class GroupEmitter:
                 self.levels[op.result] = self._level_of_ext(self.ext(op.result))
         # a value is stored once per instance of the loops its own extents depend on
         self.store_level = {v: max(self.levels[v], self._level_of_ext(self.ext(v))) for v in self.escaping}
-        self._count_fixed_vector_work()
+        self.count_fixed_vector_work()
         self.load_views: dict[Value, Value] = {}
         self.store_views: dict[Value, Value] = {}
-        self.const_cols: dict[tuple, Value] = {}
 
-    # ---- shapes ------------------------------------------------------------------------------
-    def ext(self, v: Value) -> tuple[int, ...]:
-        """``v``'s extents aligned to the domain (leading 1s for lower ranks)."""
-        s = v.type.shape
-        return self.plan.expand((1,) * (self.plan.source_rank - len(s)) + tuple(s))
-
+    # ---- levels --------------------------------------------------------------------------------
     def _level_of_ext(self, ext) -> int:
         lv = 0
         for d, e in enumerate(ext):
@@ -122,8 +98,6 @@ class GroupEmitter:
 
     # ---- driver --------------------------------------------------------------------------------
     def run(self) -> None:
-        from .loopnest import run_loop_nest
-
         run_loop_nest(self.b, self.loops, [self])
 
     # ---- participant of a (possibly shared) loop nest -------------------------------------------
@@ -138,8 +112,6 @@ class GroupEmitter:
         return inst.enter(self.loops[level].dim, offset, extent)
 
     def before(self, level: int, inst: Instance) -> None:
-        from .reduce_acc import start_accumulator
-
         for op in self.accumulating:
             if self.levels[op.result] == level:
                 self.ctx.at_op(op)
@@ -147,8 +119,6 @@ class GroupEmitter:
         self._emit_items(level, inst)
 
     def after(self, level: int, inst: Instance) -> None:
-        from .reduce_acc import finish_accumulator
-
         for op in self.accumulating:
             if self.levels[op.result] == level:
                 self.ctx.at_op(op)
@@ -190,8 +160,6 @@ class GroupEmitter:
             self.const_cols[key] = None  # filled at level 0
 
     def _emit_items(self, level: int, inst: Instance) -> None:
-        from .reduce_acc import combine_accumulator
-
         if level == 0:
             self.ctx.at("constant columns")
             for value, dtype_name in list(self.const_cols):
@@ -205,8 +173,6 @@ class GroupEmitter:
                     continue
                 self.ctx.at(f"load {self.ctx.name(u)}")
                 self._load(u, inst)
-        from .tile_ops import emit_op
-
         for op in self.g.ops:
             if op in self.combine_level:
                 if self.combine_level[op] == level:
@@ -224,86 +190,6 @@ class GroupEmitter:
                 self.ctx.at(f"store {self.ctx.name(v)}")
                 self._store(v, inst)
         self.ctx.at(self.label())
-
-    # ---- tiles and accesses -------------------------------------------------------------------
-    def new_tile(self, v: Value, inst: Instance, dtype=None) -> Value:
-        """Allocate the tile of ``v`` for this instance and register it."""
-        shape = (inst.rows(),) + inst.free(self.ext(v))
-        dtype = dtype or self.fold.narrowed.get(v.defining_op) or v.type.dtype
-        t = self.b.alloc(shape, dtype, "sbuf", name=v.name_hint or "t")
-        self.tiles[v] = t
-        return t
-
-    def _count_fixed_vector_work(self) -> None:
-        """Start the VectorE balance with the work only VectorE can do (reductions, selects),
-        so movable instructions are placed with that in view."""
-        free = math.prod(self.plan.free_shape)
-        work = 0
-        for op in self.g.ops:
-            if op in self.fold.folded or op in self.fold.act or op in self.fold.aliased:
-                continue
-            if isinstance(op, T.WhereOp):
-                work += 2 * free
-            elif isinstance(op, T.ReduceOp):
-                work += free
-        self.busy["vector"] = work / self.ctx.target.vector_clock_hz
-
-    def pick_engine(self, engines, elements: int) -> str:
-        """The least busy of ``engines`` for an instruction over ``elements`` per partition
-        (busy time = elements / clock, a simple balance between VectorE and ScalarE)."""
-        clock = self._clocks()
-        best = min(engines, key=lambda e: (self.busy.get(e, 0.0) + elements / clock[e], e))
-        self.busy[best] = self.busy.get(best, 0.0) + elements / clock[best]
-        return best
-
-    def _clocks(self) -> dict:
-        t = self.ctx.target
-        return {"vector": t.vector_clock_hz, "scalar": t.scalar_clock_hz, "gpsimd": t.gpsimd_clock_hz}
-
-    def note(self, engine: str, elements: int) -> None:
-        """Account an instruction's work to an engine (for ``pick_engine``)."""
-        clock = self._clocks()
-        if engine in clock:
-            self.busy[engine] = self.busy.get(engine, 0.0) + elements / clock[engine]
-
-    def scratch_tile(self, like: Value, inst: Instance, dtype) -> Value:
-        return self.b.alloc((inst.rows(),) + inst.free(self.ext(like)), dtype, "sbuf", name="tmp")
-
-    def access(self, v: Value, inst: Instance, out_ext=None) -> Access:
-        """Access to ``v``'s tile for this instance; F dims where ``v`` is broadcast but
-        ``out_ext`` is not are read with stride 0."""
-        t = self.tiles.get(v)
-        if t is None:
-            raise AssertionError(f"lowering bug: no tile for {v!r}")
-        ve = self.ext(v)
-        dims = [DimSlice(Affine.of(0), inst.rows(), 1)]
-        for d in self.plan.f_dims:
-            if ve[d] == 1:
-                n = inst.extents[d] if (out_ext is not None and out_ext[d] > 1) else 1
-                dims.append(DimSlice(Affine.of(0), n, 0 if n > 1 else 1))
-            else:
-                dims.append(DimSlice(Affine.of(0), inst.extents[d], 1))
-        if not self.plan.f_dims:
-            dims.append(DimSlice(Affine.of(0), 1, 1))
-        return Access(t, tuple(dims))
-
-    def tile_access(self, t: Value, inst: Instance, ext) -> Access:
-        """Access to a scratch tile shaped like a value with extents ``ext``."""
-        dims = [DimSlice(Affine.of(0), inst.rows(), 1)]
-        for d in self.plan.f_dims:
-            dims.append(DimSlice(Affine.of(0), 1 if ext[d] == 1 else inst.extents[d], 1))
-        if not self.plan.f_dims:
-            dims.append(DimSlice(Affine.of(0), 1, 1))
-        return Access(t, tuple(dims))
-
-    def const_column(self, value: float, inst: Instance) -> Access:
-        t = self.const_cols[(value, "f32")]
-        return Access(t, (DimSlice(Affine.of(0), inst.rows(), 1), DimSlice(Affine.of(0), 1, 1)))
-
-    def per_partition(self, v: Value) -> bool:
-        """True when ``v``'s tile has one element per partition."""
-        ve = self.ext(v)
-        return all(ve[d] == 1 for d in self.plan.f_dims)
 
     # ---- DMA ----------------------------------------------------------------------------------
     def _window(self, view: Value, inst: Instance) -> Access:

@@ -21,6 +21,7 @@ from ...tensor.rules import broadcast_shapes
 from .context import LowerContext
 from .homes import HbmHome
 from .instance import LoopSpec
+from .loopnest import run_loop_nest
 
 MATMUL_BANKS = 4  # PSUM banks used for one N block (the rest stay free for transposes)
 
@@ -118,8 +119,6 @@ def lower_matmul(
         if em.n_outer_pays():
             em.run_n_outer()
         else:
-            from .loopnest import run_loop_nest
-
             run_loop_nest(ctx.b, em.loops, [em])
         if staging is not None:
             ctx.b.dma_copy(dst=Access.whole(ctx.view(home)), src=Access.whole(ctx.view(staging)))

@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from ...ir.op import Op
 from ...ir.value import Value
 from ...tensor import ops as T
+from .group_emit import GroupEmitter
 from .groups import FusionGroup
 from .instance import LoopSpec, loops_of
 from .loopnest import loop_signature, run_loop_nest
+from .matmul import lower_matmul
 from .plan import GroupPlan
 
 
@@ -128,9 +130,6 @@ class RowPipeline:
 
 def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local) -> None:
     """Emit the members in one shared loop nest (see module docstring)."""
-    from .group_emit import GroupEmitter
-    from .matmul import lower_matmul
-
     tiles: dict = {}
     participants = []
     for m in pipe.members:

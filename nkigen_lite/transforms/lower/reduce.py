@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from ...ir.errors import BuildError
 from ...ir.op import Op
-from .group_emit import GroupEmitter
+from .frame import TileFrame
 from .groups import domain_axes
 from .tile_common import REDUCE_ALU
 
 
-def reduce(em: GroupEmitter, op: Op, inst) -> None:
+def reduce(em: TileFrame, op: Op, inst) -> None:
     kind = op.attrs["kind"]
     alu = REDUCE_ALU.get(kind)
     if alu is None:

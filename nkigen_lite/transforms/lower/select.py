@@ -22,13 +22,13 @@ import numpy as np
 from ...ir.op import Op
 from ...nki.types import Access
 from ...nki.verify_ops import SELECT_ON_TRUE_EXCLUDED, SELECT_PREDICATE_DTYPES
-from .group_emit import GroupEmitter
+from .frame import TileFrame
 from .tile_common import Imm, arg, scratch
 
 BITMASK_DTYPES = ("i32", "u32")
 
 
-def predicate_tile(em: GroupEmitter, v, inst, c: Access) -> Access:
+def predicate_tile(em: TileFrame, v, inst, c: Access) -> Access:
     """``c`` as a documented select predicate (a uint8 copy of a bool tile)."""
     if c.dtype.name in SELECT_PREDICATE_DTYPES:
         return c
@@ -37,7 +37,7 @@ def predicate_tile(em: GroupEmitter, v, inst, c: Access) -> Access:
     return p
 
 
-def _on_true_tile(em: GroupEmitter, v, inst, a: Access) -> Access:
+def _on_true_tile(em: TileFrame, v, inst, a: Access) -> Access:
     if a.dtype.name not in SELECT_ON_TRUE_EXCLUDED:
         return a
     t = scratch(em, v, inst, "f32")
@@ -51,7 +51,7 @@ def _is_column_of(col: Access, dst: Access) -> bool:
     )
 
 
-def select_into(em: GroupEmitter, v, inst, dst: Access, pred: Access, on_true: Access, on_false) -> None:
+def select_into(em: TileFrame, v, inst, dst: Access, pred: Access, on_true: Access, on_false) -> None:
     """dst = pred ? on_true : on_false for a float / narrow-integer ``dst``; ``pred`` is a
     documented predicate tile, ``on_false`` an Imm, a (P, 1) column or a full tile access."""
     on_true = _on_true_tile(em, v, inst, on_true)
@@ -80,7 +80,7 @@ def _bits(x: Imm, v) -> int:
     return int(np.array(x.value).astype(v.type.dtype.np_dtype).view(np.int32))
 
 
-def _in_dtype(em: GroupEmitter, v, inst, x):
+def _in_dtype(em: TileFrame, v, inst, x):
     if isinstance(x, Imm) or x.dtype is v.type.dtype:
         return x
     t = scratch(em, v, inst, v.type.dtype)
@@ -88,7 +88,7 @@ def _in_dtype(em: GroupEmitter, v, inst, x):
     return t
 
 
-def _bitmask_where(em: GroupEmitter, v, inst, dst: Access, c: Access, a, f) -> None:
+def _bitmask_where(em: TileFrame, v, inst, dst: Access, c: Access, a, f) -> None:
     """dst = f ^ ((a ^ f) & m) with m = -c: exact for every int32 / uint32 value."""
     b = em.b
     m = scratch(em, v, inst, "i32")
@@ -111,7 +111,7 @@ def _bitmask_where(em: GroupEmitter, v, inst, dst: Access, c: Access, a, f) -> N
         b.tensor_tensor(dst=dst, data1=y, data2=f, op="bitwise_xor")
 
 
-def lower_where(em: GroupEmitter, op: Op, inst) -> None:
+def lower_where(em: TileFrame, op: Op, inst) -> None:
     """tensor.where on tiles (see the module docstring)."""
     v = op.result
     ve = em.ext(v)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from ...ir.errors import BuildError
 from ...ir.op import Op
-from .group_emit import GroupEmitter, immediate_of
+from .frame import TileFrame, immediate_of
 
 
-def iota(em: GroupEmitter, op: Op, inst) -> None:
+def iota(em: TileFrame, op: Op, inst) -> None:
     v = op.result
     plan = em.plan
     ax = op.attrs["axis"] + len(plan.domain) - v.type.rank
@@ -30,6 +30,6 @@ def iota(em: GroupEmitter, op: Op, inst) -> None:
     em.b.iota(dst=dst, pattern=[[s, n] for s, n in zip(steps, free)], offset=offset, channel_multiplier=cm)
 
 
-def full(em: GroupEmitter, op: Op, inst) -> None:
+def full(em: TileFrame, op: Op, inst) -> None:
     em.new_tile(op.result, inst)
     em.b.memset(dst=em.access(op.result, inst), value=immediate_of(op.result))

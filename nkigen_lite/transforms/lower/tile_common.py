@@ -9,7 +9,7 @@ from ...ir.op import Op
 from ...ir.value import Value
 from ...nki.types import Access
 from ...tensor import ops as T
-from .group_emit import GroupEmitter, immediate_of
+from .frame import TileFrame, immediate_of
 
 ACT_FUNC = {
     T.ExpOp: "exp",
@@ -67,7 +67,7 @@ class Imm:
     value: float | int
 
 
-def arg(em: GroupEmitter, u: Value, inst, out_ext) -> Imm | Access:
+def arg(em: TileFrame, u: Value, inst, out_ext) -> Imm | Access:
     k = immediate_of(u)
     if k is not None:
         return Imm(k)
@@ -89,7 +89,7 @@ def scratch(em, v, inst, dtype="f32") -> Access:
     return em.tile_access(em.scratch_tile(v, inst, dtype), inst, em.ext(v))
 
 
-def fp32_column(em: GroupEmitter, v: Value, inst) -> Access:
+def fp32_column(em: TileFrame, v: Value, inst) -> Access:
     """``v``'s per-partition column as fp32 (activation scale / bias operands must be fp32)."""
     acc = em.access(v, inst)
     if em.tiles[v].type.dtype.name == "f32":

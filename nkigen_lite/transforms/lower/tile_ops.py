@@ -7,10 +7,10 @@ from ...ir.errors import BuildError
 from ...ir.op import Op
 from ...tensor import ops as T
 from . import elementwise, reduce, select, sources
-from .group_emit import GroupEmitter
+from .frame import TileFrame
 
 
-def emit_op(em: GroupEmitter, op: Op, inst) -> None:
+def emit_op(em: TileFrame, op: Op, inst) -> None:
     """Emit the instruction(s) computing ``op`` for one loop-nest instance."""
     if op in em.fold.act:
         return elementwise.activation(em, op, inst)
