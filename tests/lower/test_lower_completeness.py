@@ -16,7 +16,7 @@ _b = nk.Builder("probe")
 CASES = sorted(_one_of_each(_b))
 WHERE = (
     "nkigen_lite/transforms/lower/ (elementwise ops: the ACT_FUNC / ALU tables in tile_common.py; "
-    "other ops: a rule dispatched from driver.py's _lower_op)"
+    "other ops: an @tile_rule or @item_rule from rules.py)"
 )
 
 

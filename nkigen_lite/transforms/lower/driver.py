@@ -30,7 +30,8 @@ from .matmul import lower_matmul
 from .pipeline import RowPipeline, emit_pipeline, group_member, matmul_member
 from .plan import RowTooWide, fold_rows, is_row_local, make_plan
 from .remat import rematerialize
-from .views import VIEW_OPS, copy_home, is_layout_convert, lower_concat, lower_view, plan_concats
+from .rules import ITEM_RULES, item_rule, rule_for
+from .views import VIEW_OPS, copy_home, is_layout_convert, plan_concats
 
 
 def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
@@ -303,31 +304,39 @@ def _broadcast_dims(g: FusionGroup) -> set[int]:
 
 
 def _lower_op(ctx: LowerContext, op: Op) -> None:
-    v = op.result if op.results else None
+    """Lower an op outside fusion groups by its rule in ``ITEM_RULES``."""
     ctx.at_op(op)
-    if isinstance(op, (T.ConstantOp,)):
-        return
-    if isinstance(op, T.FullOp):
-        if v.type.size and any(not _consumed_as_immediate(u.op) for u in v.uses):  # into HBM
-            g = FusionGroup(-1, v.type.shape, [op])
-            plan = make_plan(
-                g,
-                None,
-                partitions=ctx.partitions,
-                sbuf_budget=ctx.target.sbuf_bytes_per_partition // 2,
-                itemsize_sum=4,
-            )
-            GroupEmitter(ctx, g, [v], plan).run()
-        return
-    if isinstance(op, T.MatmulOp):
-        return lower_matmul(ctx, op)
-    if isinstance(op, VIEW_OPS) or is_layout_convert(op):
-        return lower_view(ctx, op)
-    if isinstance(op, T.ConcatOp):
-        return lower_concat(ctx, op)
+    rule = rule_for(ITEM_RULES, type(op))
+    if rule is not None:
+        return rule(ctx, op)
     if isinstance(op, T.ReduceOp) and not op.attrs["keepdims"]:
         raise BuildError(f"lowering: {op.name} with keepdims=False is rewritten by decompose first")
     raise BuildError(f"lowering: no NKI lowering for {op.name} outside a fusion group")
+
+
+@item_rule(T.ConstantOp)
+def _lower_constant(_ctx: LowerContext, _op: Op) -> None:
+    """Nothing to emit: a dense constant is an extra kernel input (made by ``lower_to_nki``)."""
+
+
+@item_rule(T.FullOp)
+def _lower_full(ctx: LowerContext, op: Op) -> None:
+    """A uniform constant: an immediate of the instructions that use it, or (when some user
+    reads it from HBM) written to HBM by a one-op fusion group."""
+    v = op.result
+    if v.type.size and any(not _consumed_as_immediate(u.op) for u in v.uses):  # into HBM
+        g = FusionGroup(-1, v.type.shape, [op])
+        plan = make_plan(
+            g,
+            None,
+            partitions=ctx.partitions,
+            sbuf_budget=ctx.target.sbuf_bytes_per_partition // 2,
+            itemsize_sum=4,
+        )
+        GroupEmitter(ctx, g, [v], plan).run()
+
+
+item_rule(T.MatmulOp)(lower_matmul)
 
 
 def _consumed_as_immediate(user: Op) -> bool:

@@ -13,6 +13,7 @@ from ...nki.types import Access, DimSlice
 from ...tensor import ops as T
 from .fold import ActSpec
 from .frame import TileFrame
+from .rules import tile_rule
 from .select import select_into
 from .tile_common import ALU, FLOAT_EXACT_LIMIT, Imm, arg, default_engine, fp32_column, scratch
 
@@ -86,6 +87,7 @@ def _narrow_int(v: Value) -> bool:
     return v.type.dtype.is_int and v.type.dtype.itemsize < 4
 
 
+@tile_rule(T.BinaryOp)
 def binary(em: TileFrame, op: Op, inst) -> None:
     v = op.result
     ve = em.ext(v)
@@ -167,6 +169,7 @@ def _floor_like(em: TileFrame, x: Access, v: Value, inst, dst: Access, ceil: boo
     select_into(em, v, inst, dst, small, adj, x)
 
 
+@tile_rule(T.UnaryOp)
 def unary(em: TileFrame, op: Op, inst) -> None:
     v = op.result
     x = em.access(op.operand(0), inst, em.ext(v))
@@ -210,6 +213,7 @@ def unary(em: TileFrame, op: Op, inst) -> None:
     )
 
 
+@tile_rule(T.CastOp)
 def cast(em: TileFrame, op: Op, inst) -> None:
     v = op.result
     if op in em.fold.aliased:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from ...ir.errors import BuildError
 from ...ir.op import Op
+from ...tensor import ops as T
 from .frame import TileFrame
 from .groups import domain_axes
+from .rules import tile_rule
 from .tile_common import REDUCE_ALU
 
 
+@tile_rule(T.ReduceOp)
 def reduce(em: TileFrame, op: Op, inst) -> None:
     kind = op.attrs["kind"]
     alu = REDUCE_ALU.get(kind)

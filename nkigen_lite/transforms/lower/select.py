@@ -22,7 +22,9 @@ import numpy as np
 from ...ir.op import Op
 from ...nki.types import Access
 from ...nki.verify_ops import SELECT_ON_TRUE_EXCLUDED, SELECT_PREDICATE_DTYPES
+from ...tensor import ops as T
 from .frame import TileFrame
+from .rules import tile_rule
 from .tile_common import Imm, arg, scratch
 
 BITMASK_DTYPES = ("i32", "u32")
@@ -111,6 +113,7 @@ def _bitmask_where(em: TileFrame, v, inst, dst: Access, c: Access, a, f) -> None
         b.tensor_tensor(dst=dst, data1=y, data2=f, op="bitwise_xor")
 
 
+@tile_rule(T.WhereOp)
 def lower_where(em: TileFrame, op: Op, inst) -> None:
     """tensor.where on tiles (see the module docstring)."""
     v = op.result

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from ...ir.errors import BuildError
 from ...ir.op import Op
+from ...tensor import ops as T
 from .frame import TileFrame, immediate_of
+from .rules import tile_rule
 
 
+@tile_rule(T.IotaOp)
 def iota(em: TileFrame, op: Op, inst) -> None:
     v = op.result
     plan = em.plan
@@ -30,6 +33,7 @@ def iota(em: TileFrame, op: Op, inst) -> None:
     em.b.iota(dst=dst, pattern=[[s, n] for s, n in zip(steps, free)], offset=offset, channel_multiplier=cm)
 
 
+@tile_rule(T.FullOp)
 def full(em: TileFrame, op: Op, inst) -> None:
     em.new_tile(op.result, inst)
     em.b.memset(dst=em.access(op.result, inst), value=immediate_of(op.result))

@@ -14,6 +14,7 @@ from ...tensor import ops as T
 from ..layout.ops import LayoutConvertOp
 from .context import LowerContext
 from .homes import HbmHome
+from .rules import item_rule
 
 VIEW_OPS = (T.ReshapeOp, T.TransposeOp, T.BroadcastToOp, T.SliceOp)
 
@@ -48,6 +49,7 @@ def plan_concats(ctx: LowerContext, graph: Graph, producers: set[Value], outputs
             start += n
 
 
+@item_rule(T.ConcatOp)
 def lower_concat(ctx: LowerContext, op: T.ConcatOp) -> None:
     """Copy the operands not already stored in place into their slice of the result."""
     h = ctx.home_for_store(op.result)
@@ -60,6 +62,7 @@ def lower_concat(ctx: LowerContext, op: T.ConcatOp) -> None:
         start += n
 
 
+@item_rule(*VIEW_OPS, LayoutConvertOp)
 def lower_view(ctx: LowerContext, op: Op) -> None:
     src = ctx.home(op.operand(0))
     v = op.result
