@@ -150,6 +150,7 @@ def _load(path: str, key: str, target):
     from .compiler import Kernel
     from .ir.dtypes import get_dtype
     from .ir.parser import parse
+    from .kernel_io import KernelIO
     from .nki.verify import verify
     from .tensor.types import TensorType
 
@@ -179,4 +180,5 @@ def _load(path: str, key: str, target):
         timings=meta["timings"],
         empty_outputs=types(meta["empty_outputs"]),
         input_types=types(meta["input_types"]),
+        io=KernelIO.of_graph(parse(meta["stage_ir"]["input"])),
     )

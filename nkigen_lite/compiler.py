@@ -21,6 +21,7 @@ from .ir.errors import BuildError, InterpretError, VerifyError
 from .ir.graph import Graph
 from .ir.parser import parse
 from .ir.passes import PassContext, Pipeline, get_pass
+from .kernel_io import KernelIO
 from .nki.interpret import run as nki_run
 from .nki.target import TRN2, Target
 from .nki.verify import verify as nki_verify
@@ -48,6 +49,7 @@ class Kernel:
     layout: object = None
     empty_outputs: dict = field(default_factory=dict)
     input_types: dict = field(default_factory=dict)  # input name -> TensorType (the signature)
+    io: KernelIO | None = None  # inputs, outputs and aliases under the graph's names
     _stats: KernelStats | None = field(default=None, repr=False)
     _source: Graph | None = field(default=None, repr=False)
     _knobs: dict = field(default_factory=dict, repr=False)
@@ -279,6 +281,7 @@ def compile(
         layout=ctx.get(LayoutAnalysis),
         empty_outputs=(ctx.get(KernelExtras) or KernelExtras()).empty_outputs,
         input_types={n: v.type for n, v in zip(graph.input_names, graph.inputs)},
+        io=KernelIO.of_graph(graph),
         _source=source,
         _knobs=knobs,
     )

@@ -94,6 +94,7 @@ class JitFunction:
         self.backend, self.knobs, self.target = backend, dict(knobs or {}), target
         self.cache, self.verbose = cache, verbose
         self._kernels: dict[tuple, Kernel] = {}
+        self._mutation_outputs: dict[int, tuple] = {}  # id(kernel) -> outputs added by mutation
         self.counts = {"traces": 0, "compiles": 0, "disk_hits": 0, "memory_hits": 0}
 
     def __repr__(self) -> str:
@@ -103,7 +104,7 @@ class JitFunction:
         )
 
     def __call__(self, *args, **kwargs):
-        kernel, arrays = self._kernel(args, kwargs)
+        kernel, arrays, originals = self._kernel(args, kwargs)
         inputs = dict(zip(kernel.input_names, arrays))
         if self.backend == "interpreter":
             out = kernel.run(inputs)
@@ -113,14 +114,22 @@ class JitFunction:
             out = simulate(kernel, inputs)
         else:
             out = _run_on_device(kernel, inputs)
-        return pack_outputs(out)
+        return pack_outputs(self._write_back(kernel, out, dict(zip(kernel.input_names, originals))))
+
+    def _write_back(self, kernel: Kernel, out: dict, originals: dict) -> dict:
+        """NumPy semantics for arguments the function updated in place: the updated contents go
+        back into the caller's arrays; outputs that exist only for that are not returned."""
+        for o, i in kernel.io.aliases.items() if kernel.io is not None else ():
+            np.copyto(originals[i], out[o], casting="unsafe")
+        added = self._mutation_outputs.get(id(kernel), ())
+        return {n: a for n, a in out.items() if n not in added}
 
     def kernel(self, *args, **kwargs) -> Kernel:
         """The compiled Kernel for these arguments (compiling it if needed), without running."""
         return self._kernel(args, kwargs)[0]
 
     # ---- internals ---------------------------------------------------------------------------
-    def _kernel(self, args, kwargs) -> tuple[Kernel, list[np.ndarray]]:
+    def _kernel(self, args, kwargs) -> tuple[Kernel, list[np.ndarray], list[np.ndarray]]:
         try:
             bound = self.traced.signature.bind(*args, **kwargs)
         except TypeError as e:
@@ -133,7 +142,8 @@ class JitFunction:
         else:
             kernel = self._compile(args, kwargs)
             self._kernels[key] = kernel
-        return kernel, [self._as_input(kernel, n, a) for n, a in zip(kernel.input_names, arrays)]
+        inputs = [self._as_input(kernel, n, a) for n, a in zip(kernel.input_names, arrays)]
+        return kernel, inputs, arrays
 
     def _walk(self, pname, val, arrays):
         """A hashable signature of one argument; collects its arrays in trace order."""
@@ -151,15 +161,15 @@ class JitFunction:
         graph = self.traced.trace_with(args, kwargs, warn_constants=False)
         directory = _cache.cache_dir() if self.cache else None
         key = _cache.cache_key(str(graph), self.target.name, self.knobs) if directory else None
-        if directory:
-            k = _cache.load(directory, key, self.target)
-            if k is not None:
-                self.counts["disk_hits"] += 1
-                return k
-        self.counts["compiles"] += 1
-        k = nk_compile(graph, target=self.target, knobs=self.knobs, verbose=self.verbose)
-        if directory:
-            _cache.store(directory, key, k)
+        k = _cache.load(directory, key, self.target) if directory else None
+        if k is not None:
+            self.counts["disk_hits"] += 1
+        else:
+            self.counts["compiles"] += 1
+            k = nk_compile(graph, target=self.target, knobs=self.knobs, verbose=self.verbose)
+            if directory:
+                _cache.store(directory, key, k)
+        self._mutation_outputs[id(k)] = getattr(graph, "mutation_outputs", ())
         return k
 
     @staticmethod

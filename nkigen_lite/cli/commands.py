@@ -129,6 +129,10 @@ def cmd_compile(args) -> int:
         artifact = k.nki_source()
     elif emit == "stats":
         artifact = k.stats().summary() + "\n" + k.estimate().summary() + "\n"
+    elif emit == "io":
+        import json
+
+        artifact = json.dumps(k.io.to_dict(), indent=1) + "\n"
     else:
         artifact = k.ir(stage)
     write_output(artifact, args.output)
@@ -137,8 +141,7 @@ def cmd_compile(args) -> int:
     _timings(args, k.timings)
     if args.output and args.output != "-" and not args.quiet:
         print(
-            f"nkigen-lite: wrote {args.output} ({emit}, kernel {k.name}: "
-            f"{len(k.input_names)} inputs, {len(k.output_names)} outputs)",
+            f"nkigen-lite: wrote {args.output} ({emit}, kernel {k.name}{k.io})",
             file=sys.stderr,
         )
     return 0

@@ -66,9 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--emit",
         nargs="?",
         const="nki",
-        choices=("nki", "ir", "stats"),
+        choices=("nki", "ir", "stats", "io"),
         help="what to write: nki (the @nki.jit module; the default of a bare --emit), "
-        "ir (IR at --stage; the default without --emit), stats",
+        "ir (IR at --stage; the default without --emit), stats, io (Kernel.io as JSON: "
+        "inputs, outputs, aliases)",
     )
     c.add_argument("--stage", default="nki", help=f"IR stage for --emit ir: {STAGES_HELP}")
     c.add_argument("-o", "--output", help="write the artifact here instead of stdout")

@@ -16,8 +16,9 @@ docs/extending.md):
 - ``empty_results``: outputs with a zero-size dimension, which the kernel does not produce (the
   caller makes them); ``outputs``: every graph output name in graph order.
 - ``aliases``: ``[{"result": i, "operand": j}]`` for results written in place of an operand
-  (none today: every result is a new shared-HBM tensor); ``grid``: the SPMD launch grid (``[]``:
-  one program instance); ``has_collectives``: false.
+  (``Kernel.io.aliases``: the kernel updates operand j and returns it as result i); ``io``:
+  ``Kernel.io.to_dict()`` (inputs, outputs and aliases under the graph's names); ``grid``: the
+  SPMD launch grid (``[]``: one program instance); ``has_collectives``: false.
 - ``source``: the emitted ``@nki.jit`` module text; ``source_sha256``: its SHA-256.
 
 The description holds only strings, ints, bools and lists, so ``dumps`` gives the same bytes
@@ -77,12 +78,18 @@ def describe(kernel) -> dict:
         "results": results,
         "empty_results": empty,
         "outputs": list(kernel.output_names),
-        "aliases": [],
+        "aliases": _aliases(g),
+        "io": kernel.io.to_dict() if kernel.io is not None else None,
         "grid": [],
         "has_collectives": False,
         "source": source,
         "source_sha256": hashlib.sha256(source.encode("utf-8")).hexdigest(),
     }
+
+
+def _aliases(g) -> list[dict]:
+    outs, ins = list(g.outputs), list(g.input_names)
+    return [{"result": outs.index(o), "operand": ins.index(i)} for o, i in g.aliases.items()]
 
 
 def dumps(description: dict) -> str:

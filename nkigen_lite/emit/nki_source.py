@@ -222,6 +222,15 @@ class SourceEmitter:
             "",
             f"{self.func_name}({', '.join(params)}) -> {', '.join(outs)}: HBM tensors in, "
             "new shared-HBM tensors out.",
+        ]
+        aliases = {o: self.name(g.input(i)) for o, i in g.aliases.items()}
+        if aliases:
+            updated = ", ".join(f"{o} is {p}" for o, p in aliases.items())
+            lines += [
+                f"In place: {updated} (the kernel writes that argument and returns it; a framework",
+                "declares it mutated, e.g. torch's mutates_args).",
+            ]
+        lines += [
             '"""',
             "",
         ]
@@ -233,6 +242,8 @@ class SourceEmitter:
         lines += ["import nki", "import nki.isa as nisa", "import nki.language as nl", ""]
         lines.append(f"INPUT_NAMES = {tuple(self.graph_input_names)!r}")
         lines.append(f"OUTPUT_NAMES = {tuple(g.outputs)!r}")
+        if aliases:
+            lines.append(f"ALIASES = {aliases!r}  # output name -> the kernel argument it updates in place")
         lines.append("INPUT_SPECS = {")
         for v in g.inputs:
             t = v.type

@@ -130,11 +130,13 @@ class Region:
 
 
 class ReturnOp(Op):
-    """Terminator of a graph: names the graph outputs (``return y = %5, z = %6``)."""
+    """Terminator of a graph: names the graph outputs (``return y = %5, z = %6``). An output
+    may alias an input (``return cache_out = %c (aliases cache)``): the kernel writes that
+    input's buffer in place; ``aliases`` holds, per output, the input name or ``""``."""
 
     name = "return"
     traits = frozenset({Terminator})
-    attr_spec = (Attr("names", TupleOf(STR)),)
+    attr_spec = (Attr("names", TupleOf(STR)), Attr("aliases", TupleOf(STR), ()))
 
     @classmethod
     def infer(cls, operand_types, attrs):
@@ -153,21 +155,43 @@ class ReturnOp(Op):
         for n in names:
             if not _IDENT.match(n):
                 raise BuildError(f"return: output name {n!r} is not an identifier")
+        aliases = self.attrs["aliases"]
+        if aliases and len(aliases) != len(names):
+            raise BuildError("return: number of aliases and outputs differ")
+
+    @property
+    def alias_map(self) -> dict[str, str]:
+        """Output name -> the input name it aliases (only aliased outputs)."""
+        return {n: a for n, a in zip(self.attrs["names"], self.attrs.get("aliases", ())) if a}
 
     def format_body(self, p) -> str:
-        return ", ".join(f"{n} = {p.name(v)}" for n, v in zip(self.attrs["names"], self.operands))
+        aliases = self.attrs["aliases"] or ("",) * self.num_operands
+        return ", ".join(
+            f"{n} = {p.name(v)}" + (f" (aliases {a})" if a else "")
+            for n, v, a in zip(self.attrs["names"], self.operands, aliases)
+        )
 
     @classmethod
     def parse_body(cls, ps):
-        operands, names = [], []
+        operands, names, aliases = [], [], []
         if not ps.at_line_end():
             while True:
                 names.append(ps.expect_ident())
                 ps.expect("=")
                 operands.append(ps.parse_value_ref())
+                if ps.accept("("):
+                    if ps.expect_ident() != "aliases":
+                        raise ps.error("expected 'aliases <input name>' after '('")
+                    aliases.append(ps.expect_ident())
+                    ps.expect(")")
+                else:
+                    aliases.append("")
                 if not ps.accept(","):
                     break
-        return operands, {"names": tuple(names)}
+        attrs = {"names": tuple(names)}
+        if any(aliases):
+            attrs["aliases"] = tuple(aliases)
+        return operands, attrs
 
 
 class Graph:
@@ -213,17 +237,33 @@ class Graph:
             return {}
         return dict(zip(ret.attrs["names"], ret.operands))
 
-    def set_outputs(self, outputs: dict[str, Value]) -> None:
-        """Replace the graph's outputs (creates or rewrites the return op)."""
+    @property
+    def aliases(self) -> dict[str, str]:
+        """Output name -> the input name whose buffer it updates in place (IO aliasing)."""
+        ret = self.return_op
+        return ret.alias_map if ret is not None else {}
+
+    def set_outputs(self, outputs: dict[str, Value], aliases: dict[str, str] | None = None) -> None:
+        """Replace the graph's outputs (creates or rewrites the return op). ``aliases`` maps
+        output names to the input names they update in place; None keeps the current aliases
+        of the outputs that keep their names."""
         for name, v in outputs.items():
             if not isinstance(name, str) or not _IDENT.match(name):
                 raise BuildError(f"output name {name!r} is not an identifier")
             if not isinstance(v, Value):
                 raise BuildError(f"output {name!r} is not an IR Value: {v!r}")
+        if aliases is None:
+            aliases = {n: a for n, a in self.aliases.items() if n in outputs}
+        from .aliases import check_alias_names
+
+        check_alias_names(self, outputs, aliases)
         old = self.return_op
         if old is not None:
             old.erase()
-        self.body.append(ReturnOp(list(outputs.values()), {"names": tuple(outputs)}))
+        attrs = {"names": tuple(outputs)}
+        if aliases:
+            attrs["aliases"] = tuple(aliases.get(n, "") for n in outputs)
+        self.body.append(ReturnOp(list(outputs.values()), attrs))
 
     # ---- traversal ---------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Op]:

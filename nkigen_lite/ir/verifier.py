@@ -56,6 +56,14 @@ class _Verifier:
                         f"use-list of {self.printer.name(v)} names a {use.op.name} op that is "
                         "not in the graph"
                     )
+        if ret.attrs["aliases"]:
+            from .aliases import check_alias_names
+            from .errors import BuildError
+
+            try:
+                check_alias_names(g, g.outputs, ret.alias_map)
+            except BuildError as e:
+                raise self.fail(str(e), ret) from None
 
     def check_use_entry(self, v: Value, use, op: Op | None = None) -> None:
         """A use-list entry must be a Use naming an Op and an integer operand index."""

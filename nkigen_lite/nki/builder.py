@@ -50,12 +50,13 @@ class Builder:
         v._builder = self
         return v
 
-    def set_outputs(self, outputs: dict[str, Value]) -> None:
+    def set_outputs(self, outputs: dict[str, Value], aliases: dict[str, str] | None = None) -> None:
         """Name the kernel outputs (HBM tensors made by ``alloc(..., "hbm")``); none for a kernel
-        whose graph outputs are all empty (it computes nothing)."""
+        whose graph outputs are all empty (it computes nothing). An output aliasing an input
+        (``aliases={"cache_out": "cache"}``) is that kernel input, written in place."""
         if not isinstance(outputs, dict):
             raise BuildError("set_outputs takes a dict {name: Value}")
-        self.graph.set_outputs(dict(outputs))
+        self.graph.set_outputs(dict(outputs), dict(aliases or {}))
 
     # ---- plumbing ------------------------------------------------------------------------------
     def _append(self, op: Op) -> Op:

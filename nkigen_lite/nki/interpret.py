@@ -273,11 +273,12 @@ def run(
     arrays = check_inputs(graph, inputs)
     it = NkiInterpreter(graph, target)
     args = []
+    aliased = set(graph.aliases.values())  # updated in place; the caller's arrays are copied
     for name, v in zip(graph.input_names, graph.inputs):
         buf = Buffer(v.type.shape, v.type.dtype, MemorySpace.HBM, "%" + name)
         buf.data[...] = arrays[name]
         buf.written[...] = True
-        buf.read_only = True
+        buf.read_only = name not in aliased
         args.append(buf)
     ret = graph.return_op
     if ret is None:

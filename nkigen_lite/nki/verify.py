@@ -10,6 +10,7 @@ HBM allocations. Errors are ``VerifyError`` naming the rule, the numbers and the
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..ir.errors import VerifyError
@@ -270,12 +271,31 @@ class VerifyContext:
                 root = a.tensor
                 if isinstance(root.defining_op, ops.HbmViewOp):
                     root = root.defining_op.operand(0)
-                if root.owner is self.graph.body:
-                    raise self.fail(op, f"{name} writes kernel input {self.name(root)}; inputs are read-only")
+                if root.owner is self.graph.body and root not in self.aliased_inputs:
+                    raise self.fail(
+                        op,
+                        f"{name} writes kernel input {self.name(root)}; inputs are read-only "
+                        "unless an output aliases them",
+                    )
+
+    @functools.cached_property
+    def aliased_inputs(self) -> set:
+        """Kernel inputs that an output updates in place (writable)."""
+        g = self.graph
+        return {g.input(n) for n in g.aliases.values()}
 
     def outputs(self, op: ReturnOp) -> None:
         seen = set()
+        aliases = op.alias_map
         for name, v in zip(op.attrs["names"], op.operands):
+            if name in aliases:
+                if v is not self.graph.input(aliases[name]):
+                    raise self.fail(
+                        op,
+                        f"output {name} aliases input {aliases[name]}, so it must be that kernel "
+                        f"input (written in place), not {self.name(v)}",
+                    )
+                continue
             if not (isinstance(v.defining_op, ops.AllocOp) and isinstance(v.type, HbmType)):
                 raise self.fail(op, f"output {name} = {self.name(v)} must be an HBM tensor made by nki.alloc")
             if v in seen:

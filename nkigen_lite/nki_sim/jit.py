@@ -58,8 +58,10 @@ def simulate(kernel):
     return jit(kernel)
 
 
-def run_kernel(func, args: tuple, kwargs: dict) -> tuple[object, SimStats]:
-    """Call a kernel function with NumPy inputs; return (outputs as NumPy arrays, statistics)."""
+def run_kernel(func, args: tuple, kwargs: dict, writable=()) -> tuple[object, SimStats]:
+    """Call a kernel function with NumPy inputs; return (outputs as NumPy arrays, statistics).
+    Parameters named in ``writable`` are updated in place (the caller's arrays are copied) and
+    may be returned as outputs (IO aliasing); every other input is read-only."""
     name = getattr(func, "__name__", "kernel")
     try:
         bound = inspect.signature(func).bind(*args, **kwargs)
@@ -72,6 +74,8 @@ def run_kernel(func, args: tuple, kwargs: dict) -> tuple[object, SimStats]:
             bound.arguments[pname] = _to_kernel_arg(
                 value, pname, f"kernel input {name}({pname})", run, inputs
             )
+            if pname in writable and isinstance(value, np.ndarray):
+                inputs[-1].read_only = False
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) are the data, not warnings
             result = func(*bound.args, **bound.kwargs)
         outputs = _collect_outputs(result, name, inputs)
@@ -108,8 +112,11 @@ def _output_array(t, where: str, inputs: list) -> np.ndarray:
     st = t.storage
     if st.buffer is not shared_hbm:
         raise NkiSimError(f"{where}: {st.label()} must be allocated in nl.shared_hbm [MIG]")
-    if any(st is s for s in inputs):
-        raise NkiSimError(f"{where}: returns kernel input {st.label()}; outputs must be new tensors")
+    if any(st is s for s in inputs) and st.read_only:
+        raise NkiSimError(
+            f"{where}: returns kernel input {st.label()}; outputs must be new tensors "
+            "(or inputs the module's ALIASES names as updated in place)"
+        )
     if t.offset != 0 or t.shape != st.shape or t.strides != compact_strides(st.shape):
         raise NkiSimError(f"{where}: returns a view {t.describe()}; return the whole tensor")
     return np.array(t.read(where)).reshape(st.shape)

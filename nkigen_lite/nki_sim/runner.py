@@ -2,7 +2,9 @@
 
 Module contract: exactly one ``@nki.jit`` kernel; a module-level ``OUTPUT_NAMES`` tuple naming
 its outputs in return order (one output: the kernel returns one tensor; several: a tuple);
-optionally ``INPUT_SPECS = {"x": ((256, 512), "float32"), ...}`` to check inputs before running.
+optionally ``INPUT_SPECS = {"x": ((256, 512), "float32"), ...}`` to check inputs before running,
+and ``ALIASES = {"cache_out": "cache"}`` naming the arguments the kernel updates in place and
+returns (the caller's arrays are not modified).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def simulate_detailed(kernel_source, inputs: dict[str, np.ndarray], output_names
         kernel = _find_kernel(kernel_source, namespace)
         names = _output_names(output_names, namespace)
         _check_inputs(kernel, inputs, namespace.get("INPUT_SPECS"))
-        result, stats = run_kernel(kernel.func, (), dict(inputs))
+        writable = tuple((namespace.get("ALIASES") or {}).values())  # inputs updated in place
+        result, stats = run_kernel(kernel.func, (), dict(inputs), writable)
     values = result if isinstance(result, tuple) else (result,)
     if len(values) != len(names):
         raise NkiSimError(

@@ -71,13 +71,15 @@ class Builder:
         v._builder = self
         return v
 
-    def set_outputs(self, outputs: dict[str, Value]) -> None:
-        """Name the graph outputs, e.g. ``{"y": y}``."""
+    def set_outputs(self, outputs: dict[str, Value], aliases: dict[str, str] | None = None) -> None:
+        """Name the graph outputs, e.g. ``{"y": y}``. ``aliases={"cache_out": "cache"}``
+        makes an output update an input's buffer in place (same shape and dtype; the compiled
+        kernel writes only the bytes that change when the output is an update of the input)."""
         if not isinstance(outputs, dict) or not outputs:
             raise BuildError("set_outputs takes a non-empty dict {name: Value}")
         for k, v in outputs.items():
             self._check_value(v, f"output {k!r}")
-        self.graph.set_outputs(dict(outputs))
+        self.graph.set_outputs(dict(outputs), dict(aliases or {}))
 
     # ---- plumbing ------------------------------------------------------------------------------
     def _check_value(self, v: Any, what: str) -> Value:

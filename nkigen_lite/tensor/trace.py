@@ -107,7 +107,12 @@ class TracedFunction:
             else:
                 bound.arguments[pname] = _inputs(b, names, val, pname)
         result = self.fn(*bound.args, **bound.kwargs)
-        b.set_outputs(_outputs(b, result, self.graph_name))
+        returned = _outputs(b, result, self.graph_name)
+        outputs, aliases = _mutated_arguments(b, names, returned)
+        b.set_outputs(outputs, aliases)
+        # outputs only there because an argument was updated in place (nk.jit drops them from
+        # what it returns and writes them back into the caller's arrays instead)
+        b.graph.mutation_outputs = tuple(n for n in outputs if n not in returned)
         b.graph.dce()  # values the function computed but did not return
         b.graph.verify()
         return b.graph
@@ -135,10 +140,11 @@ def _user_location() -> str | None:
 
 
 class _Names:
-    """Unique, sanitized graph input names in parameter order."""
+    """Unique, sanitized graph input names in parameter order (and the traced input arrays)."""
 
     def __init__(self):
         self.used: set[str] = set()
+        self.arrays: list[tuple[str, TracedArray]] = []  # (input name, its traced array)
 
     def take(self, raw: str) -> str:
         base = sanitize_hint(raw) or "arg"
@@ -230,7 +236,10 @@ def _inputs(b: Builder, names: _Names, x, raw_name: str):
     except BuildError as e:
         raise BuildError(f"argument {raw_name!r}: {e}") from None
     if t is not None:
-        return TracedArray(b.add_input(names.take(raw_name), t.shape, t.dtype))
+        name = names.take(raw_name)
+        arr = TracedArray(b.add_input(name, t.shape, t.dtype))
+        names.arrays.append((name, arr))
+        return arr
     if isinstance(x, TracedArray):
         raise TraceError(
             f"argument {raw_name!r} is already a traced array; call the function "
@@ -265,6 +274,31 @@ def _outputs(b: Builder, result, fname: str) -> dict:
     else:
         items = (("y", result),)
     return {k: _output_value(b, r, fname, k) for k, r in items}
+
+
+def _mutated_arguments(b: Builder, names: _Names, outputs: dict) -> tuple[dict, dict]:
+    """Outputs and aliases once the arguments the function updated in place are added: an
+    argument ``cache`` that was assigned to (``cache[:, 3] = k``) becomes an output aliasing
+    input ``cache`` — the output the function returns that value under, else ``cache_out`` —
+    so the compiled kernel writes that buffer in place (IO aliasing)."""
+    outputs, aliases = dict(outputs), {}
+    taken = set(outputs) | set(b.graph.input_names)
+    for name, arr in names.arrays:
+        v = arr.value
+        if v is b.graph.input(name):
+            continue  # not mutated
+        same = [n for n, o in outputs.items() if o is v and n not in aliases]
+        if same:
+            aliases[same[0]] = name
+            continue
+        out, k = f"{name}_out", 0
+        while out in taken:
+            k += 1
+            out = f"{name}_out{k}"
+        taken.add(out)
+        outputs[out] = v
+        aliases[out] = name
+    return outputs, aliases
 
 
 def _output_value(b: Builder, r, fname: str, name: str):

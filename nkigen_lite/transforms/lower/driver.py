@@ -25,6 +25,7 @@ from .empty import fold_empty
 from .group_emit import GroupEmitter
 from .groups import FusionGroup, form_groups, is_fusible
 from .homes import HbmHome
+from .inplace import finish_aliased_outputs, place_aliased_outputs
 from .liveness import peak_live_bytes
 from .matmul import lower_matmul
 from .pipeline import RowPipeline, emit_pipeline, group_member, matmul_member
@@ -76,6 +77,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
             )
     producers = _produced_in_kernel(graph, part)
     outputs = {n: v for n, v in graph.outputs.items() if n not in empty}
+    aliases = place_aliased_outputs(ctx, graph, outputs, producers)
     for name, v in outputs.items():
         if v in producers and v not in ctx.homes:
             ctx.at(f"output {name}")
@@ -85,7 +87,8 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
     check_tile_knobs_applied(ctx)
     final = {}
     claimed = {id(ctx.homes[i].base) for i in graph.inputs if i in ctx.homes}
-    for name, v in outputs.items():
+    for name in (n for n in outputs if n not in aliases):  # aliased ones last (after all reads)
+        v = outputs[name]
         h = ctx.home(v)
         if h.is_whole_base and h.base.name_hint == name and id(h.base) not in claimed:
             final[name] = h.base
@@ -96,7 +99,8 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
         copy_home(ctx, h, out)
         final[name] = out.base
         claimed.add(id(out.base))
-    b.set_outputs(final)
+    final.update(finish_aliased_outputs(ctx, graph, outputs, aliases))
+    b.set_outputs({n: final[n] for n in outputs}, aliases)
     b.graph.dce()  # views a lowering family prepared but did not use
     return b.graph, ctx.constants, empty
 
