@@ -50,6 +50,10 @@ def _alloc(e: SourceEmitter, op) -> None:
         buffer = "nl.shared_hbm" if v in e.outputs else "nl.hbm"
     else:
         buffer = f"nl.{t.space.value}"
+    if op.bufs > 1:
+        # each (unrolled) iteration declares its own tile; the lowering reserved room for
+        # ``bufs`` of them so the NKI compiler can place consecutive iterations apart
+        e.line(f"# {e.name(v)}: {op.bufs} rotating buffers (the next iteration's DMA overlaps this one)")
     e.call(
         f"{e.name(v)} = nl.ndarray",
         [("", repr(kernel_shape(t))), ("dtype", nl_dtype(t.dtype, e.name(v))), ("buffer", buffer)],

@@ -92,11 +92,14 @@ class Builder:
         return x
 
     # ---- memory --------------------------------------------------------------------------------
-    def alloc(self, shape: Sequence[int], dtype=float32, space="sbuf", name: str | None = None) -> Value:
-        """A fresh uninitialised tensor in ``space`` ("hbm", "sbuf" or "psum")."""
+    def alloc(
+        self, shape: Sequence[int], dtype=float32, space="sbuf", name: str | None = None, bufs: int = 1
+    ) -> Value:
+        """A fresh uninitialised tensor in ``space`` ("hbm", "sbuf" or "psum"); ``bufs`` rotating
+        buffers for a tile allocated in a loop body."""
         sp = MemorySpace.get(space)
         t = HbmType(shape, dtype) if sp is MemorySpace.HBM else TileType(shape, dtype, sp)
-        v = self._append(ops.AllocOp([], {}, [t])).result
+        v = self._append(ops.AllocOp([], {"bufs": bufs}, [t])).result
         v.name_hint = name or {"hbm": "hbm", "sbuf": "t", "psum": "ps"}[sp.value]
         return v
 

@@ -6,7 +6,10 @@ capacity accounting. Each buffer carries a written-mask: fresh memory is poisone
 an unwritten element raises, as does an output left partly unwritten. Accesses are bounds-
 checked explicitly (NumPy slicing would clamp), dealloc'd tiles cannot be touched or freed
 again, and tiles still live at the end raise. PSUM remembers which elements a matmul wrote
-last, so accumulating onto anything else raises. Compute rules: interpret_compute.py.
+last, so accumulating onto anything else raises. A tile allocated with ``bufs = k`` rotating
+buffers owns k physical buffers, reserved (capacity) while it lives; execution n of its alloc
+hands out buffer ``n mod k`` poisoned again, so a read of an element this iteration did not write
+raises even though the buffer holds iteration n - k's data. Compute rules: interpret_compute.py.
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ class NkiInterpreter(Interpreter):
         self.sbuf_used = 0
         self.psum_banks = 0
         self.live: dict[int, tuple[Buffer, ops.AllocOp]] = {}
+        self.rotation: dict[int, list] = {}  # id(alloc op) -> [its physical buffers, executions]
         self.iteration: list[tuple[str, int]] = []
 
     # ---- errors ------------------------------------------------------------------------------------
@@ -187,7 +191,8 @@ class NkiInterpreter(Interpreter):
             return Buffer(t.shape, t.dtype, MemorySpace.HBM, label)
         if t.partitions > tg.num_partitions:
             raise self.fail(op, f"tile has {t.partitions} partitions > {tg.num_partitions}")
-        bpp = t.bytes_per_partition
+        bufs = op.bufs
+        bpp = t.bytes_per_partition * bufs
         if t.space is MemorySpace.SBUF:
             if self.sbuf_used + bpp > tg.sbuf_bytes_per_partition:
                 raise self.fail(
@@ -196,26 +201,52 @@ class NkiInterpreter(Interpreter):
                 )
             self.sbuf_used += bpp
         else:
-            if bpp > tg.psum_bank_bytes:
+            if t.bytes_per_partition > tg.psum_bank_bytes:
                 raise self.fail(
-                    op, f"PSUM tile of {bpp:,} B/partition exceeds a {tg.psum_bank_bytes:,} B bank"
+                    op,
+                    f"PSUM tile of {t.bytes_per_partition:,} B/partition exceeds a "
+                    f"{tg.psum_bank_bytes:,} B bank",
                 )
-            if self.psum_banks + 1 > tg.psum_num_banks:
-                raise self.fail(op, f"PSUM exhausted: all {tg.psum_num_banks} banks are in use")
-            self.psum_banks += 1
-        buf = Buffer(t.shape, t.dtype, t.space, label)
+            if self.psum_banks + bufs > tg.psum_num_banks:
+                need = "" if bufs == 1 else f" ({bufs} rotating buffers need {bufs})"
+                raise self.fail(
+                    op, f"PSUM exhausted: {self.psum_banks} of all {tg.psum_num_banks} banks are in use{need}"
+                )
+            self.psum_banks += bufs
+        if bufs == 1:
+            buf = Buffer(t.shape, t.dtype, t.space, label)
+        else:
+            buf = self._rotate(op, label)
         self.live[id(buf)] = (buf, op)
+        return buf
+
+    def _rotate(self, op: ops.AllocOp, label: str) -> Buffer:
+        """The next of ``op``'s rotating buffers, poisoned again (its old data stays unreadable)."""
+        t = op.result.type
+        slots = self.rotation.setdefault(id(op), [[], 0])
+        n = slots[1]
+        slots[1] += 1
+        if len(slots[0]) < op.bufs:
+            slots[0].append(Buffer(t.shape, t.dtype, t.space, label))
+        buf = slots[0][n % op.bufs]
+        if buf.alive and n >= op.bufs:
+            raise self.fail(op, f"rotating buffer {n % op.bufs} of {label} is reused while still live")
+        buf.wflat[...] = False
+        if buf.mm is not None:
+            buf.mm[...] = False
+        buf.alive = True
         return buf
 
     def release(self, op, buf: Buffer) -> None:
         if not buf.alive:
             raise self.fail(op, f"{buf.label} is deallocated twice")
         buf.alive = False
-        del self.live[id(buf)]
+        _, alloc = self.live.pop(id(buf))
+        bufs = alloc.bufs
         if buf.space is MemorySpace.SBUF:
-            self.sbuf_used -= buf.data.size // buf.data.shape[0] * buf.dtype.itemsize
+            self.sbuf_used -= buf.data.size // buf.data.shape[0] * buf.dtype.itemsize * bufs
         else:
-            self.psum_banks -= 1
+            self.psum_banks -= bufs
 
 
 I = NkiInterpreter

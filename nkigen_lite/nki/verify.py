@@ -200,7 +200,10 @@ class VerifyContext:
             raise self.fail(op, f"tile has {_n(t.partitions)} partitions > {tg.num_partitions}")
         if t.rank - 1 > tg.max_free_dims:
             raise self.fail(op, f"tile has {t.rank - 1} free dims > {tg.max_free_dims}")
-        bpp = t.bytes_per_partition
+        bufs = op.bufs
+        if bufs > 1 and loop is None:
+            raise self.fail(op, f"bufs = {bufs} outside a loop: only a tile allocated in a loop body rotates")
+        bpp = t.bytes_per_partition * bufs  # every rotating buffer is reserved while the tile lives
         if t.space.value == "sbuf":
             self.sbuf += bpp
             self.peak_sbuf = max(self.peak_sbuf, self.sbuf)
@@ -209,11 +212,13 @@ class VerifyContext:
                     op, f"SBUF peak {_n(self.sbuf)} B/partition > {_n(tg.sbuf_bytes_per_partition)}"
                 )
         else:
-            if bpp > tg.psum_bank_bytes:
+            if t.bytes_per_partition > tg.psum_bank_bytes:
                 raise self.fail(
-                    op, f"PSUM tile uses {_n(bpp)} B/partition > one bank of {_n(tg.psum_bank_bytes)} B"
+                    op,
+                    f"PSUM tile uses {_n(t.bytes_per_partition)} B/partition > one bank of "
+                    f"{_n(tg.psum_bank_bytes)} B",
                 )
-            self.banks += 1
+            self.banks += bufs
             self.peak_banks = max(self.peak_banks, self.banks)
             if self.banks > tg.psum_num_banks:
                 raise self.fail(
@@ -236,10 +241,11 @@ class VerifyContext:
             )
         self.dead[v] = op
         t = v.type
+        bufs = v.defining_op.bufs
         if t.space.value == "sbuf":
-            self.sbuf -= t.bytes_per_partition
+            self.sbuf -= t.bytes_per_partition * bufs
         else:
-            self.banks -= 1
+            self.banks -= bufs
 
     def view(self, op: ops.HbmViewOp) -> None:
         root = op.operand(0)

@@ -8,9 +8,11 @@ time; an instruction starts when its engine is free and its dependencies are sat
 - **WAW**: it overwrites a buffer nobody read since the last write, after that write.
 
 Dependencies are tracked per allocation (an HBM view is its root tensor). A tile allocated in a
-loop body is one buffer reused by every iteration (the loop is single-buffered), so the load of
-iteration i+1 waits for the readers of iteration i. HBM tensors only carry RAW dependencies
-(the lowering writes disjoint windows of them), with the latest write of any window.
+loop body with ``bufs = 1`` is one buffer reused by every iteration, so the load of iteration
+i+1 waits for the readers of iteration i; with ``bufs = k`` rotating buffers, execution n of
+the alloc uses buffer ``n mod k`` and only waits for the readers of execution n - k. HBM
+tensors only carry RAW dependencies (the lowering writes disjoint windows of them), with the
+latest write of any window.
 
 A ``dma_copy`` is issued on one of the HW-DGE queues (round robin in execution order), which it
 occupies for ``dge_issue_ns``; its transfer starts ``dma_first_byte_latency_ns`` later (the
@@ -30,13 +32,13 @@ trip counts.
 from __future__ import annotations
 
 from ..ir.graph import Block, ReturnOp
-from ..nki.ops import ForiLoopOp, HbmViewOp, MatmulOp
+from ..nki.ops import AllocOp, ForiLoopOp, HbmViewOp, MatmulOp
 from ..nki.target import Target
 from ..nki.types import HbmType
 from .instruction_cost import FREE_OPS, InstructionCost, instruction_cost
 from .latency import latency_table
 
-STEADY_STATE_ITERATIONS = 4  # loop iterations scheduled before extrapolating (a model choice)
+STEADY_STATE_ITERATIONS = 8  # loop iterations scheduled before extrapolating (a model choice)
 IDLE_GAPS_KEPT = 32  # idle intervals of the DMA engines remembered for later transfers
 PORT = "vector_gpsimd_port"  # the SBUF bus VectorE (perf mode) and GpSimd share
 DMA = "dma"  # the DMA engines (transfers)
@@ -82,13 +84,16 @@ def _writes(op) -> list:
 class _LoopInfo:
     """Static facts of a loop body: the state keys it touches and its executed DMA count."""
 
-    __slots__ = ("resources", "read_roots", "written_roots", "dmas", "busy")
+    __slots__ = ("resources", "read_roots", "written_roots", "dmas", "busy", "rotating", "own", "load")
 
     def __init__(self):
         self.resources: set = set()
         self.read_roots: set = set()
         self.written_roots: set = set()
+        self.rotating: set = set()  # rotating allocations anywhere in the body (root ids)
+        self.own: dict = {}  # rotating buffer key -> bufs, for allocations directly in this body
         self.dmas = 0
+        self.load: dict[str, float] = {}  # resource -> its busy time in one iteration
         self.busy = 0.0  # one iteration's instruction times, each DMA with issue + latency
 
 
@@ -109,6 +114,9 @@ class Scheduler:
         self.r_end: dict[int, float] = {}  # buffer -> end of its reads since that write
         self.r_eng: dict[int, str] = {}
         self.dma_counter = 0
+        self.bufs: dict[int, int] = {}  # rotating allocation (root id) -> its number of buffers
+        self.executions: dict[int, int] = {}  # rotating allocation -> times its alloc ran
+        self.key: dict[int, tuple] = {}  # rotating allocation -> the buffer it names now
         self.gaps: list[list[float]] = []  # idle [start, end) of the DMA engines before free[DMA]
         self.dependency_ns = 0.0
         self.trace: list | None = [] if trace else None  # (op, start, end) per scheduled instruction
@@ -134,15 +142,27 @@ class Scheduler:
                 li.resources |= inner.resources
                 li.read_roots |= inner.read_roots
                 li.written_roots |= inner.written_roots
+                li.rotating |= inner.rotating
+                for r, t in inner.load.items():
+                    li.load[r] = li.load.get(r, 0.0) + t * op.trip_count
                 li.dmas += inner.dmas * op.trip_count
                 li.busy += inner.busy * op.trip_count
+                continue
+            if isinstance(op, AllocOp) and op.bufs > 1:
+                root = id(op.result)
+                self.bufs[root] = op.bufs
+                li.rotating.add(root)
+                li.own.update({(root, s): op.bufs for s in range(op.bufs)})
                 continue
             if isinstance(op, (ReturnOp, *FREE_OPS)):
                 continue
             info = self._op_info(op)
             li.busy += info.cost.ns
-            li.read_roots.update(r for r, hbm in info.reads if not hbm)
-            li.written_roots.update(r for r, _ in info.writes)
+            li.load[info.engine] = li.load.get(info.engine, 0.0) + info.cost.ns
+            if info.port:
+                li.load[PORT] = li.load.get(PORT, 0.0) + info.cost.ns
+            li.read_roots.update(k for r, hbm in info.reads if not hbm for k in self._keys(r))
+            li.written_roots.update(k for r, _ in info.writes for k in self._keys(r))
             if info.engine == "dma":
                 li.dmas += 1
                 li.busy += self.target.dge_issue_ns + self.target.dma_first_byte_latency_ns
@@ -154,6 +174,19 @@ class Scheduler:
                     li.resources.add(PORT)
         return li
 
+    def _keys(self, root: int) -> list:
+        """Every buffer key an allocation may name (its rotating buffers, or itself)."""
+        n = self.bufs.get(root)
+        return [root] if n is None else [(root, s) for s in range(n)]
+
+    def _next_buffer(self, op: AllocOp) -> None:
+        """An execution of a rotating alloc: its tile names the next of its buffers."""
+        root = id(op.result)
+        n = self.executions.get(root, 0)
+        self.executions[root] = n + 1
+        self.bufs[root] = op.bufs
+        self.key[root] = (root, n % op.bufs)
+
     # ---- scheduling ---------------------------------------------------------------------------
     @property
     def makespan(self) -> float:
@@ -164,6 +197,8 @@ class Scheduler:
         for op in block:
             if isinstance(op, ForiLoopOp):
                 self._loop(op)
+            elif isinstance(op, AllocOp) and op.bufs > 1:
+                self._next_buffer(op)
             elif not isinstance(op, (ReturnOp, *FREE_OPS)):
                 start, end = self._instruction(self._op_info(op))
                 if self.trace is not None:
@@ -171,11 +206,12 @@ class Scheduler:
 
     def _instruction(self, info: _OpInfo) -> tuple[float, float]:
         """Schedule one instruction; returns its start (a DMA: its issue) and end."""
-        eng, lat = info.engine, self.lat
+        eng, lat, key = info.engine, self.lat, self.key
         w_end, w_eng, r_end, r_eng = self.w_end, self.w_eng, self.r_end, self.r_eng
         ready = 0.0
         dep = 0.0
         for root, _hbm in info.reads:  # RAW
+            root = key.get(root, root)
             if root in w_end:
                 d = lat[w_eng[root], eng]
                 ready = max(ready, w_end[root] + d)
@@ -183,6 +219,7 @@ class Scheduler:
         for root, hbm in info.writes:
             if hbm:
                 continue
+            root = key.get(root, root)
             if root in r_end:  # WAR
                 d = lat[r_eng[root], eng]
                 ready = max(ready, r_end[root] + d)
@@ -213,9 +250,11 @@ class Scheduler:
     def _record_accesses(self, info: _OpInfo, end: float) -> None:
         """Remember the last read and write (end time, engine) of each buffer ``info`` touches."""
         eng, w_end, w_eng, r_end, r_eng = info.engine, self.w_end, self.w_eng, self.r_end, self.r_eng
+        key = self.key
         for root, hbm in info.reads:
             if hbm:
                 continue
+            root = key.get(root, root)
             if end >= r_end.get(root, -1.0):
                 r_end[root] = end
                 r_eng[root] = eng
@@ -225,6 +264,7 @@ class Scheduler:
                     w_end[root] = end
                     w_eng[root] = eng
                 continue
+            root = key.get(root, root)
             w_end[root] = end
             w_eng[root] = eng
             r_end.pop(root, None)
@@ -269,10 +309,12 @@ class Scheduler:
         li = self._loop_info(loop)
         before = None
         dep_before = 0.0
+        runs_before: dict = {}
         for it in range(k):
             if it == k - 1 and k < trips:
                 before = self._snapshot(li)
                 dep_before = self.dependency_ns
+                runs_before = {r: self.executions.get(r, 0) for r in li.rotating}
             self.run(loop.body)
         if before is None:
             return
@@ -282,10 +324,16 @@ class Scheduler:
         for old, new in zip(before, after):
             for key, t in new.items():
                 if key in old:
-                    period = max(period, t - old[key])
-        # a steady-state iteration never takes longer than its serial time
+                    # a buffer of a tile rotating over this loop was last touched ``bufs``
+                    # iterations before: its advance spans that many periods
+                    period = max(period, (t - old[key]) / li.own.get(key, 1))
+        for r, n in runs_before.items():  # the extrapolated iterations run the allocs too
+            self.executions[r] += rest * (self.executions[r] - n)
+            self.key[r] = (r, (self.executions[r] - 1) % self.bufs[r])
+        # a steady-state iteration never takes longer than its serial time, nor less than the
+        # busiest resource's work in it (an advance can be smaller when work filled idle gaps)
         dep_iter = self.dependency_ns - dep_before
-        period = min(period, li.busy + dep_iter)
+        period = min(max(period, max(li.load.values(), default=0.0)), li.busy + dep_iter)
         shift = rest * period
         for r in after[0]:
             self.free[r] += shift

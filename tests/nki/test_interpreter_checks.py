@@ -126,7 +126,7 @@ def test_psum_banks_are_enforced_at_run_time():
         for _ in range(9):
             b.alloc((128, 512), F32, "psum")
 
-    with pytest.raises(nk.InterpretError, match="PSUM exhausted: all 8 banks are in use"):
+    with pytest.raises(nk.InterpretError, match="PSUM exhausted: 8 of all 8 banks are in use"):
         _run(build)
 
 

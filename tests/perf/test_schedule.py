@@ -383,3 +383,40 @@ def test_the_shared_port_is_critical_only_when_busier_than_gpsimd():
     assert e.by_resource_ns["vector_gpsimd_port"] == pytest.approx(
         e.by_resource_ns["gpsimd"] + e.by_resource_ns["vector"], rel=1e-12
     )
+
+
+def _rotating(trips: int, bufs: int) -> nk.Graph:
+    """``_single_buffer``'s body in a loop whose tile has ``bufs`` rotating buffers."""
+    b = nk.nki.Builder("rows")
+    x = b.add_input("x", (128 * trips, 512), nk.float32)
+    y = b.alloc((128 * trips, 512), nk.float32, "hbm", name="y")
+    with b.fori_loop(0, trips) as i:
+        t = b.alloc((128, 512), bufs=bufs)
+        b.loc = "load"
+        b.dma_copy(t, x[ts(i, 128), :])
+        b.loc = "mul"
+        b.tensor_scalar(t, t, "multiply", 2.0)
+        b.loc = "store"
+        b.dma_copy(y[ts(i, 128), :], t)
+        b.dealloc(t)
+    b.set_outputs({"y": y})
+    return b.graph
+
+
+@pytest.mark.parametrize("trips", [2, 5, STEADY_STATE_ITERATIONS])
+def test_rotating_buffers_schedule_like_tiles_rotated_by_hand(trips):
+    rotating, by_hand = estimate(_rotating(trips, 2)), estimate(_single_buffer(trips, buffers=2))
+    for name in ("scheduled_ns", "serial_ns", "lower_bound_ns"):
+        assert getattr(rotating, name) == pytest.approx(getattr(by_hand, name), rel=1e-9), name
+    one = estimate(_rotating(trips, 1)).scheduled_ns
+    assert one == pytest.approx(estimate(_single_buffer(trips)).scheduled_ns, rel=1e-9)
+
+
+@pytest.mark.parametrize("trips", [STEADY_STATE_ITERATIONS + 4, 40])
+def test_extrapolated_rotating_loops_stay_between_the_bounds_and_beat_one_buffer(trips):
+    one, two = estimate(_rotating(trips, 1)), estimate(_rotating(trips, 2))
+    by_hand = estimate(_single_buffer(trips, 2))
+    assert two.lower_bound_ns * (1 - 1e-9) <= two.scheduled_ns <= two.serial_ns * (1 + 1e-9)
+    assert two.scheduled_ns < 0.75 * one.scheduled_ns
+    # the extrapolation of the steady state matches the fully scheduled hand-rotated loop
+    assert two.scheduled_ns == pytest.approx(by_hand.scheduled_ns, rel=0.02)

@@ -10,12 +10,19 @@ from ..access import ACCESS
 from ..types import HbmType, TileType
 from .base import NkiOp
 
+MAX_ROTATING_BUFFERS = 4  # a model limit: deeper rotation buys no overlap a 2-3 deep one lacks
+
 
 class AllocOp(Op):
-    """``%t = nki.alloc : tile<128x512xf32, sbuf>``: fresh, uninitialised memory (HBM, SBUF or PSUM)."""
+    """``%t = nki.alloc {bufs = 2} : tile<128x512xf32, sbuf>``: fresh, uninitialised memory
+    (HBM, SBUF or PSUM). ``bufs`` (default 1) is the number of rotating buffers of a tile
+    allocated in a loop body: iteration i of the enclosing loop uses buffer ``i mod bufs``, so
+    the next iteration's DMA into the tile may overlap this iteration's readers. Each execution
+    still yields unwritten memory; the tile occupies ``bufs`` times its bytes (PSUM: banks)."""
 
     name = "nki.alloc"
     traits = frozenset({SideEffect, ExplicitResultTypes})
+    attr_spec = (Attr("bufs", INT, 1),)
 
     def verify(self) -> None:
         if self.operands or len(self.results) != 1:
@@ -23,6 +30,15 @@ class AllocOp(Op):
         t = self.results[0].type
         if not isinstance(t, (TileType, HbmType)):
             raise BuildError(f"nki.alloc result must be a tile or hbm tensor, got {t}")
+        bufs = self.attrs["bufs"]
+        if not 1 <= bufs <= MAX_ROTATING_BUFFERS:
+            raise BuildError(f"nki.alloc bufs = {bufs}: rotating buffers must be 1..{MAX_ROTATING_BUFFERS}")
+        if bufs > 1 and isinstance(t, HbmType):
+            raise BuildError(f"nki.alloc bufs = {bufs}: only on-chip tiles rotate, not hbm tensors")
+
+    @property
+    def bufs(self) -> int:
+        return self.attrs["bufs"]
 
 
 class DeallocOp(Op):

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from ...ir.graph import Block, Graph
 from ...ir.passes import Pass, PassContext
 from ...nki.ops import AllocOp, DeallocOp
+from ...nki.target import TRN2
 from ...nki.types import TileType
+from .rotation import plan_rotation
 
 
 def insert_deallocs(block: Block) -> int:
@@ -39,9 +41,11 @@ def insert_deallocs(block: Block) -> int:
 
 @dataclass(frozen=True)
 class InsertDeallocs(Pass):
-    """Insert ``nki.dealloc`` after the last use of every tile (liveness per block)."""
+    """Insert ``nki.dealloc`` after the last use of every tile (liveness per block), then give
+    loop-body tiles rotating buffers where SBUF and PSUM still fit (rotation.py)."""
 
     name = "deallocs"
 
-    def run(self, graph: Graph, _ctx: PassContext) -> None:
+    def run(self, graph: Graph, ctx: PassContext) -> None:
         insert_deallocs(graph.body)
+        plan_rotation(graph, ctx.target or TRN2)
