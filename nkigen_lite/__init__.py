@@ -46,6 +46,7 @@ from .ir.value import Value
 from .jit import jit
 from .nki.target import TRN2, Target
 from .nki_sim.errors import NkiSimError
+from .ops import topk
 from .parallel import run_ranks, shard
 from .perf.costmodel import Estimate
 from .perf.stats import KernelStats
@@ -101,6 +102,7 @@ __all__ = [
     "trace",
     "ops",
     "define_op",
+    "topk",
     "run_ranks",
     "shard",
     "jit",

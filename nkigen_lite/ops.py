@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ir.dtypes import get_dtype
 from .ir.errors import BuildError
 from .ir.value import Value
 from .tensor import composites  # noqa: F401  (defines the shipped composite ops)
 from .tensor import ops as T
 from .tensor.trace_array import TracedArray
+from .tensor.types import TensorType
 
 
 def _builder_of(args):
@@ -108,6 +110,24 @@ def silu(x):
 def softplus(x):
     """log(1 + exp(x)) (``tensor.softplus``)."""
     return _activation("softplus", x)
+
+
+def topk(x, k, axis=-1):
+    """The ``k`` largest elements along ``axis``, descending, and their int32 indices (equal
+    values: lower index first; NaN above every number): ``(values, indices)``. NumPy arrays in,
+    NumPy arrays out; inside @nk.trace (or on Builder Values) one ``tensor.topk`` op."""
+    b, traced = _builder_of((x,))
+    if b is None:
+        a = np.asarray(x)
+        if a.ndim == 0:
+            raise BuildError(f"nk.topk: the array must have at least one axis, got shape {a.shape}")
+        from .tensor import rules
+
+        ax = rules.normalize_axis("nk.topk", axis, a.ndim)
+        T.TopkOp.infer([TensorType(a.shape, get_dtype(a.dtype))], {"k": k, "axis": ax})
+        return T.TopkOp.reference(a, int(k), ax)
+    values, indices = b.topk(_unwrap(b, x), k, axis)
+    return (TracedArray(values), TracedArray(indices)) if traced else (values, indices)
 
 
 def __getattr__(name: str):

@@ -280,6 +280,24 @@ class Builder:
     def arange(self, n: int, dtype=int32) -> Value:
         return self.iota((n,), 0, dtype)
 
+    def topk(self, x: Operand, k: int, axis: int = -1) -> tuple[Value, Value]:
+        """The ``k`` largest elements along ``axis``, descending, and their int32 indices
+        (equal values: lower index first; NaN ranks above every number): ``(values, indices)``."""
+        v = self.as_value(x)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise BuildError(f"tensor.topk: k must be an integer, got {k!r}")
+        if v.ndim == 0:
+            raise BuildError(f"tensor.topk: the operand {v.type} must have at least one axis")
+        ax = rules.normalize_axis("tensor.topk", axis, v.ndim)
+        op = ops.TopkOp([v], {"k": int(k), "axis": ax})
+        if self.locator is not None:
+            op.loc = self.locator()
+        self.graph.body.append(op)
+        for r, hint in zip(op.results, ("topk_values", "topk_indices")):
+            r.name_hint = hint
+            r._builder = self
+        return op.results[0], op.results[1]
+
     # ---- reductions and matmul -------------------------------------------------------------------
     def reduce(
         self, x: Operand, axis=None, kind: str = "sum", keepdims: bool = False, ddof: int = 0

@@ -84,3 +84,7 @@ LayerNormOp = define_op("layer_norm", _layer_norm, numpy="(x - mean(x, axis)) / 
 GeluTanhOp = define_op("gelu_tanh", _gelu_tanh, numpy="0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))")
 
 SHIPPED = (SoftmaxOp, LogSoftmaxOp, LogsumexpOp, RmsNormOp, LayerNormOp, GeluTanhOp)
+
+from . import composites_index  # noqa: E402  (argmax, argmin, cumsum)
+
+SHIPPED += composites_index.SHIPPED

@@ -179,6 +179,13 @@ def _composite(it: I, op, args):
     return [sub.env[g.outputs["y"]]]
 
 
+@I.impl(T.TopkOp)
+def _topk(_it: I, op, args):
+    """Values are moved, not computed: no rounding."""
+    values, indices = op.reference(args[0], op.attrs["k"], op.attrs["axis"])
+    return [values.copy(), indices]
+
+
 @I.impl(ReturnOp)
 def _return(_it: I, _op, _args):
     return None

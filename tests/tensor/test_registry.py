@@ -75,6 +75,7 @@ def _one_of_each(b):
     outs["broadcast_to"] = b.broadcast_to(x, (4, 2, 3))
     outs["slice"] = x[::-1, 1:]
     outs["concat"] = b.concat([x, i], -1)
+    outs["topk_values"], outs["topk_indices"] = b.topk(x, 2)
     return outs
 
 

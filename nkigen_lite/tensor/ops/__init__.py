@@ -11,6 +11,7 @@ from .binary import *  # noqa: F403  (every binary op class)
 from .binary import BINARY_OPS, CATEGORIES, BinaryOp
 from .composite import COMPOSITE_OPS, CompositeOp, define_op
 from .movement import BroadcastToOp, ConcatOp, ReshapeOp, SliceOp, TransposeOp
+from .ordering import TopkOp
 from .reduction import REDUCE_ALU, REDUCE_KINDS, MatmulOp, ReduceOp
 from .selection import CastOp, WhereOp
 from .sources import ConstantOp, FullOp, IotaOp
@@ -40,6 +41,7 @@ __all__ = [
     "ReshapeOp",
     "SliceOp",
     "TransposeOp",
+    "TopkOp",
     "REDUCE_ALU",
     "REDUCE_KINDS",
     "MatmulOp",

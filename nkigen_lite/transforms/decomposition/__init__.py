@@ -11,6 +11,7 @@ from .arith import DivToMulReciprocal, IntegerPowToMul
 from .composite import ExpandComposite
 from .contraction import DegenerateMatmul
 from .division import FloorDivideMod
+from .ordering import ExpandTopk
 from .reductions import MeanToSum, ProdByTree, ReduceKeepdims, VarStdTwoPass
 from .rounding import CeilByFloorOrTrunc, FloorByTrunc
 from .trig import ArctanRangeReduction, CosViaSin, SinRangeReduction
@@ -30,6 +31,7 @@ PATTERN_CLASSES = (
     ArctanRangeReduction,
     ExpandComposite,
     DegenerateMatmul,
+    ExpandTopk,
 )
 
 

@@ -137,6 +137,13 @@ def _composite(op: Op, _c: OpConstraints) -> None:
     )
 
 
+@layout_rule(T.TopkOp)
+def _expanded(op: Op, _c: OpConstraints) -> None:
+    """Ops decompose expands into existing ops (tensor.topk); one reaching layout is a pipeline
+    error."""
+    raise BuildError(f"layout: {op.name} is expanded by decompose; run decompose first")
+
+
 @layout_rule(T.ReduceOp)
 def _reduce(op: Op, c: OpConstraints) -> None:
     axes, keep = op.attrs["axes"], op.attrs["keepdims"]
