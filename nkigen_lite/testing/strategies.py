@@ -48,14 +48,33 @@ from ..tensor.builder import Builder
 from ..tensor.types import TensorType
 
 _SOURCES = ("full", "iota", "constant")
-_STRUCTURAL = ("where", "cast", "reduce", "matmul", "transpose", "reshape", "broadcast_to", "slice", "concat")
+_STRUCTURAL = (
+    "where",
+    "cast",
+    "reduce",
+    "matmul",
+    "transpose",
+    "reshape",
+    "broadcast_to",
+    "slice",
+    "concat",
+    "topk",
+)
 _FIRST = ("add", "mul", "exp", "sub", "neg")  # simple ops first: hypothesis shrinks toward them
 OP_NAMES: tuple[str, ...] = _FIRST + tuple(
     n for n in (*T.BINARY_OPS, *T.UNARY_OPS, *_STRUCTURAL, *_SOURCES) if n not in _FIRST
 )
-_DISCONTINUOUS = {"floor", "ceil", "sign", "floor_divide", "mod", "where", "logical_not", "bitwise_not"} | {
-    n for n, c in T.BINARY_OPS.items() if c.category != "arith"
-}
+_DISCONTINUOUS = {
+    "floor",
+    "ceil",
+    "sign",
+    "floor_divide",
+    "mod",
+    "where",
+    "logical_not",
+    "bitwise_not",
+    "topk",
+} | {n for n, c in T.BINARY_OPS.items() if c.category != "arith"}
 SMOOTH_OPS: frozenset[str] = frozenset(OP_NAMES) - _DISCONTINUOUS
 
 _GUARDED_UNARY = {"log", "sqrt", "rsqrt", "reciprocal"}
@@ -388,6 +407,16 @@ class _Gen:
             )
             parts.append(p if p is not None else v)
         return self.b.concat(parts, axis - v.ndim if self.draw(st.booleans()) else axis)
+
+    def topk(self):
+        v = self.value(lambda v: v.ndim >= 1 and 0 not in v.shape)
+        if v is None:
+            return None
+        axis = self.draw(st.integers(-v.ndim, v.ndim - 1))
+        k = self.draw(st.integers(1, min(v.shape[axis], 9)))
+        values, indices = self.b.topk(v, k, axis)
+        self.add(values)
+        return indices
 
     def full(self):
         dt = self.pick(self.dtypes)
