@@ -1,0 +1,28 @@
+// RUN: decompose
+
+// topk expands into k selection rounds: the maximum in play, the lowest index holding it,
+// that element taken out of play (an i32 operand: no NaN handling)
+graph @topk(%x: tensor<4x8xi32>) {
+  %v, %i = tensor.topk %x {k = 2, axis = 1} : tensor<4x2xi32>, tensor<4x2xi32>
+  return v = %v, i = %i
+}
+// CHECK: %iota = tensor.iota {axis = 1} : tensor<4x8xi32>
+// CHECK-NEXT: %max = tensor.reduce %x {axes = [1], kind = max, keepdims = true} : tensor<4x1xi32>
+// CHECK-NEXT: %equal = tensor.equal %x, %max : tensor<4x8xbool>
+// CHECK: %min = tensor.reduce %where {axes = [1], kind = min, keepdims = true} : tensor<4x1xi32>
+// CHECK-NEXT: %not_equal = tensor.not_equal %iota, %min : tensor<4x8xbool>
+// CHECK: %where_1 = tensor.where %not_equal, %x, %c_1 : tensor<4x8xi32>
+// CHECK: %logical_and = tensor.logical_and %not_equal, %equal_1 : tensor<4x8xbool>
+// CHECK: %concat = tensor.concat %max, %max_1 {axis = 1} : tensor<4x2xi32>
+// CHECK-NEXT: %concat_1 = tensor.concat %min, %min_1 {axis = 1} : tensor<4x2xi32>
+// CHECK-NOT: tensor.topk
+
+// -----
+// a float operand: a NaN still in play wins the round (and is the round's value)
+graph @topk_f(%x: tensor<3x5xbf16>) {
+  %v, %i = tensor.topk %x {k = 1, axis = 0} : tensor<1x5xbf16>, tensor<1x5xi32>
+  return v = %v, i = %i
+}
+// CHECK: %not_equal = tensor.not_equal %x, %x : tensor<3x5xbool>
+// CHECK: tensor.reduce %not_equal {axes = [0], kind = any, keepdims = true} : tensor<1x5xbool>
+// CHECK-NOT: tensor.topk
