@@ -19,6 +19,7 @@ ITEM_RULES: dict[type, Callable] = {}
 # op classes that never reach the lowering, with the pass that removes them
 BEFORE_LOWERING: dict[str, str] = {
     "CompositeOp": "decompose expands composite ops into their definitions",
+    "TopkOp": "decompose expands tensor.topk into its selection rounds",
 }
 
 
