@@ -9,7 +9,9 @@ dtype) and stored with one DMA. Operands the Tensor engine cannot read (ints, bo
 staged as fp32 / bf16 tiles by the loading DMA (exact for integers while partial sums stay
 below 2**24). Batch dims are outer loops; broadcast batch dims read stride-0
 views. An operand is brought K-major either by a DMA window in that order, or, when its K dim is
-the contiguous one, by a natural load plus a TensorE transpose through PSUM.
+the contiguous one, by a natural load plus a TensorE transpose through PSUM. A standalone matmul
+with several M tiles keeps B resident in SBUF (whole, or in column blocks) when a traffic model
+says that moves fewer HBM bytes than reloading B per M tile (``MatmulEmitter.n_outer_pays``).
 """
 
 from __future__ import annotations
@@ -160,6 +162,7 @@ class MatmulEmitter:
         self.a_value, self.c_value, self.label = a_value, c_value, label
         self.a_key = a_key  # matmuls of one pipeline instance reading the same A share its Aᵀ
         self.store = hc is not None
+        self.cache_w: int | None = None  # B resident column block (n_outer_pays)
         # A natural is (batch, M, K), K-major (batch, K, M); B natural (batch, N, K), K-major (batch, K, N)
         homes = {"b_nat": _swap_last(hb), "b_km": hb}
         if ha is not None:
@@ -200,32 +203,53 @@ class MatmulEmitter:
     def after(self, _level: int, _inst: dict) -> None:
         return None
 
-    # ---- standalone loop order with B cached across M tiles ---------------------------------------
+    # ---- standalone loop order: a traffic model picks M tiles outside or B resident --------------
     def _bytes(self, dt, n_elems: int) -> int:
         return n_elems * dt.itemsize
 
-    def n_outer_pays(self) -> bool:
-        """True when looping N blocks outside M tiles (each B block loaded once and kept in
-        SBUF, Aᵀ staged once per block) moves fewer HBM bytes than M tiles outside (B reloaded
-        for every M tile), and the B block fits in a quarter of SBUF."""
-        m_tiles = -(-self.m // self.p)
-        n_blocks = -(-self.n // self.block)
-        if m_tiles < 2:
-            return False
-        nk = -(-self.k // self.p)
-        cache = nk * self.block * self.b_dt.itemsize
-        if cache > self.ctx.target.sbuf_bytes_per_partition // 4:
-            return False
+    def traffic(self, cache_w: int | None) -> int:
+        """HBM bytes of A and B for one batch instance: ``None`` = M tiles outside (Aᵀ staged
+        once per M tile, B reloaded for every M tile); ``w`` = B resident in SBUF in column
+        blocks of ``w`` (each loaded once), A reloaded once per block."""
         a_bytes = self._bytes(self.a_dt, self.m * self.k)
         b_bytes = self._bytes(self.b_dt, self.k * self.n)
-        return a_bytes * n_blocks + b_bytes < a_bytes + b_bytes * m_tiles
+        if cache_w is None:
+            return a_bytes + b_bytes * -(-self.m // self.p)
+        return a_bytes * -(-self.n // cache_w) + b_bytes
+
+    def cache_width(self) -> int | None:
+        """The widest B column block (all of N when it fits; else a multiple of 128 columns)
+        that fits SBUF beside this loop nest's other tiles, each with a second (rotating)
+        buffer: Aᵀ of one M tile and one C block. None when not even 128 columns fit."""
+        nk = -(-self.k // self.p)
+        tg = self.ctx.target
+        others = 2 * nk * self.p * self.a_dt.itemsize + 2 * self.block * self.c_dt.itemsize
+        room = (tg.sbuf_bytes_per_partition * 3) // 4 - others
+        per_col = nk * self.b_dt.itemsize
+        if room < per_col * min(self.n, self.p):
+            return None
+        if per_col * self.n <= room:
+            return self.n
+        return (room // per_col) // self.p * self.p
+
+    def n_outer_pays(self) -> bool:
+        """True when B resident (``cache_width``) moves fewer HBM bytes than M tiles outside
+        (ties go to B resident only when there are several M tiles)."""
+        self.cache_w = None
+        if -(-self.m // self.p) < 2:
+            return False
+        w = self.cache_width()
+        if w is None or self.traffic(w) >= self.traffic(None):
+            return False
+        self.cache_w = w
+        return True
 
     def run_n_outer(self) -> None:
         self.ctx.at(self.label)
 
         def batch_level(d: int, idx: list) -> None:
             if d == len(self.batch):
-                self._instances(self.n, self.block, lambda n0, w, _: self._b_cached_block(idx, n0, w))
+                self._instances(self.n, self.cache_w, lambda n0, w, _: self._b_cached_block(idx, n0, w))
             elif self.batch[d] == 1:
                 batch_level(d + 1, idx + [0])
             else:
@@ -235,18 +259,24 @@ class MatmulEmitter:
         batch_level(0, [])
 
     def _b_cached_block(self, idx, n0, w: int) -> None:
+        """B's columns [n0, n0 + w) loaded once into SBUF (K on the partitions), then every M
+        tile: Aᵀ staged once and one PSUM block of up to ``block`` columns at a time."""
         nk = -(-self.k // self.p)
         cache = self.b.alloc((self.p, nk, w), self.b_dt, "sbuf", name="b_cache")
 
         def load(k0, kt, _first):
-            dst = Access(cache, (_ds(0, kt), DimSlice(_chunk_index(k0, self.p), 1, 1), _ds(0, w)))
-            self._kmajor(dst, "b", idx, k0, kt, n0, w, self.b_dt)
+            for j in range(0, w, self.block):
+                wj = min(self.block, w - j)
+                dst = Access(cache, (_ds(0, kt), DimSlice(_chunk_index(k0, self.p), 1, 1), _ds(j, wj)))
+                self._kmajor(dst, "b", idx, k0, kt, Affine.of(n0) + j, wj, self.b_dt)
 
         self._instances(self.k, self.p, load)
 
         def m_tile(m0, mt, _first):
             at = self._stage_a(idx, m0, mt)
-            self._n_block(idx, at, m0, mt, n0, w, None, b_cache=cache)
+            for j in range(0, w, self.block):
+                wj = min(self.block, w - j)
+                self._n_block(idx, at, m0, mt, Affine.of(n0) + j, wj, None, b_cache=(cache, j))
 
         self._instances(self.m, self.p, m_tile)
 
@@ -354,9 +384,10 @@ class MatmulEmitter:
                 def moving(j, nj):
                     return _tile_acc(bt, _ds(0, kt), _ds(j, nj))
             else:
+                cache, c0 = b_cache
 
                 def moving(j, nj):
-                    return Access(b_cache, (_ds(0, kt), kc, _ds(j, nj)))
+                    return Access(cache, (_ds(0, kt), kc, _ds(c0 + j, nj)))
 
             stat = Access(at, (_ds(0, kt), kc, _ds(0, mt)))
             for (j, nj), ps in zip(chunks, banks):
