@@ -163,6 +163,9 @@ class MatmulEmitter:
         self.a_key = a_key  # matmuls of one pipeline instance reading the same A share its Aᵀ
         self.store = hc is not None
         self.cache_w: int | None = None  # B resident column block (n_outer_pays)
+        self.resident = False  # B loaded once before the loop nest (weights of a row pipeline)
+        self.b_resident = None  # that cache tile [p, nk, n]
+        self.hb = hb
         # A natural is (batch, M, K), K-major (batch, K, M); B natural (batch, N, K), K-major (batch, K, N)
         homes = {"b_nat": _swap_last(hb), "b_km": hb}
         if ha is not None:
@@ -182,6 +185,24 @@ class MatmulEmitter:
     # ---- participant of a loop nest ----------------------------------------------------------------
     def prepare(self) -> None:
         self.ctx.at(self.label)
+        if self.resident:
+            nk = -(-self.k // self.p)
+            self.b_resident = self.b.alloc((self.p, nk, self.n), self.b_dt, "sbuf", name="w_resident")
+            self._load_b_cache(self.b_resident, [0] * len(self.batch), 0, self.n)
+
+    def resident_bytes(self) -> int | None:
+        """SBUF bytes per partition of B resident for the whole loop nest, or None when B
+        varies along a batch loop (a different B per instance) or there is one row tile."""
+        if self.m <= self.p or any(s != 0 for s, e in zip(self.hb.strides, self.batch) if e > 1):
+            return None
+        return -(-self.k // self.p) * self.n * self.b_dt.itemsize
+
+    def b_bytes(self) -> int:
+        """HBM bytes of B per batch instance."""
+        return self.k * self.n * self.b_dt.itemsize
+
+    def m_tiles(self) -> int:
+        return -(-self.m // self.p)
 
     def top_instance(self) -> dict:
         return {"idx": [0] * len(self.batch), "m0": 0, "mt": min(self.m, self.p)}
@@ -263,14 +284,7 @@ class MatmulEmitter:
         tile: Aᵀ staged once and one PSUM block of up to ``block`` columns at a time."""
         nk = -(-self.k // self.p)
         cache = self.b.alloc((self.p, nk, w), self.b_dt, "sbuf", name="b_cache")
-
-        def load(k0, kt, _first):
-            for j in range(0, w, self.block):
-                wj = min(self.block, w - j)
-                dst = Access(cache, (_ds(0, kt), DimSlice(_chunk_index(k0, self.p), 1, 1), _ds(j, wj)))
-                self._kmajor(dst, "b", idx, k0, kt, Affine.of(n0) + j, wj, self.b_dt)
-
-        self._instances(self.k, self.p, load)
+        self._load_b_cache(cache, idx, n0, w)
 
         def m_tile(m0, mt, _first):
             at = self._stage_a(idx, m0, mt)
@@ -279,6 +293,17 @@ class MatmulEmitter:
                 self._n_block(idx, at, m0, mt, Affine.of(n0) + j, wj, None, b_cache=(cache, j))
 
         self._instances(self.m, self.p, m_tile)
+
+    def _load_b_cache(self, cache, idx, n0, w: int) -> None:
+        """B's columns [n0, n0 + w) into ``cache`` [p, nk, w], K on the partitions."""
+
+        def load(k0, kt, _first):
+            for j in range(0, w, self.block):
+                wj = min(self.block, w - j)
+                dst = Access(cache, (_ds(0, kt), DimSlice(_chunk_index(k0, self.p), 1, 1), _ds(j, wj)))
+                self._kmajor(dst, "b", idx, k0, kt, Affine.of(n0) + j, wj, self.b_dt)
+
+        self._instances(self.k, self.p, load)
 
     # ---- loop helpers -----------------------------------------------------------------------------
     def _instances(self, n: int, size: int, body, *, peel_first: bool = False) -> None:
@@ -367,7 +392,11 @@ class MatmulEmitter:
         if self.c_value is not None:  # the whole C row tile stays on chip for the pipeline
             row = self.b.alloc((mt, self.n), self.c_dt, "sbuf", name=self.c_value.name_hint or "c")
             self.pipe[self.c_value] = row
-        self._instances(self.n, self.block, lambda n0, w, _: self._n_block(idx, at, m0, mt, n0, w, row))
+        def block(n0, w, _first):
+            cache = None if self.b_resident is None else (self.b_resident, n0)
+            self._n_block(idx, at, m0, mt, n0, w, row, b_cache=cache)
+
+        self._instances(self.n, self.block, block)
         if row is not None and self.store:
             self.b.dma_copy(dst=self._window("c", idx, m0, mt, 0, self.n), src=row)
 
@@ -387,7 +416,7 @@ class MatmulEmitter:
                 cache, c0 = b_cache
 
                 def moving(j, nj):
-                    return Access(cache, (_ds(0, kt), kc, _ds(c0 + j, nj)))
+                    return Access(cache, (_ds(0, kt), kc, _ds(Affine.of(c0) + j, nj)))
 
             stat = Access(at, (_ds(0, kt), kc, _ds(0, mt)))
             for (j, nj), ps in zip(chunks, banks):

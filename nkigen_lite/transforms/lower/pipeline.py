@@ -22,6 +22,7 @@ from .instance import LoopSpec, loops_of
 from .loopnest import loop_signature, run_loop_nest
 from .matmul import lower_matmul
 from .plan import GroupPlan
+from .resident import choose_resident
 
 
 @dataclass
@@ -177,6 +178,8 @@ def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local) -> None:
             if pipe.root(a) in pipe.passed:
                 em.a_value = pipe.root(a)
             participants.append(em)
+    matmuls = [p for p, m in zip(participants, pipe.members) if not isinstance(m.item, FusionGroup)]
+    choose_resident(matmuls, sum(m.sbuf_bytes for m in pipe.members), ctx.target.sbuf_bytes_per_partition)
     run_loop_nest(ctx.b, pipe.members[0].loops, participants)
     for alias, root in pipe.alias.items():
         if root in ctx.homes and alias not in ctx.homes:
