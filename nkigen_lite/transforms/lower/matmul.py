@@ -392,6 +392,7 @@ class MatmulEmitter:
         if self.c_value is not None:  # the whole C row tile stays on chip for the pipeline
             row = self.b.alloc((mt, self.n), self.c_dt, "sbuf", name=self.c_value.name_hint or "c")
             self.pipe[self.c_value] = row
+
         def block(n0, w, _first):
             cache = None if self.b_resident is None else (self.b_resident, n0)
             self._n_block(idx, at, m0, mt, n0, w, row, b_cache=cache)
