@@ -23,9 +23,7 @@ MODULE_NAMES = frozenset(
         "OUTPUT_NAMES",
         "INPUT_SPECS",
         "CONSTANTS",
-        "INF",
-        "NEG_INF",
-        "NAN",
+        "math",
         "range",
     }
 )

@@ -62,21 +62,21 @@ def scalar(v) -> str:
     with np.errstate(over="ignore"):
         f = np.float32(v)  # engines read immediates as fp32: the shortest text giving that fp32
     if math.isnan(f):
-        return "NAN"
+        return NAN_TEXT
     if math.isinf(f):
-        return "INF" if f > 0 else "NEG_INF"
+        return INF_TEXT if f > 0 else "-" + INF_TEXT
     return str(f)
 
 
-# Module-level names for the non-finite immediates (defined outside the kernel in plain Python:
-# the kernel only reads a name, as NKI 0.6 documents for constants; see docs/emit.md).
-SPECIAL_FLOATS = {"INF": 'float("inf")', "NEG_INF": 'float("-inf")', "NAN": 'float("nan")'}
+# Non-finite immediates: `math.inf` / `math.nan`. No NKI 0.6 page documents any spelling of a
+# non-finite immediate; the public NKI front end (KLR, KLR/Trace/Python.lean) puts exactly these
+# two names in the global environment it traces kernels with (docs/emit.md).
+INF_TEXT, NAN_TEXT = "math.inf", "math.nan"
 
 
 def _python_literal(v) -> str:
     """A Python literal for a module-level constant array value (plain Python, not kernel code)."""
-    text = scalar(v)
-    return SPECIAL_FLOATS.get(text, text)
+    return scalar(v)
 
 
 def call(head: str, args: list[tuple[str, str]], indent: str) -> list[str]:
@@ -208,8 +208,8 @@ class SourceEmitter:
         outs = [self.name(v) for v in self.graph.outputs.values()]
         ret = "    return " + ", ".join(outs)
         head = self._header(params)
-        used = set(re.findall(r"\b(?:NEG_INF|INF|NAN)\b", "\n".join(body)))
-        head += [f"{n} = {SPECIAL_FLOATS[n]}" for n in SPECIAL_FLOATS if n in used]
+        if re.search(r"\bmath\.(?:inf|nan)\b", "\n".join(body + head)):
+            head.insert(head.index("import nki"), "import math")
         sig = call(f"def {self.func_name}", [("", p) for p in params], "")
         sig[-1] += ":"
         return "\n".join(head + ["", "", "@nki.jit"] + sig + body + [ret, ""])

@@ -169,7 +169,8 @@ TRN2 = Target(
     # ScalarE tensor_scalar on trn2: only (mult, add), (mult), (add) [ISA]
     scalar_tensor_scalar_ops=(("multiply", "add"), ("multiply",), ("add",)),
     activation_functions=frozenset(alu.ACTIVATION_FUNCS),  # [SHARED]
-    alu_ops=frozenset(alu.ALU_OPS),  # [SHARED] [NKIGEN]
+    # abs_max / abs_min are NeuronCore-v4 only (NKI 0.4 release notes) [SHARED] [NKIGEN]
+    alu_ops=frozenset(alu.ALU_OPS) - {"abs_max", "abs_min"},
     reduce_ops=frozenset(alu.REDUCE_OPS),  # [SHARED]
     tensor_clock_hz=2.4e9,  # [ARCH-T2]
     vector_clock_hz=0.96e9,  # [ARCH-T2]

@@ -69,6 +69,23 @@ def _column(ctx, op, name: str, like: str, dtypes=None) -> None:
         raise ctx.fail(op, f"{name} must be {'/'.join(sorted(dtypes))}, got {a.dtype}")
 
 
+def _fp32_immediate(ctx, op, name: str, value) -> None:
+    """A documented "fp32 scalar": a Python float that float32 holds exactly (inf / NaN too)."""
+    with np.errstate(over="ignore"):
+        exact = isinstance(value, float) and (value != value or float(np.float32(value)) == value)
+    if not exact:
+        raise ctx.fail(op, f"{name} must be an fp32 number, got {value!r} (not exactly a float32)")
+
+
+def _alu_on_target(ctx, op, alu: str) -> None:
+    if alu not in ctx.target.alu_ops:
+        raise ctx.fail(
+            op,
+            f"ALU operator {alu} is not available on {ctx.target.name} (abs_max / abs_min are "
+            "NeuronCore-v4 only, NKI 0.4 release notes)",
+        )
+
+
 def _spaces(ctx, op, name: str, allowed) -> None:
     a = op.access(name)
     if a is not None and a.space not in allowed:
@@ -149,6 +166,7 @@ def _affine_select(ctx, op) -> None:
     check_compute_common(ctx, op)
     _same_pf(ctx, op, "dst", "on_true_tile")
     _pattern_size(ctx, op)
+    _fp32_immediate(ctx, op, "on_false_value", op.attrs["on_false_value"])
 
 
 @rule(ops.MatmulOp)
@@ -221,6 +239,8 @@ def _activation(ctx, op) -> None:
     _same_pf(ctx, op, "dst", "data")
     _column(ctx, op, "bias", "data", {"f32"})
     _column(ctx, op, "scale", "data", {"f32"})
+    if op.access("scale") is None:
+        _fp32_immediate(ctx, op, "scale", op.attrs["scale"])
     _column(ctx, op, "reduce_res", "data")
     r = op.access("reduce_res")
     if r is not None and not r.dtype.is_float:
@@ -242,6 +262,7 @@ def _tensor_tensor(ctx, op) -> None:
     if op.access("data1").space is PSUM and op.access("data2").space is PSUM:
         raise ctx.fail(op, "data1 and data2 are both in PSUM; at most one input may be")
     alu = op.attrs["op"]
+    _alu_on_target(ctx, op, alu)
     if alu in BITVEC_OPS:
         _check_bitvec(ctx, op, alu, ("dst", "data1", "data2"))
     if alu == "power" and op.engine != "gpsimd":
@@ -250,6 +271,12 @@ def _tensor_tensor(ctx, op) -> None:
 
 @rule(ops.TensorScalarOp)
 def _tensor_scalar(ctx, op) -> None:
+    if op.engine == "gpsimd":
+        # nki.isa.tensor_scalar (NKI 0.6): GpSimd is "only allowed for rsqrt", which this
+        # dialect's ALU operators do not include
+        raise ctx.fail(
+            op, "tensor_scalar on the gpsimd engine is documented only for rsqrt; use vector (or scalar)"
+        )
     check_compute_common(ctx, op)
     _same_pf(ctx, op, "dst", "data")
     chain = [op.attrs["op0"]] + ([op.attrs["op1"]] if op.attrs["op1"] else [])
@@ -258,8 +285,14 @@ def _tensor_scalar(ctx, op) -> None:
         raise ctx.fail(op, f"ops {chain} mix bitwise and arithmetic operators")
     for i, alu in enumerate(chain):
         name = f"operand{i}"
-        _column(ctx, op, name, "data")
+        _alu_on_target(ctx, op, alu)
         val = op.attrs[name]
+        if alu not in BITVEC_OPS:  # arithmetic operands are fp32 scalars or fp32 (P, 1) columns
+            _column(ctx, op, name, "data", {"f32"})
+            if op.access(name) is None:
+                _fp32_immediate(ctx, op, name, val)
+        else:
+            _column(ctx, op, name, "data")
         if alu in BITVEC_OPS:
             if op.engine != "vector":
                 raise ctx.fail(op, f"bitwise tensor_scalar ({alu}) runs on the vector engine only")
@@ -304,6 +337,8 @@ def _tensor_reduce(ctx, op) -> None:
     alu = op.attrs["op"]
     if alu in BITVEC_OPS:
         _check_bitvec(ctx, op, alu, ("dst", "data"))
+        if op.attrs["negate"]:
+            raise ctx.fail(op, f"negate applies to arithmetic reductions only, not bitwise {alu}")
 
 
 # nisa.select_reduce, NKI 0.6 (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/

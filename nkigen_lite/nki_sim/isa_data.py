@@ -203,8 +203,9 @@ def affine_select(
     same_layout(where, "dst", dst, on_true_tile=on_true)
     if not isinstance(cmp_op, AluOp) or cmp_op.kind != "compare":
         raise NkiSimError(f"{where}: cmp_op must be a comparison token such as nl.equal, got {cmp_op!r}")
-    if not is_scalar(on_false_value):
-        raise NkiSimError(f"{where}: on_false_value must be a scalar, got {type(on_false_value).__name__}")
+    v = on_false_value
+    if not isinstance(v, (float, np.floating)):
+        raise NkiSimError(f"{where}: on_false_value must be a float32 number, got {v!r} [ISA]")
     values = affine_values(where, dst, pattern, offset, channel_multiplier)
     keep = cmp_op.apply(values, np.int64(0)) != 0
     out = np.where(keep, as_fp32(on_true.read(where)).reshape(keep.shape), np.float32(on_false_value))

@@ -6,7 +6,7 @@ import numpy as np
 
 from . import enums as E
 from .errors import NkiSimError
-from .isa_vector import reduce_into
+from .isa_vector import fp32_operand, reduce_into
 from .operands import Instruction, begin, rows, same_layout, scalar_or_column, tile_arg
 from .operators import ActivationFunction, add
 from .storage import round_to
@@ -32,7 +32,7 @@ def activation(
         raise NkiSimError(f"{where}: op must be an activation function token such as nl.exp, got {op!r}")
     same_layout(where, "dst", dst, data=data)
     p = data.shape[0]
-    s = scalar_or_column(scale, p, where, "scale", fp32_only=True)
+    s = fp32_operand(scale, p, where, "scale")
     x = np.asarray(rows(data, where, "data") * s, np.float32)
     if bias is not None:
         x = np.asarray(x + scalar_or_column(bias, p, where, "bias"), np.float32)

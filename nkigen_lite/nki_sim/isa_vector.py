@@ -29,11 +29,25 @@ from .storage import as_fp32, from_bits, round_to, to_bits
 _EXACT_INT = ("int32", "uint32")
 
 
+# ALU operators of NeuronCore-v4 only (NKI 0.4 release notes): not on trn2
+V4_ONLY_ALU = frozenset({"abs_max", "abs_min"})
+
+
 def alu_op(op, where: str, role: str = "op") -> AluOp:
-    """Require an ALU operator token."""
+    """Require an ALU operator token that trn2 has."""
     if not isinstance(op, AluOp):
         raise NkiSimError(f"{where}: {role} must be an ALU operator token such as nl.add, got {op!r}")
+    if op.name in V4_ONLY_ALU:
+        raise NkiSimError(f"{where}: {role} {op!r} is NeuronCore-v4 only, not available on trn2 [RN]")
     return op
+
+
+def fp32_operand(v, p: int, where: str, role: str):
+    """An arithmetic operand: a float scalar (read as float32, as the front end rounds a
+    literal) or a float32 (P, 1) tile [ISA]; an int or bool scalar is refused."""
+    if is_scalar(v) and not isinstance(v, (float, np.floating)):
+        raise NkiSimError(f"{where}: {role} must be a float32 number, got {v!r} [ISA]")
+    return scalar_or_column(v, p, where, role, fp32_only=True)
 
 
 def _require_int(where: str, op: AluOp, **tensors) -> None:
@@ -95,7 +109,9 @@ def tensor_scalar(
     bitvec = [op.is_bitvec for op, _, _ in steps]
     if any(bitvec) and not all(bitvec):
         raise NkiSimError(f"{where}: op0 and op1 must both be bit-vector or both arithmetic [ISA]")
-    eng = pick_engine(where, engine, (E.engine.vector, E.engine.scalar, E.engine.gpsimd), E.engine.vector)
+    if engine is E.engine.gpsimd:
+        raise NkiSimError(f"{where}: on the GpSimd engine tensor_scalar is documented only for rsqrt [ISA]")
+    eng = pick_engine(where, engine, (E.engine.vector, E.engine.scalar), E.engine.vector)
     _check_engine_ops(where, eng, [op for op, _, _ in steps], bitvec[0])
     tiles = {f"operand{i}": v for i, (_, v, _) in enumerate(steps) if not is_scalar(v)}
     check_gpsimd_access(where, eng, dst=dst, data=data, **tiles)
@@ -111,7 +127,7 @@ def tensor_scalar(
     else:
         x = rows(data, where, "data")
         for i, (op, v, rev) in enumerate(steps):
-            s = scalar_or_column(v, p, where, f"operand{i}")
+            s = fp32_operand(v, p, where, f"operand{i}")
             x = op.apply(s, x) if rev else op.apply(x, s)
             x = np.asarray(x, np.float32)
         out = round_to(x, dst.dtype)

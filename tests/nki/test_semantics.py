@@ -50,8 +50,6 @@ REF_TT = {
     "multiply": np.multiply,
     "maximum": np.maximum,
     "minimum": np.minimum,
-    "abs_max": lambda a, b: np.maximum(abs(a), abs(b)),
-    "abs_min": lambda a, b: np.minimum(abs(a), abs(b)),
     "equal": np.equal,
     "not_equal": np.not_equal,
     "greater": np.greater,

@@ -40,7 +40,7 @@ def every_op_graph() -> nk.Graph:
             reverse0=True,
             op1="multiply",
             operand1=2.0,
-            engine="gpsimd",
+            engine="vector",
         )
         b.tensor_reduce(dst=col, op="add", data=t, axis=(1,), negate=True, keepdims=True)
         b.tensor_scalar(dst=pr, data=t, op0="greater", operand0=0.0)
@@ -51,7 +51,7 @@ def every_op_graph() -> nk.Graph:
             pattern=[[-1, 64]],
             channel_multiplier=1,
             on_true_tile=t,
-            on_false_value=-3e38,
+            on_false_value=-3.4028234663852886e38,
             cmp_op="greater_equal",
             offset=i,
         )

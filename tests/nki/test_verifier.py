@@ -205,7 +205,7 @@ CASES = {
     ),
     "ts_bitvec_engine": (
         lambda b, x, y: b.tensor_scalar(
-            dst=_t(b, dtype=I32), data=_t(b, dtype=I32), op0="left_shift", operand0=1, engine="gpsimd"
+            dst=_t(b, dtype=I32), data=_t(b, dtype=I32), op0="left_shift", operand0=1, engine="scalar"
         ),
         "bitwise tensor_scalar \\(left_shift\\) runs on the vector engine only",
     ),

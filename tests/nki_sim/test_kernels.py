@@ -233,7 +233,7 @@ def scale_shift(x, c):
     nisa.tensor_scalar(dst=r, data=t, op0=nl.subtract, operand0=col, op1=nl.multiply, operand1=2.0)
     nisa.dma_copy(dst=y, src=r)
     nisa.tensor_scalar(dst=r, data=t, op0=nl.subtract, operand0=col, reverse0=True,
-                       engine=nisa.engine.gpsimd)
+                       engine=nisa.engine.vector)
     nisa.dma_copy(dst=z, src=r)
     return y, z
 """

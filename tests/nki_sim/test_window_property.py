@@ -38,7 +38,7 @@ def test_dma_windows_match_numpy_slicing(c):
             t = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
             nisa.dma_copy(dst=t, src=x[rs, cs])
             u = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
-            nisa.tensor_scalar(dst=u, data=t, op0=nl.add, operand0=1)
+            nisa.tensor_scalar(dst=u, data=t, op0=nl.add, operand0=1.0)
             nisa.dma_copy(dst=y[rs, cs], src=u)
             return y
 

@@ -145,7 +145,7 @@ class TensorScalarOp(ComputeOp):
         ENGINE_ATTR,
     )
     writes = ("dst",)
-    engines = ("vector", "scalar", "gpsimd")
+    engines = ("vector", "scalar")  # GpSimd: documented only for rsqrt (not an ALU op here)
 
     def verify(self) -> None:
         super().verify()

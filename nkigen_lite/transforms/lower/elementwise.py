@@ -62,10 +62,43 @@ def _wrap_into(em: TileFrame, v: Value, inst, emit) -> None:
         return
     half = 1 << (dt.bits - 1)
     shifted = scratch(em, v, inst, "i32")
-    em.b.tensor_scalar(dst=shifted, data=wide, op0="add", operand0=float(half), engine="gpsimd")
+    _int_op(em, v, inst, shifted, wide, "add", half)
     masked = scratch(em, v, inst, "i32")
     em.b.tensor_scalar(dst=masked, data=shifted, op0="bitwise_and", operand0=mask)
-    em.b.tensor_scalar(dst=dst, data=masked, op0="subtract", operand0=float(half), engine="gpsimd")
+    _int_op(em, v, inst, dst, masked, "subtract", half)
+
+
+def const_tile(em: GroupEmitter, v: Value, inst, value) -> Access:
+    """A scratch tile of v's extent holding ``value`` (int32 / uint32 for integers, else fp32):
+    the second operand of a GpSimd tensor_tensor, since NKI 0.6 documents GpSimd tensor_scalar
+    only for rsqrt (nki.isa.tensor_scalar page)."""
+    if isinstance(value, float) and not value.is_integer():
+        t = scratch(em, v, inst, "f32")
+        em.b.memset(dst=t, value=value)
+        return t
+    value = int(value)
+    t = scratch(em, v, inst, "i32" if -(2**31) <= value < 2**31 else "u32")
+    em.b.memset(dst=t, value=value)
+    return t
+
+
+def broadcast_column(col: Access, free: int) -> Access:
+    """A (P, 1) column read ``free`` times per partition (stride 0 on its last dim): a
+    tensor_tensor operand pairing the column with every element of a tile of ``free`` elements
+    per partition."""
+    if len(col.dims) < 2 or any(d.size != 1 for d in col.dims[1:]):
+        raise BuildError(f"lowering: broadcast_column needs a (P, 1) column, got shape {col.shape}")
+    last = col.dims[-1]
+    return Access(col.tensor, col.dims[:-1] + (DimSlice(last.offset, free, 0),))
+
+
+def _int_op(em: GroupEmitter, v: Value, inst, dst: Access, data: Access, alu: str, value, rev=False) -> None:
+    """dst = data alu value (value alu data with ``rev``) exactly on GpSimd: a tensor_tensor with
+    a constant tile (value a number) or a broadcast column (value a (P, 1) access)."""
+    other = broadcast_column(value, data.free_size) if isinstance(value, Access) else const_tile(em, v, inst, value)
+    a, b = (other, data) if rev else (data, other)
+    em.note("gpsimd", 2 * dst.free_size)
+    em.b.tensor_tensor(dst=dst, data1=a, data2=b, op=alu, engine="gpsimd")
 
 
 def _widen_bool(em: TileFrame, u: Value, x, inst, dtype):
@@ -141,13 +174,16 @@ def _binary_into(em: TileFrame, op: Op, inst, alu: str, a, b, dst) -> None:
     scalar_side = op.operand(0) if rev else op.operand(1)
     if rev and alu in ("add", "multiply", "maximum", "minimum", "equal", "not_equal"):
         rev = False  # commutative: the scalar side does not matter
+    if eng == "gpsimd":  # exact integer arithmetic / power: tensor_tensor (see const_tile)
+        value = operand.value if isinstance(operand, Imm) else em.access(scalar_side, inst)
+        return _int_op(em, v, inst, dst, data, alu, value, rev)
     if isinstance(operand, Imm):
         imm = operand.value
         operand = imm if alu.startswith("bitwise") else float(imm)
         if alu == "subtract" and not rev:
             alu, operand = "add", -operand
-    else:
-        operand = em.access(scalar_side, inst)
+    else:  # arithmetic (P, 1) operands are fp32 columns (nki.isa.tensor_scalar page)
+        operand = em.access(scalar_side, inst) if alu.startswith("bitwise") else fp32_column(em, scalar_side, inst)
     if eng == "vector" and alu in ("multiply", "add") and not rev and v.type.dtype.is_float:
         eng = em.pick_engine(("vector", "scalar"), dst.free_size)
     em.b.tensor_scalar(dst=dst, data=data, op0=alu, operand0=operand, reverse0=rev, engine=eng)
@@ -164,8 +200,10 @@ def _floor_like(em: TileFrame, x: Access, v: Value, inst, dst: Access, ceil: boo
     em.b.tensor_tensor(dst=fix, data1=r, data2=x, op="less" if ceil else "greater")
     adj = scratch(em, v, inst)
     em.b.tensor_tensor(dst=adj, data1=r, data2=fix, op="add" if ceil else "subtract")
+    mag = scratch(em, v, inst)  # |x| (abs_max is trn3-only): ScalarE abs is exact, inf/NaN kept
+    em.b.activation(dst=mag, op="abs", data=x)
     small = scratch(em, v, inst, "u8")
-    em.b.tensor_scalar(dst=small, data=x, op0="abs_max", operand0=0.0, op1="less", operand1=FLOAT_EXACT_LIMIT)
+    em.b.tensor_scalar(dst=small, data=mag, op0="less", operand0=FLOAT_EXACT_LIMIT)
     select_into(em, v, inst, dst, small, adj, x)
 
 
@@ -186,27 +224,29 @@ def unary(em: TileFrame, op: Op, inst) -> None:
     if isinstance(op, T.BitwiseNotOp):
         ones = (1 << in_t.bits) - 1 if not in_t.is_signed else -1
         return b.tensor_scalar(dst=dst, data=x, op0="bitwise_xor", operand0=ones)
-    # integer forms of neg / abs / relu / square / sign (exact on GpSimd)
-    if isinstance(op, (T.NegOp, T.AbsOp, T.SquareOp)) and _narrow_int(v):
-        rule = {
-            T.NegOp: lambda d: b.tensor_scalar(dst=d, data=x, op0="multiply", operand0=-1.0, engine="gpsimd"),
-            T.AbsOp: lambda d: b.tensor_scalar(dst=d, data=x, op0="abs_max", operand0=0.0, engine="gpsimd"),
-            T.SquareOp: lambda d: b.tensor_tensor(dst=d, data1=x, data2=x, op="multiply", engine="gpsimd"),
-        }[type(op)]
-        return _wrap_into(em, v, inst, rule)
-    if isinstance(op, T.NegOp):
-        return b.tensor_scalar(dst=dst, data=x, op0="multiply", operand0=-1.0, engine="gpsimd")
-    if isinstance(op, T.AbsOp):
-        return b.tensor_scalar(dst=dst, data=x, op0="abs_max", operand0=0.0, engine="gpsimd")
+    # integer forms of neg / abs / relu / square / sign: exact GpSimd tensor_tensor ops (GpSimd
+    # tensor_scalar is documented only for rsqrt; abs_max is trn3-only)
+    def neg_into(d):
+        _int_op(em, v, inst, d, x, "subtract", 0, rev=True)
+
+    def abs_into(d):
+        n = scratch(em, v, inst, "i32")
+        neg_into(n)
+        b.tensor_tensor(dst=d, data1=x, data2=n, op="maximum", engine="gpsimd")
+
+    def square_into(d):
+        b.tensor_tensor(dst=d, data1=x, data2=x, op="multiply", engine="gpsimd")
+
+    if isinstance(op, (T.NegOp, T.AbsOp, T.SquareOp)):
+        rule = {T.NegOp: neg_into, T.AbsOp: abs_into, T.SquareOp: square_into}[type(op)]
+        return _wrap_into(em, v, inst, rule) if _narrow_int(v) else rule(dst)
     if isinstance(op, T.ReluOp):
-        return b.tensor_scalar(dst=dst, data=x, op0="maximum", operand0=0.0, engine="gpsimd")
-    if isinstance(op, T.SquareOp):
-        return b.tensor_tensor(dst=dst, data1=x, data2=x, op="multiply", engine="gpsimd")
+        return _int_op(em, v, inst, dst, x, "maximum", 0)
     if isinstance(op, T.SignOp):
         pos = scratch(em, v, inst, v.type.dtype)
-        b.tensor_scalar(dst=pos, data=x, op0="greater", operand0=0.0, engine="gpsimd")
+        _int_op(em, v, inst, pos, x, "greater", 0)
         neg = scratch(em, v, inst, v.type.dtype)
-        b.tensor_scalar(dst=neg, data=x, op0="less", operand0=0.0, engine="gpsimd")
+        _int_op(em, v, inst, neg, x, "less", 0)
         return b.tensor_tensor(dst=dst, data1=pos, data2=neg, op="subtract", engine="gpsimd")
     raise BuildError(
         f"lowering: no NKI rule for {op.name} on {in_t.numpy_name} (the decompose pass rewrites cos)"
