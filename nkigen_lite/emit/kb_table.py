@@ -8,6 +8,8 @@ Edit here, and only here, when a real SDK disagrees.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..nki.ops.alu import BITVEC_OPS
 
 # Builder entry points and memory spaces (module ``nb`` = nki.compiler.kernel_builder).
@@ -37,6 +39,49 @@ TENSOR_SCALAR = {"arith": "tensor_scalar_arith", "bitvec": "tensor_scalar_bitvec
 TENSOR_REDUCE = {"arith": "tensor_reduce_arith", "bitvec": "tensor_reduce_bitvec"}  # bitvec: assumed
 SELECT = "select_reduce"
 AFFINE_SELECT = "affine_select"  # assumed
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The keywords one ``nb.isa`` call may take, and where they were seen."""
+
+    keywords: frozenset
+    source: str
+
+
+def _sig(keywords: str, source: str) -> Signature:
+    return Signature(frozenset(keywords.split()), source)
+
+
+# The signature table the Kernel Builder surface tests check every emitted call against. There is
+# no public Kernel Builder reference (docs/emit.md lists what was searched); SEEN = keyword
+# names used by AWS's NKIPy code and third-party code (facts sheet §4, [NKIPY-KB] [3rd-FA]);
+# "assumed" = not seen anywhere, following the neighbouring calls.
+SEEN = "facts §4: NKIPy / third-party usage"
+ISA_SIGNATURES = {
+    DMA_COPY: _sig("dst src engine", SEEN),
+    TENSOR_COPY: _sig("dst src engine", SEEN + " (engine= assumed)"),
+    MEMSET: _sig("dst value engine", "assumed (the name is seen, keywords are not)"),
+    IOTA: _sig("dst pattern offset channel_multiplier", "assumed (the name is seen, keywords are not)"),
+    MATMUL: _sig("dst stationary moving accum", SEEN),
+    TRANSPOSE["tensor"]: _sig("dst src", "assumed"),
+    TRANSPOSE["vector"]: _sig("dst src", SEEN + " (name only; keywords assumed)"),
+    ACTIVATION: _sig("dst src bias scale op reduce_op reduce_res reduce_cmd", SEEN),
+    TENSOR_TENSOR["arith"]: _sig("dst lhs rhs op engine", SEEN + " (engine= assumed)"),
+    TENSOR_TENSOR["bitvec"]: _sig("dst lhs rhs op engine", SEEN + " (name only; keywords as arith)"),
+    TENSOR_SCALAR["arith"]: _sig(
+        "dst src op0 operand0 reverse0 op1 operand1 reverse1 engine", SEEN + " (name only; keywords assumed)"
+    ),
+    TENSOR_SCALAR["bitvec"]: _sig(
+        "dst src op0 operand0 reverse0 op1 operand1 reverse1 engine", SEEN + " (name only; keywords assumed)"
+    ),
+    TENSOR_REDUCE["arith"]: _sig("dst src op num_r_dim negated", SEEN),
+    TENSOR_REDUCE["bitvec"]: _sig("dst src op num_r_dim negated", "assumed (as tensor_reduce_arith)"),
+    SELECT: _sig("dst predicate on_true on_false reverse_pred", SEEN + " (name only; keywords as nki.isa)"),
+    AFFINE_SELECT: _sig(
+        "dst on_true_tile pattern channel_multiplier offset cmp_op on_false_value", "assumed (as nki.isa)"
+    ),
+}
 
 # Enumerations (``nb.isa.<enum>.<member>``).
 ENGINE_ENUM = "engine"

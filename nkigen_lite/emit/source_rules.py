@@ -88,7 +88,10 @@ def _tensor_copy(e: SourceEmitter, op) -> None:
 def _memset(e: SourceEmitter, op) -> None:
     dt = op.access("dst").dtype
     value = op.attrs["value"]
-    text = scalar(int(value)) if (dt.is_int or dt.is_bool) else scalar(float(value))
+    if dt.is_int or dt.is_bool:  # a float value stays a float (an error for both checkers)
+        text = scalar(value) if isinstance(value, float) else scalar(int(value))
+    else:
+        text = scalar(float(value))
     e.call("nisa.memset", [("dst", e.access(op, "dst")), ("value", text), _engine(op)])
 
 

@@ -147,11 +147,11 @@ def nc_transpose(dst, data, engine=E.engine.unknown, name=""):
     if eng is E.engine.tensor:
         if data.buffer is not sbuf or dst.buffer is not psum:
             raise NkiSimError(f"{where}: a TensorE transpose reads SBUF and writes PSUM [ISA]")
-        if dst.dtype is not data.dtype and dst.dtype.numpy_name != "float32":
-            raise NkiSimError(
-                f"{where}: TensorE transpose writes data's dtype ({data.dtype.numpy_name}) or float32, "
-                f"not {dst.dtype.numpy_name} [ISA]"
-            )
+    if dst.dtype is not data.dtype:  # nki.isa.nc_transpose (0.6): dst dtype = data dtype
+        raise NkiSimError(
+            f"{where}: transpose keeps the dtype: data is {data.dtype.numpy_name}, dst "
+            f"{dst.dtype.numpy_name} [ISA]"
+        )
     values = convert(data.read(f"{where} data").reshape(p, f), data.dtype, dst.dtype)
     dst.write(values.T.reshape(dst.shape), where)
     run.count(eng.name)

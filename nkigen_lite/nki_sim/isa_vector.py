@@ -68,6 +68,8 @@ def tensor_tensor(dst, data1, data2, op, engine=E.engine.unknown, name=""):
     ints = any(t.dtype.numpy_name in _EXACT_INT for t in (a, b))
     default = E.engine.gpsimd if not op.is_bitvec and (op.name == "power" or ints) else E.engine.vector
     eng = pick_engine(where, engine, (E.engine.vector, E.engine.gpsimd), default)
+    if op.name == "power" and eng is not E.engine.gpsimd:
+        raise NkiSimError(f"{where}: nl.power runs on the GpSimd engine only [ISA]")
     check_gpsimd_access(where, eng, dst=dst, data1=a, data2=b)
     check_one_psum_input(where, data1=a, data2=b)
     if op.is_bitvec:

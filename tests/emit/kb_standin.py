@@ -12,53 +12,11 @@ import inspect
 import math
 from dataclasses import dataclass, field
 
-# Keywords per nb.isa call: documented in facts §4, or assumed (labelled) by the emitter.
-ISA_KEYWORDS = {
-    "dma_copy": {"dst", "src", "engine"},
-    "tensor_copy": {"dst", "src", "engine"},  # engine: assumed
-    "memset": {"dst", "value", "engine"},  # keywords: assumed
-    "iota": {"dst", "pattern", "offset", "channel_multiplier"},  # assumed
-    "matmul": {"dst", "stationary", "moving", "accum"},
-    "transpose": {"dst", "src"},  # assumed
-    "stream_transpose": {"dst", "src"},
-    "activation": {"dst", "src", "bias", "scale", "op", "reduce_op", "reduce_res", "reduce_cmd"},
-    "tensor_tensor_arith": {"dst", "lhs", "rhs", "op", "engine"},  # engine: assumed
-    "tensor_tensor_bitvec": {"dst", "lhs", "rhs", "op", "engine"},
-    "tensor_scalar_arith": {
-        "dst",
-        "src",
-        "op0",
-        "operand0",
-        "reverse0",
-        "op1",
-        "operand1",
-        "reverse1",
-        "engine",
-    },  # keywords: assumed
-    "tensor_scalar_bitvec": {
-        "dst",
-        "src",
-        "op0",
-        "operand0",
-        "reverse0",
-        "op1",
-        "operand1",
-        "reverse1",
-        "engine",
-    },
-    "tensor_reduce_arith": {"dst", "src", "op", "num_r_dim", "negated"},
-    "tensor_reduce_bitvec": {"dst", "src", "op", "num_r_dim", "negated"},
-    "select_reduce": {"dst", "predicate", "on_true", "on_false"},
-    "affine_select": {
-        "dst",
-        "on_true_tile",
-        "pattern",
-        "channel_multiplier",
-        "offset",
-        "cmp_op",
-        "on_false_value",
-    },  # assumed
-}
+from nkigen_lite.emit.kb_table import ISA_SIGNATURES
+
+# Keywords per nb.isa call: the signature table kept in nkigen_lite/emit/kb_table.py (each
+# entry names its source: facts sheet §4 usage, or "assumed").
+ISA_KEYWORDS = {name: set(sig.keywords) for name, sig in ISA_SIGNATURES.items()}
 DTYPES = (
     "float32",
     "float16",

@@ -95,7 +95,10 @@ def broadcast_column(col: Access, free: int) -> Access:
 def _int_op(em: GroupEmitter, v: Value, inst, dst: Access, data: Access, alu: str, value, rev=False) -> None:
     """dst = data alu value (value alu data with ``rev``) exactly on GpSimd: a tensor_tensor with
     a constant tile (value a number) or a broadcast column (value a (P, 1) access)."""
-    other = broadcast_column(value, data.free_size) if isinstance(value, Access) else const_tile(em, v, inst, value)
+    if isinstance(value, Access):
+        other = broadcast_column(value, data.free_size)
+    else:
+        other = const_tile(em, v, inst, value)
     a, b = (other, data) if rev else (data, other)
     em.note("gpsimd", 2 * dst.free_size)
     em.b.tensor_tensor(dst=dst, data1=a, data2=b, op=alu, engine="gpsimd")
@@ -183,7 +186,8 @@ def _binary_into(em: TileFrame, op: Op, inst, alu: str, a, b, dst) -> None:
         if alu == "subtract" and not rev:
             alu, operand = "add", -operand
     else:  # arithmetic (P, 1) operands are fp32 columns (nki.isa.tensor_scalar page)
-        operand = em.access(scalar_side, inst) if alu.startswith("bitwise") else fp32_column(em, scalar_side, inst)
+        bitwise = alu.startswith("bitwise")
+        operand = em.access(scalar_side, inst) if bitwise else fp32_column(em, scalar_side, inst)
     if eng == "vector" and alu in ("multiply", "add") and not rev and v.type.dtype.is_float:
         eng = em.pick_engine(("vector", "scalar"), dst.free_size)
     em.b.tensor_scalar(dst=dst, data=data, op0=alu, operand0=operand, reverse0=rev, engine=eng)
@@ -224,6 +228,7 @@ def unary(em: TileFrame, op: Op, inst) -> None:
     if isinstance(op, T.BitwiseNotOp):
         ones = (1 << in_t.bits) - 1 if not in_t.is_signed else -1
         return b.tensor_scalar(dst=dst, data=x, op0="bitwise_xor", operand0=ones)
+
     # integer forms of neg / abs / relu / square / sign: exact GpSimd tensor_tensor ops (GpSimd
     # tensor_scalar is documented only for rsqrt; abs_max is trn3-only)
     def neg_into(d):
