@@ -68,7 +68,7 @@ def _wrap_into(em: TileFrame, v: Value, inst, emit) -> None:
     _int_op(em, v, inst, dst, masked, "subtract", half)
 
 
-def const_tile(em: GroupEmitter, v: Value, inst, value) -> Access:
+def const_tile(em: TileFrame, v: Value, inst, value) -> Access:
     """A scratch tile of v's extent holding ``value`` (int32 / uint32 for integers, else fp32):
     the second operand of a GpSimd tensor_tensor, since NKI 0.6 documents GpSimd tensor_scalar
     only for rsqrt (nki.isa.tensor_scalar page)."""
@@ -92,7 +92,7 @@ def broadcast_column(col: Access, free: int) -> Access:
     return Access(col.tensor, col.dims[:-1] + (DimSlice(last.offset, free, 0),))
 
 
-def _int_op(em: GroupEmitter, v: Value, inst, dst: Access, data: Access, alu: str, value, rev=False) -> None:
+def _int_op(em: TileFrame, v: Value, inst, dst: Access, data: Access, alu: str, value, rev=False) -> None:
     """dst = data alu value (value alu data with ``rev``) exactly on GpSimd: a tensor_tensor with
     a constant tile (value a number) or a broadcast column (value a (P, 1) access)."""
     if isinstance(value, Access):
