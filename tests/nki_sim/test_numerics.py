@@ -10,6 +10,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from nkigen_lite.nki_sim.errors import NkiSimError
+
 RNG = np.random.default_rng(7)
 
 
@@ -239,18 +241,24 @@ def test_matmul_accumulate_flags(nk):
     np.testing.assert_allclose(out[2], ab, rtol=1e-5, atol=1e-5)
 
 
-def test_vector_transpose_32x32_casts_on_write(nk):
+def test_vector_transpose_32x32_keeps_the_dtype(nk):
+    """nki.isa.nc_transpose (0.6): dst dtype = data dtype; a casting transpose is refused."""
     nki, nl, nisa = nk
     x = RNG.standard_normal((32, 20)).astype(np.float32)
 
-    @nki.jit
-    def kernel(x):
-        y = nl.ndarray((20, 32), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-        t = nl.ndarray((32, 20), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=x)
-        r = nl.ndarray((20, 32), dtype=nl.bfloat16, buffer=nl.sbuf)
-        nisa.nc_transpose(dst=r, data=t)
-        nisa.dma_copy(dst=y, src=r)
-        return y
+    def make(dst_dtype):
+        @nki.jit
+        def kernel(x):
+            y = nl.ndarray((20, 32), dtype=dst_dtype, buffer=nl.shared_hbm)
+            t = nl.ndarray((32, 20), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x)
+            r = nl.ndarray((20, 32), dtype=dst_dtype, buffer=nl.sbuf)
+            nisa.nc_transpose(dst=r, data=t)
+            nisa.dma_copy(dst=y, src=r)
+            return y
 
-    np.testing.assert_array_equal(kernel(x), x.T.astype(ml_dtypes.bfloat16))
+        return kernel
+
+    np.testing.assert_array_equal(make(nl.float32)(x), x.T)
+    with pytest.raises(NkiSimError, match="transpose keeps the dtype"):
+        make(nl.bfloat16)(x)
