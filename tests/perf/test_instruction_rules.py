@@ -144,7 +144,6 @@ CASES = [
     ("tensor_scalar vector bf16", tensor_scalar(BF), 128 / V),
     ("tensor_scalar vector bf16 strided", tensor_scalar(BF, strided=True), 256 / V),
     ("tensor_scalar scalar", tensor_scalar(F32, "scalar"), 512 / S),
-    ("tensor_scalar gpsimd", tensor_scalar(F32, "gpsimd"), (150 + 512) / G),
     # tensor_copy
     ("tensor_copy PSUM fp32 -> bf16", tensor_copy(F32, "psum", BF), 512 / V),
     ("tensor_copy PSUM bf16 -> bf16", tensor_copy(BF, "psum", BF), 256 / V),

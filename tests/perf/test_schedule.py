@@ -289,7 +289,7 @@ def test_fp32_vector_work_does_not_hold_the_port():
 
 def _loop_vs_unrolled(trips: int, unrolled: bool) -> nk.Graph:
     """A loop body with two single-buffered tiles on three engines and a loop-carried VectorE
-    accumulator: load u; u = exp(u) (ScalarE); acc += u (VectorE); v = u * 3 (GpSimd); store v."""
+    accumulator: load u; u = exp(u) (ScalarE); acc += u (VectorE); v = u * u (GpSimd); store v."""
     b = nk.nki.Builder("lvu")
     x = b.add_input("x", (128 * trips, 256), nk.float32)
     y = b.alloc((128 * trips, 256), nk.float32, "hbm", name="y")
@@ -301,7 +301,7 @@ def _loop_vs_unrolled(trips: int, unrolled: bool) -> nk.Graph:
         b.dma_copy(u, x[ts(i, 128), :])
         b.activation(u, "exp", u)
         b.tensor_tensor(acc, acc, u, "add")
-        b.tensor_scalar(v, u, "multiply", 3.0, engine="gpsimd")
+        b.tensor_tensor(v, u, u, "multiply", engine="gpsimd")
         b.dma_copy(y[ts(i, 128), :], v)
 
     if unrolled:
