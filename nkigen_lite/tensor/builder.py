@@ -54,6 +54,7 @@ class Builder:
 
     def __init__(self, name: str = "main"):
         self.graph = Graph(name)
+        self._blocks = [self.graph.body]  # where ops go (a for_loop body while it is built)
         # Called for every op appended; returns its source location (``nk.trace`` sets it to
         # name the user's Python file:line), or None.
         self.locator = None
@@ -103,7 +104,7 @@ class Builder:
             op.verify()
         if self.locator is not None:
             op.loc = self.locator()
-        self.graph.body.append(op)
+        self._blocks[-1].append(op)
         res = op.result
         res.name_hint = hint or cls.name.split(".", 1)[1]
         res._builder = self
@@ -472,6 +473,15 @@ class Builder:
             sl[ax] = slice(a, b)
             out.append(self._slice(v, sl))
         return out
+
+    # ---- loops -------------------------------------------------------------------------------------
+    def for_loop(self, n: int, carried, body):
+        """Run ``body(i, *carried) -> new carried`` ``n`` times (``tensor.for_loop``; compiled to
+        one on-device loop, never unrolled). ``i`` is a 0-d int32 Value; ``carried`` is a Value
+        or a list of Values (the result has the same form); the body may read outer values."""
+        from .loop_builder import build_for_loop
+
+        return build_for_loop(self, n, carried, body)
 
     # ---- collectives (op classes in nkigen_lite/parallel/collective_ops.py) --------------------
     def _collective(self, short: str, x: Operand, world: int, **attrs) -> Value:

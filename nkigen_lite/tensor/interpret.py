@@ -186,9 +186,21 @@ def _topk(_it: I, op, args):
     return [values.copy(), indices]
 
 
-@I.impl(ReturnOp)
+@I.impl(ReturnOp, T.YieldOp)
 def _return(_it: I, _op, _args):
     return None
+
+
+@I.impl(T.ForLoopOp)
+def _for_loop(it: I, op, args):
+    """Run the body ``count`` times; the carried values are what each iteration yields."""
+    k = op.attrs["carried"]
+    carried, captured = list(args[:k]), list(args[k:])
+    term = op.body.last
+    for i in range(op.attrs["count"]):
+        it.run_block(op.body, [np.array(i, np.int32), *carried, *captured])
+        carried = [it.env[v] for v in term.operands]
+    return carried
 
 
 def run(graph: Graph, inputs: Mapping[str, np.ndarray], mode: str = "faithful") -> dict[str, np.ndarray]:

@@ -76,6 +76,7 @@ def _one_of_each(b):
     outs["slice"] = x[::-1, 1:]
     outs["concat"] = b.concat([x, i], -1)
     outs["topk_values"], outs["topk_indices"] = b.topk(x, 2)
+    outs["for_loop"] = b.for_loop(3, x, lambda k, h: h * 0.5 + b.cast(k, nk.float32))
     return outs
 
 

@@ -10,6 +10,7 @@ from .base import TENSOR_OPS, Needs, TensorOp, elementwise_class, tensor_types
 from .binary import *  # noqa: F403  (every binary op class)
 from .binary import BINARY_OPS, CATEGORIES, BinaryOp
 from .composite import COMPOSITE_OPS, CompositeOp, define_op
+from .control import ForLoopOp, YieldOp
 from .movement import BroadcastToOp, ConcatOp, ReshapeOp, SliceOp, TransposeOp
 from .ordering import TopkOp
 from .reduction import REDUCE_ALU, REDUCE_KINDS, MatmulOp, ReduceOp
@@ -52,6 +53,8 @@ __all__ = [
     "FullOp",
     "IotaOp",
     "ALL_TENSOR_OPS",
+    "ForLoopOp",
+    "YieldOp",
     "COMPOSITE_OPS",
     "CompositeOp",
     "define_op",

@@ -128,6 +128,11 @@ def _free(_op: Op, _c: OpConstraints) -> None:
     """Sources and layout_convert constrain nothing: the solver places them."""
 
 
+@layout_rule(T.ForLoopOp)
+def _for_loop(_op: Op, _c: OpConstraints) -> None:
+    """A loop constrains nothing outside: its body is lowered with its own layout."""
+
+
 @layout_rule(T.CompositeOp)
 def _composite(op: Op, _c: OpConstraints) -> None:
     """Composite ops are expanded by decompose; one reaching layout is a pipeline error."""

@@ -4,6 +4,7 @@ values, view caching, extra constant inputs and the layout roles."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +32,10 @@ class LowerContext:
     # layout ``tile_size`` knobs: value -> (knob name, rows); the knob names some group applied
     tile_knobs: dict[Value, tuple[str, int]] = field(default_factory=dict)
     applied_knobs: set[str] = field(default_factory=set)
+    # while a tensor.for_loop body is lowered: the outermost nki.fori_loop, before which HBM
+    # allocations and views are placed (they are kernel-level buffers reused every iteration)
+    hoist_before: object = None
+    reserved_names: set = field(default_factory=set)  # kernel input / output names in use
 
     # ---- source locations ----------------------------------------------------------------
     def name(self, v: Value) -> str:
@@ -41,7 +46,7 @@ class LowerContext:
         self.b.loc = text
 
     def at_op(self, op) -> None:
-        label = f"{op.name} {self.name(op.result)}" if op.results else op.name
+        label = f"{op.name} {self.name(op.results[0])}" if op.results else op.name
         self.at(f"{label} at {op.loc}" if op.loc else label)
 
     # ---- HBM -------------------------------------------------------------------------------
@@ -53,11 +58,11 @@ class LowerContext:
 
     def alloc_hbm(self, shape, dtype, name: str | None = None) -> HbmHome:
         """A fresh HBM buffer (kernel top level) and its whole-buffer home."""
-        self._at_top_level("HBM allocation")
         if name is None:
             name = f"scratch{self._scratch}"
             self._scratch += 1
-        base = self.b.alloc(tuple(shape), dtype, "hbm", name=name)
+        with self.top_level("HBM allocation"):
+            base = self.b.alloc(tuple(shape), dtype, "hbm", name=name)
         return HbmHome.whole(base)
 
     def home_for_store(self, v: Value) -> HbmHome:
@@ -74,14 +79,34 @@ class LowerContext:
         key = (id(h.base), h.offset, shape, strides)
         v = self._views.get(key)
         if v is None:
-            self._at_top_level("hbm_view")
-            v = self.b.hbm_view(h.base, shape, strides, h.offset)
+            with self.top_level("hbm_view"):
+                v = self.b.hbm_view(h.base, shape, strides, h.offset)
             self._views[key] = v
         return v
 
-    def _at_top_level(self, what: str) -> None:
-        if len(self.b._blocks) != 1:
+    @contextmanager
+    def top_level(self, what: str):
+        """Emit at the kernel's top level: directly when no loop is open, else (inside a
+        tensor.for_loop body) just before its outermost nki.fori_loop."""
+        blocks = self.b._blocks
+        if len(blocks) == 1:
+            yield
+            return
+        if self.hoist_before is None:
             raise AssertionError(f"lowering bug: {what} emitted inside a loop")
+        top = blocks[0]
+        last = top.last
+        self.b._blocks = [top]
+        try:
+            yield
+        finally:
+            self.b._blocks = blocks
+            op = last.next_op if last is not None else top.first
+            while op is not None:  # move what was appended before the loop
+                nxt = op.next_op
+                top.remove(op)
+                top.insert_before(self.hoist_before, op)
+                op = nxt
 
     @property
     def partitions(self) -> int:

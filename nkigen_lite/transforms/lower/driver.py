@@ -19,6 +19,7 @@ from ...ir.value import Value
 from ...nki.builder import Builder as NkiBuilder
 from ...nki.target import TRN2, Target
 from ...tensor import ops as T
+from . import for_loop as _for_loop  # noqa: F401  (registers the tensor.for_loop rule)
 from .capacity import check_hbm_capacity
 from .context import LowerContext
 from .empty import fold_empty
@@ -63,18 +64,8 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
                 f"input {name!r} has an empty dimension {v.type.shape}; NKI tensors need positive dimensions"
             )
         ctx.homes[v] = HbmHome.whole(b.add_input(name, v.type.shape, v.type.dtype))
-    used = set(graph.input_names) | set(graph.outputs)
-    k = 0
-    for op in graph.body:
-        if isinstance(op, T.ConstantOp):
-            while f"const{k}" in used:
-                k += 1
-            name = f"const{k}"
-            used.add(name)
-            ctx.constants[name] = np.array(op.attrs["value"].array)
-            ctx.homes[op.result] = HbmHome.whole(
-                b.add_input(name, op.result.type.shape, op.result.type.dtype)
-            )
+    ctx.reserved_names = set(graph.input_names) | set(graph.outputs)
+    add_constant_inputs(ctx, graph)
     producers = _produced_in_kernel(graph, part)
     outputs = {n: v for n, v in graph.outputs.items() if n not in empty}
     aliases = place_aliased_outputs(ctx, graph, outputs, producers)
@@ -105,11 +96,29 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
     return b.graph, ctx.constants, empty
 
 
+def add_constant_inputs(ctx: LowerContext, graph: Graph) -> None:
+    """Dense constants of ``graph``'s top block become extra kernel inputs ``const0``, ...
+    (named clear of ``ctx.reserved_names``)."""
+    used = ctx.reserved_names
+    k = 0
+    for op in graph.body:
+        if isinstance(op, T.ConstantOp):
+            while f"const{k}" in used or f"const{k}" in ctx.constants:
+                k += 1
+            name = f"const{k}"
+            used.add(name)
+            ctx.constants[name] = np.array(op.attrs["value"].array)
+            t = op.result.type
+            ctx.homes[op.result] = HbmHome.whole(ctx.b.add_input(name, t.shape, t.dtype))
+
+
 def _produced_in_kernel(graph: Graph, part) -> set[Value]:
     """Values computed by the kernel into HBM storage of their own (not views, inputs, consts)."""
     out = set()
     for op in graph.body:
-        if isinstance(op, (T.MatmulOp, T.ConcatOp)) or op in part.group_of:
+        if isinstance(op, T.ForLoopOp):
+            out.update(op.results)
+        elif isinstance(op, (T.MatmulOp, T.ConcatOp)) or op in part.group_of:
             out.add(op.result)
         elif isinstance(op, T.FullOp):
             out.add(op.result)
