@@ -59,6 +59,7 @@ _STRUCTURAL = (
     "slice",
     "concat",
     "topk",
+    "for_loop",
 )
 _FIRST = ("add", "mul", "exp", "sub", "neg")  # simple ops first: hypothesis shrinks toward them
 OP_NAMES: tuple[str, ...] = _FIRST + tuple(
@@ -417,6 +418,16 @@ class _Gen:
         values, indices = self.b.topk(v, k, axis)
         self.add(values)
         return indices
+
+    def for_loop(self):
+        """A loop of 0-3 iterations: h * 0.5 + i (floats) or h + i (int32)."""
+        v = self.value(lambda v: v.dtype.is_float or v.dtype is int32)
+        if v is None:
+            return None
+        n, b = self.draw(st.integers(0, 3)), self.b
+        if v.dtype is int32:
+            return b.for_loop(n, v, lambda i, h: h + i)
+        return b.for_loop(n, v, lambda i, h: h * 0.5 + b.cast(i, v.dtype))
 
     def full(self):
         dt = self.pick(self.dtypes)
