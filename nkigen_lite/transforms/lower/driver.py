@@ -19,7 +19,6 @@ from ...ir.value import Value
 from ...nki.builder import Builder as NkiBuilder
 from ...nki.target import TRN2, Target
 from ...tensor import ops as T
-from . import for_loop as _for_loop  # noqa: F401  (registers the tensor.for_loop rule)
 from .capacity import check_hbm_capacity
 from .context import LowerContext
 from .empty import fold_empty

@@ -22,6 +22,7 @@ from ...ir.graph import Graph
 from ...ir.printer import Printer
 from ...nki.types import Access
 from ...tensor import ops as T
+from . import driver
 from .homes import HbmHome
 from .rules import item_rule
 from .views import copy_home
@@ -82,8 +83,6 @@ def lower_for_loop(ctx, op: T.ForLoopOp) -> None:
 def lower_body(ctx, g: Graph) -> list[HbmHome]:
     """Lower the ops of ``g`` (its inputs already have homes) at the builder's current
     insertion point, as ``lower_to_nki`` lowers a kernel; returns the outputs' homes."""
-    from . import driver  # the driver imports this module (rule registration)
-
     free_limit = (ctx.target.sbuf_bytes_per_partition * 3 // 4) // 16
     saved = ctx.printer
     try:
