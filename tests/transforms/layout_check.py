@@ -10,13 +10,14 @@ from nkigen_lite.transforms.layout.solver import merge_roles
 
 def assert_layout_consistent(graph, analysis, partitions: int = 128) -> None:
     """Every value has one role per dim; every op's links and requirements hold (reshapes
-    either map their groups or are recorded boundaries); tiles fit the partitions."""
-    values = list(graph.inputs) + [r for op in graph.walk() for r in op.results]
+    either map their groups or are recorded boundaries); tiles fit the partitions. The analysis
+    covers the graph's top block: a tensor.for_loop body is laid out when it is lowered."""
+    values = list(graph.inputs) + [r for op in graph.body for r in op.results]
     for v in values:
         roles = analysis.roles_of(v)
         assert len(roles) == v.ndim and set(roles) <= {"I", "P", "F"}, (v, roles)
         assert 1 <= analysis.partition_tile[v] <= partitions
-    for op in graph.walk():
+    for op in graph.body:
         if isinstance(op, ReturnOp):
             continue
         c = op_constraints(op)

@@ -130,7 +130,8 @@ def _free(_op: Op, _c: OpConstraints) -> None:
 
 @layout_rule(T.ForLoopOp)
 def _for_loop(_op: Op, _c: OpConstraints) -> None:
-    """A loop constrains nothing outside: its body is lowered with its own layout."""
+    """A loop constrains nothing outside. The solver lays out the graph's top block only; a
+    loop body is laid out when it is lowered (for_loop.py lowers it as a graph of its own)."""
 
 
 @layout_rule(T.CompositeOp)
