@@ -4,7 +4,8 @@ traffic against the minimum, and peak on-chip memory per partition.
 ``dma_bytes`` counts what each DMA moves as the hardware moves it (a stride-0 broadcast of n
 bytes onto p partitions moves n*p bytes); ``hbm_bytes`` counts the bytes each DMA reads from or
 writes to HBM (both sides of an HBM -> HBM copy); ``min_hbm_bytes`` is the size of every kernel
-input and output; ``hbm_traffic_ratio = hbm_bytes / min_hbm_bytes``.
+input and output (an output aliasing an input counts once: it is that buffer);
+``hbm_traffic_ratio = hbm_bytes / min_hbm_bytes``.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def kernel_stats(graph: Graph, target: Target = TRN2) -> KernelStats:
                         acc["hbm_bytes"] += mult * n * a.dtype.itemsize
 
     walk(graph.body, 1)
-    io = list(graph.inputs) + list(graph.outputs.values())
+    # each kernel tensor once: an output aliasing an input (updated in place) is that input
+    io = list(dict.fromkeys([*graph.inputs, *graph.outputs.values()]))
     min_bytes = sum(v.type.size * v.type.dtype.itemsize for v in io)
     return KernelStats(
         instructions_static=sum(acc["static"].values()),

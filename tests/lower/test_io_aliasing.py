@@ -62,6 +62,7 @@ def test_kv_cache_write_in_place_moves_only_the_new_row():
     stats = k.stats()
     assert stats.dma_bytes == kk.nbytes == 2048
     assert stats.dma_count == 1
+    assert stats.min_hbm_bytes == cache.nbytes + kk.nbytes  # the aliased buffer counts once
     assert k.nki.aliases == {"cache_out": "cache"}
     assert k.nki.outputs["cache_out"] is k.nki.input("cache")  # the input buffer itself
     for out in (k.run({"cache": cache, "k": kk}), nk.simulate(k, {"cache": cache, "k": kk})):
@@ -220,3 +221,30 @@ def test_jit_writes_the_update_back_into_the_callers_array():
     assert isinstance(y, np.ndarray)
     assert_close(y, y_ref.astype(np.float64), nk.float32, what="y")
     assert np.array_equal(cache, ref)  # updated in place, as NumPy would
+
+
+def test_cli_emits_the_kernel_io_as_json(tmp_path, capsys):
+    from nkigen_lite.cli import main
+
+    ir = tmp_path / "kv.nkir"
+    ir.write_text(str(_kv_graph((4, 16, 32), pos=2)))
+    assert main(["compile", str(ir), "--emit", "io"]) == 0
+    io = json.loads(capsys.readouterr().out)
+    assert io["aliases"] == [{"output": "cache_out", "input": "cache"}]
+    assert io["inputs"][0] == {"name": "cache", "shape": [4, 16, 32], "dtype": "bfloat16"}
+    assert [o["name"] for o in io["outputs"]] == ["cache_out"]
+
+
+def test_jit_kernel_loaded_from_the_disk_cache_keeps_the_alias(tmp_path, monkeypatch):
+    monkeypatch.setenv("NKIGEN_LITE_CACHE", str(tmp_path / "cache"))
+    cache = np.random.default_rng(5).standard_normal((4, 16, 32)).astype(np.float32)
+    k = np.full((4, 32), 2.0, np.float32)
+    nk.jit(_step)(cache.copy(), k)  # compiles and stores
+    f = nk.jit(_step)
+    ref = cache.copy()
+    y_ref = _step(ref, k)
+    y = f(cache, k)
+    assert f.counts["disk_hits"] == 1
+    assert f.kernel(cache, k).io.aliases == {"cache_out": "cache"}
+    assert np.array_equal(cache, ref)
+    assert_close(y, y_ref.astype(np.float64), nk.float32, what="y")
