@@ -14,8 +14,9 @@ reason read off its NKI instructions:
   is one element / below ``SMALL_DESCRIPTOR_BYTES``;
 - ``reduction on N partition(s)`` / ``N of 128 partitions``: work on few partitions (also a DMA
   that reaches few DMA engines);
-- ``DMA and compute serialised``: the schedule is far above the overlapped lower bound (tiles
-  reused by every loop iteration, so loads wait for the previous iteration's compute); given to
+- ``DMA and compute serialised``: the schedule is far above the overlapped lower bound (loop
+  tiles without a rotating buffer, so loads wait for the previous iteration's compute, or
+  engines waiting on each other's results); given to
   the busiest op and to every other named op without a finding of its own.
 
 Time findings are weighted by the busy time they cover, traffic findings by the HBM bytes.
@@ -226,7 +227,8 @@ def kernel_warnings(
             reasons = dict(f.time.get(loc, {}))
             if serialised > SERIALISED_RATIO and (loc == ranked[0][0] or not reasons):
                 reasons[
-                    f"DMA and compute serialised (tiles reused by every loop iteration: "
+                    f"DMA and compute serialised (loop tiles with too few buffers or engines waiting "
+                    f"on each other: "
                     f"scheduled {serialised:.1f}x the overlapped lower bound)"
                 ] = est.scheduled_ns - est.lower_bound_ns
             if not reasons:
