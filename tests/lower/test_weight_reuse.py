@@ -4,9 +4,11 @@ one that does not is streamed per row tile as before. Bounds are DMA byte counts
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 import nkigen_lite as nk
 from nkigen_lite.nki.ops import DmaCopyOp, ForiLoopOp, HbmViewOp
+from nkigen_lite.workloads import get_workload
 
 BF16 = ml_dtypes.bfloat16
 
@@ -72,3 +74,15 @@ def test_weights_too_big_for_sbuf_stream_per_row_tile():
     read = _bytes_read(nk.compile(_mlp, *z))
     # w1 is 1024 x 16384 bf16: 256 KiB per partition with K on the partitions, more than SBUF
     assert read["w1"] == 3 * z[2].nbytes
+
+
+@pytest.mark.parametrize("seq", [128, 512, 2048])
+def test_every_weight_of_a_qwen3_0_6b_layer_is_read_once(seq):
+    w = get_workload("qwen3_layer")
+    kern = nk.compile(w.graph(seq=seq, hidden=1024, heads=16, kv_heads=8, head_dim=128, inter=3072))
+    g = kern.nki
+    read = _bytes_read(kern)
+    for name, v in zip(g.input_names, g.inputs):
+        if name.startswith("w"):
+            assert read[name] == v.type.dtype.itemsize * int(np.prod(v.type.shape)), name
+    assert kern.stats().peak_sbuf_bytes <= nk.TRN2.sbuf_bytes_per_partition

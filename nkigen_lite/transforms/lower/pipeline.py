@@ -22,7 +22,7 @@ from .instance import LoopSpec, loops_of
 from .loopnest import loop_signature, run_loop_nest
 from .matmul import lower_matmul
 from .plan import GroupPlan
-from .resident import choose_resident
+from .resident import choose_resident, erase_from, region_peak
 
 
 @dataclass
@@ -130,7 +130,29 @@ class RowPipeline:
 
 
 def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local) -> None:
-    """Emit the members in one shared loop nest (see module docstring)."""
+    """Emit the members in one shared loop nest (see module docstring), with the weights that
+    fit SBUF resident (resident.py: emitted once streaming them, measured, emitted again)."""
+    block = ctx.b._blocks[-1]
+    before = block.last
+    saved = (dict(ctx.homes), dict(ctx._views), ctx._scratch)
+    matmuls = _emit_members(ctx, pipe, outputs, row_local, frozenset())
+    first = before.next_op if before is not None else block.first
+    cands = [em for em in matmuls.values() if em.resident_bytes() is not None]
+    if not cands or first is None:
+        return
+    chosen = choose_resident(cands, region_peak(first), ctx.target.sbuf_bytes_per_partition)
+    if not chosen:
+        return
+    erase_from(block, first)
+    ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
+    resident = frozenset(op for op, em in matmuls.items() if em in chosen)
+    _emit_members(ctx, pipe, outputs, row_local, resident)
+
+
+def _emit_members(ctx, pipe: RowPipeline, outputs: set, row_local, resident: frozenset) -> dict:
+    """Emit the shared loop nest once; ``resident``: matmul ops whose B is loaded once.
+    Returns {matmul op: its emitter}."""
+    matmuls: dict = {}
     tiles: dict = {}
     participants = []
     for m in pipe.members:
@@ -177,13 +199,14 @@ def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local) -> None:
             )
             if pipe.root(a) in pipe.passed:
                 em.a_value = pipe.root(a)
+            em.resident = op in resident
+            matmuls[op] = em
             participants.append(em)
-    matmuls = [p for p, m in zip(participants, pipe.members) if not isinstance(m.item, FusionGroup)]
-    choose_resident(matmuls, sum(m.sbuf_bytes for m in pipe.members), ctx.target.sbuf_bytes_per_partition)
     run_loop_nest(ctx.b, pipe.members[0].loops, participants)
     for alias, root in pipe.alias.items():
         if root in ctx.homes and alias not in ctx.homes:
             ctx.homes[alias] = ctx.homes[root]
+    return matmuls
 
 
 class _AliasedTiles(dict):

@@ -3,26 +3,30 @@
 In a row pipeline over sequence tiles every matmul streams its B operand (the weights) once
 per row tile. A weight that fits SBUF beside the pipeline's own tiles is instead loaded once,
 before the loop nest, and every row tile reads it on chip: its HBM traffic drops from
-``rows / 128`` reads to one. The SBUF left for weights is the partition's capacity minus the
-pipeline members' planned bytes (an upper bound of their live tiles: the planner's estimates
-assume full-width fp32 tiles) and ``MARGIN_BYTES``; rotation (rotation.py) then only doubles
-what still fits, so resident weights win over second buffers. The weights kept are the subset
-that saves the most HBM bytes within that room (exhaustive over the few matmuls of one
-pipeline, greedy by saving beyond ``EXHAUSTIVE_LIMIT`` of them).
+``rows / 128`` reads to one. The pipeline is first emitted with streamed weights and its SBUF
+peak measured on the emitted ops (``region_peak``: tiles live from their alloc to their last
+use, as the deallocs pass frees them); the room is the partition's SBUF minus that peak and
+``MARGIN_BYTES``. The weights kept are the subset that saves the most HBM bytes within the room
+(exhaustive over the few matmuls of one pipeline, greedy by saving beyond
+``EXHAUSTIVE_LIMIT``); when any is kept the pipeline is emitted again with them. Rotation
+(rotation.py) then doubles only what still fits, so resident weights win over second buffers.
 """
 
 from __future__ import annotations
 
 from itertools import combinations
 
+from ...nki.ops import AllocOp
+from ...nki.types import MemorySpace, TileType
+
 EXHAUSTIVE_LIMIT = 8  # matmuls per pipeline searched exhaustively (2^8 subsets)
 MARGIN_BYTES = 8192  # per partition, for tiles the member estimates do not name (PSUM copies)
 
 
-def choose_resident(emitters: list, member_bytes: int, sbuf_bytes: int) -> list:
-    """Mark the matmul emitters whose B stays resident (``em.resident = True``); returns them.
-    ``member_bytes``: the pipeline members' planned SBUF bytes per partition."""
-    room = sbuf_bytes - member_bytes - MARGIN_BYTES
+def choose_resident(emitters: list, used_bytes: int, sbuf_bytes: int) -> list:
+    """The matmul emitters whose B should stay resident, given the pipeline's SBUF peak
+    ``used_bytes`` per partition with every weight streamed."""
+    room = sbuf_bytes - used_bytes - MARGIN_BYTES
     cands = []
     for em in emitters:
         size = em.resident_bytes()
@@ -43,6 +47,62 @@ def choose_resident(emitters: list, member_bytes: int, sbuf_bytes: int) -> list:
                 used += c[1]
                 combo.append(c)
         best = (0, tuple(combo))
-    for em, _, _ in best[1]:
-        em.resident = True
     return [c[0] for c in best[1]]
+
+
+def _sbuf_bytes(v) -> int:
+    t = v.type
+    if not isinstance(t, TileType) or t.space is not MemorySpace.SBUF:
+        return 0
+    return t.bytes_per_partition * v.defining_op.bufs
+
+
+def _peak(ops: list, live: int) -> int:
+    """Peak SBUF bytes per partition over ``ops`` (one block) starting from ``live``."""
+    allocated = {op.result for op in ops if isinstance(op, AllocOp) and _sbuf_bytes(op.result)}
+    last: dict = {}
+    for i, op in enumerate(ops):
+        for inner in op.walk():
+            for v in inner.operands:
+                if v in allocated:
+                    last[v] = i
+    frees: dict[int, int] = {}
+    for v in allocated:
+        i = last.get(v, ops.index(v.defining_op))
+        frees[i] = frees.get(i, 0) + _sbuf_bytes(v)
+    peak = live
+    for i, op in enumerate(ops):
+        if isinstance(op, AllocOp) and op.result in allocated:
+            live += _sbuf_bytes(op.result)
+        peak = max(peak, live)
+        for r in op.regions:
+            for b in r.blocks:
+                peak = max(peak, _peak(list(b), live))
+        live -= frees.get(i, 0)
+    return peak
+
+
+def region_peak(first) -> int:
+    """Peak SBUF bytes per partition of ``first`` and the ops after it in its block, counting the
+    tiles allocated before them that they use as live throughout."""
+    ops = []
+    op = first
+    while op is not None:
+        ops.append(op)
+        op = op.next_op
+    inside = {r for op in ops for inner in op.walk() for r in inner.results}
+    outside = {v for op in ops for inner in op.walk() for v in inner.operands if v not in inside}
+    return _peak(ops, sum(_sbuf_bytes(v) for v in outside if isinstance(v.defining_op, AllocOp)))
+
+
+def erase_from(block, first) -> None:
+    """Erase the ops of ``block`` from ``first`` on (nested ops included), last first."""
+    ops = []
+    op = first
+    while op is not None:
+        ops.append(op)
+        op = op.next_op
+    for op in reversed(ops):
+        for inner in reversed(list(op.walk())):
+            inner.drop_operand_uses()
+        block.remove(op)
