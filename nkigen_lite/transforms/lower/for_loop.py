@@ -10,6 +10,9 @@ like a kernel of its own (never unrolled).
   its inputs' homes are the buffers above and the captured values' homes, its yielded values
   go to **next** buffers, and at the end of the iteration the next buffers are copied into the
   state buffers (so no read of a carried value in the body can see the next iteration's value).
+  A yielded value that updates its carried value in place (inplace.py: a block update, or a
+  row scatter such as a KV-cache write at the induction variable) is written straight into
+  the state buffer instead, with no copy.
 - HBM buffers and views the body needs are kernel-level: they are placed before the outermost
   loop (``LowerContext.top_level``) and reused by every iteration.
 """
@@ -24,6 +27,7 @@ from ...nki.types import Access
 from ...tensor import ops as T
 from . import driver
 from .homes import HbmHome
+from .inplace import is_in_place_update, place_aliased_outputs, scattered_update
 from .rules import item_rule
 from .views import copy_home
 
@@ -39,8 +43,23 @@ def body_graph(op: T.ForLoopOp) -> Graph:
     for inner in op.body:
         if inner is not term:
             g.body.append(_clone_op(inner, vmap, {}))
-    g.set_outputs({f"y{j}": vmap[v] for j, v in enumerate(term.operands)})
+    outputs = {f"y{j}": vmap[v] for j, v in enumerate(term.operands)}
+    g.set_outputs(outputs, _updates_in_place(g, outputs, k))
     return g
+
+
+def _updates_in_place(g: Graph, outputs: dict, k: int) -> dict[str, str]:
+    """Aliases ``y{j} -> c{j}`` for yielded values that update their carried value in place (a
+    block update or a row scatter that nothing else reads): they are then computed straight
+    into the state buffer, with no copy at the end of the iteration."""
+    aliases = {}
+    for j in range(k):
+        x, v = g.input(f"c{j}"), outputs[f"y{j}"]
+        if any(o is x for o in outputs.values()):
+            continue
+        if is_in_place_update(x, v) or scattered_update(x, v) is not None:
+            aliases[f"y{j}"] = f"c{j}"
+    return aliases
 
 
 @item_rule(T.ForLoopOp)
@@ -91,6 +110,7 @@ def lower_body(ctx, g: Graph) -> list[HbmHome]:
         driver.add_constant_inputs(ctx, g)
         producers = driver._produced_in_kernel(g, part)
         outputs = list(g.outputs.values())
+        place_aliased_outputs(ctx, g, g.outputs, producers)
         for v in outputs:
             if v in producers and v not in ctx.homes:
                 ctx.homes[v] = ctx.alloc_hbm(v.type.shape, v.type.dtype)

@@ -5,9 +5,12 @@ only the bytes that change: ``v`` is a tree of concats whose leaves are either s
 at their own position (nothing to copy: the bytes are already there) or new data, and every
 read of ``x`` is such a slice. The new data then lands in regions no read of ``x`` touches, so
 no read can see an overwritten element whatever order the lowering picks. This is the form a
-static ``x[:, 3] = k`` takes after tracing. Any other aliased output is computed aside and copied
-into the input's buffer after everything else (all bytes move, and every read of the old
-contents comes first).
+static ``x[:, 3] = k`` takes after tracing. Likewise a ``tensor.scatter_rows`` into (a reshape
+of) ``x`` that nothing else reads — what ``dynamic_update_slice`` decomposes to — scatters its
+rows straight into x's buffer, and a ``tensor.for_loop`` whose initial value is ``x`` (and that
+nothing else reads) keeps that carried value in x's buffer. Any other aliased output is
+computed aside and copied into the input's buffer after everything else (all bytes move, and
+every read of the old contents comes first).
 """
 
 from __future__ import annotations
@@ -24,9 +27,44 @@ def place_aliased_outputs(ctx, graph, outputs: dict, producers: set) -> dict[str
     aliases = {n: a for n, a in graph.aliases.items() if n in outputs and graph.input(a) in ctx.homes}
     for name, inp in aliases.items():
         v, x = outputs[name], graph.input(inp)
-        if v in producers and v not in ctx.homes and is_in_place_update(x, v):
+        if v in producers and v not in ctx.homes and (is_in_place_update(x, v) or loop_update(x, v)):
             ctx.homes[v] = ctx.homes[x]
+            continue
+        s = scattered_update(x, v)
+        if s is not None and s not in ctx.homes:
+            home = ctx.homes[x].reshape(tuple(s.type.shape))
+            if home is not None:
+                ctx.homes[s] = home  # the scatter writes its rows into x's buffer
     return aliases
+
+
+def loop_update(x: Value, v: Value) -> bool:
+    """True when ``v`` is a ``tensor.for_loop`` result whose initial value is ``x`` and nothing
+    else reads ``x``: the loop's state buffer for it can be x's buffer."""
+    op = v.defining_op
+    if not isinstance(op, T.ForLoopOp) or v.index >= op.attrs["carried"]:
+        return False
+    return op.operand(v.index) is x and sum(o is x for o in op.operands) == 1 and _readers(x) == {op}
+
+
+def scattered_update(x: Value, v: Value) -> Value | None:
+    """The ``tensor.scatter_rows`` result when ``v`` is (up to reshapes) x with rows scattered
+    into it, and nothing else reads ``x``: what ``dynamic_update_slice`` (the KV-cache write
+    at a runtime position) decomposes to. Its rows can be scattered straight into x's buffer."""
+    s = _through_reshapes(v)
+    op = s.defining_op
+    if op is None or op.name != "tensor.scatter_rows" or _through_reshapes(op.operand(0)) is not x:
+        return None
+    readers = _readers(x, through_reshapes=True)
+    return s if readers == {op} else None
+
+
+def _through_reshapes(u: Value) -> Value:
+    op = u.defining_op
+    while op is not None and (is_layout_convert(op) or isinstance(op, T.ReshapeOp)):
+        u = op.operand(0)
+        op = u.defining_op
+    return u
 
 
 def finish_aliased_outputs(ctx, graph, outputs: dict, aliases: dict[str, str]) -> dict:
@@ -79,13 +117,13 @@ def is_in_place_update(x: Value, v: Value) -> bool:
     return not misplaced and bool(placed) and readers <= placed
 
 
-def _readers(x: Value) -> set:
-    """The ops reading ``x`` directly or through layout conversions."""
+def _readers(x: Value, through_reshapes: bool = False) -> set:
+    """The ops reading ``x`` directly or through layout conversions (and reshapes)."""
     out, todo = set(), [x]
     while todo:
         u = todo.pop()
         for use in u.uses:
-            if is_layout_convert(use.op):
+            if is_layout_convert(use.op) or (through_reshapes and isinstance(use.op, T.ReshapeOp)):
                 todo.append(use.op.result)
             else:
                 out.add(use.op)
