@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from nkigen_lite.ir.registry import scratch_tables
+from nkigen_lite.tensor.builder import Builder
 from tests.docs.doc_blocks import ROOT, RUN_LANGS, Block, blocks, markdown_files
 
 # (file, reason) of every block that is deliberately not run. Keep this tiny.
@@ -57,11 +59,36 @@ class _FileSession:
         for name in CHECKOUT_VIEW:  # a view of the checkout: blocks read it, their files stay here
             if (ROOT / name).exists():
                 (scratch / name).symlink_to(ROOT / name)
+        # Ops, rules and Builder methods a doc registers (docs/adding_an_op.md) live only while
+        # its blocks run: the registries are scratch copies until close().
+        self._tables = scratch_tables()
+        self._tables.__enter__()
+        self._builder = set(vars(Builder))
+
+    def close(self) -> None:
+        for name in set(vars(Builder)) - self._builder:
+            delattr(Builder, name)
+        self._tables.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="module")
-def sessions(tmp_path_factory):
-    return {}
+def sessions():
+    opened: dict = {}
+    yield opened
+    for s in opened.values():
+        s.close()
+
+
+def _session(block: Block, index: int, sessions: dict, tmp_path_factory) -> _FileSession:
+    """The session of block's file, ready to run block ``index`` (earlier files' sessions closed)."""
+    for path in [p for p in sessions if p != block.path]:
+        sessions.pop(path).close()
+    s = sessions.get(block.path)
+    if s is None or s.done > index:
+        if s is not None:
+            s.close()
+        s = sessions[block.path] = _FileSession(tmp_path_factory.mktemp("doc"))
+    return s
 
 
 def _env(scratch: Path) -> dict:
@@ -123,9 +150,7 @@ def test_block_runs(block: Block, sessions, tmp_path_factory):
         pytest.importorskip(block.needs)
     mine = _runnable(block.path)
     index = mine.index(block)
-    s = sessions.get(block.path)
-    if s is None or s.done > index:
-        s = sessions[block.path] = _FileSession(tmp_path_factory.mktemp("doc"))
+    s = _session(block, index, sessions, tmp_path_factory)
     for earlier in mine[s.done : index]:  # blocks before this one (when run out of order)
         _run(earlier, s)
     s.done = index
