@@ -176,6 +176,19 @@ class Kernel:
 
         return estimate(self.nki, self.target)
 
+    def report(self, path=None) -> str:
+        """The HTML explorer of this kernel (docs/report.md): one self-contained file with the
+        IR after every stage, each NKI instruction linked to its tensor op and Python line, a
+        per-op table, SBUF/PSUM occupancy and the engine timeline (SVG), and the performance
+        warnings. Written to ``path`` when given; returns the HTML text."""
+        from .report import report_html, write_report
+
+        if path is None:
+            return report_html(self)
+        write_report(self, path)
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
     def warnings(self) -> list:
         """Performance warnings (``PerfWarning``: op, reason) when the scheduled estimate exceeds
         3x the roofline or HBM traffic 2x the minimum (see perf/perf_warnings.py)."""

@@ -126,6 +126,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--output", help="write outputs to a .npz (or .npy for one output)")
     r.set_defaults(fn="commands:cmd_run")
 
+    rp = sub.add_parser(
+        "report", parents=common, help="compile, then write the HTML explorer of the kernel (docs/report.md)"
+    )
+    rp.add_argument("file", nargs="?", metavar="FILE.py:function | FILE | -")
+    _inputs(rp, "SHAPE[:DTYPE]")
+    rp.add_argument("--workload", help="report on a built-in workload instead of a file")
+    rp.add_argument("--knobs", help="layout knobs as JSON")
+    rp.add_argument("-o", "--output", help="write the HTML here instead of stdout")
+    rp.set_defaults(fn="report:cmd_report")
+
     d = sub.add_parser(
         "demo", parents=common, help="build a workload, print its IR, run it, report the error"
     )
