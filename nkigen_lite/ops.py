@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ir.dtypes import get_dtype
 from .ir.errors import BuildError
 from .ir.value import Value
 from .tensor import composites  # noqa: F401  (defines the shipped composite ops)
 from .tensor import ops as T
 from .tensor.trace_array import TracedArray
-from .tensor.types import TensorType
 
 
 def _builder_of(args):
@@ -124,7 +122,10 @@ def topk(x, k, axis=-1):
         from .tensor import rules
 
         ax = rules.normalize_axis("nk.topk", axis, a.ndim)
-        T.TopkOp.infer([TensorType(a.shape, get_dtype(a.dtype))], {"k": k, "axis": ax})
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= a.shape[ax]:
+            raise BuildError(
+                f"nk.topk: k={k!r} must be an integer in [1, {a.shape[ax]}] (the length of axis {ax})"
+            )
         return T.TopkOp.reference(a, int(k), ax)
     values, indices = b.topk(_unwrap(b, x), k, axis)
     return (TracedArray(values), TracedArray(indices)) if traced else (values, indices)

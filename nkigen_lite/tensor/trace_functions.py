@@ -219,4 +219,12 @@ def size(_b, a, axis=None):
     return a.size if axis is None else a.shape[axis]
 
 
-from . import trace_indexing, trace_linalg, trace_reduce, trace_shape  # noqa: E402,F401
+from . import (  # noqa: E402,F401
+    trace_einsum,
+    trace_indexing,
+    trace_linalg,
+    trace_matrix,
+    trace_pad,
+    trace_reduce,
+    trace_shape,
+)

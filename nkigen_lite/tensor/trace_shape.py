@@ -302,32 +302,6 @@ def roll(b, a, shift, axis=None):
     return TracedArray(v)
 
 
-@implements(np.pad)
-def pad(b, array, pad_width, mode="constant", **kwargs):
-    w = "numpy.pad"
-    require(mode == "constant", w, f"mode={mode!r} is not supported (only 'constant')")
-    cval = kwargs.pop("constant_values", 0)
-    require(not kwargs, w, f"unsupported keyword arguments {sorted(kwargs)}")
-    require(
-        np.ndim(cval) == 0 and not isinstance(cval, TracedArray),
-        w,
-        "constant_values must be one static scalar",
-    )
-    v = value(b, array, w)
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (v.ndim, 2))
-    require(bool((widths >= 0).all()), w, "pad widths must be non-negative")
-    fill = cval.item() if isinstance(cval, np.generic) else cval
-    for ax, (lo, hi) in enumerate(widths.tolist()):
-        parts = []
-        for n in (lo, None, hi):
-            if n is None:
-                parts.append(v)
-            elif n:
-                parts.append(b.full(v.shape[:ax] + (n,) + v.shape[ax + 1 :], fill, v.dtype))
-        v = b.concat(parts, ax)
-    return TracedArray(v)
-
-
 @implements(np.diff)
 def diff(b, a, n=1, axis=-1, prepend=NOVALUE, append=NOVALUE):
     w = "numpy.diff"

@@ -17,9 +17,9 @@ USER_PY = textwrap.dedent("""\
         return np.tanh(x @ w) * 0.5
 
 
-    def uses_cumsum(x):
+    def uses_cumprod(x):
         y = x * 2
-        return np.cumsum(y)
+        return np.cumprod(y)
 
 
     def raises_python_error(x):

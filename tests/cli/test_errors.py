@@ -22,9 +22,9 @@ def _one_error(capsys) -> str:
 
 
 def test_trace_error_points_at_the_users_line(user_py, capsys):
-    assert main(["compile", f"{user_py}:uses_cumsum", "-i", "x=64:f32"]) == 1
+    assert main(["compile", f"{user_py}:uses_cumprod", "-i", "x=64:f32"]) == 1
     line = _one_error(capsys)
-    assert f"{user_py}:15:" in line and "numpy.cumsum is not supported" in line
+    assert f"{user_py}:15:" in line and "numpy.cumprod is not supported" in line
 
 
 def test_python_error_in_user_code_is_located_and_not_called_internal(user_py, capsys):
