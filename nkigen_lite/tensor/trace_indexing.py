@@ -3,7 +3,8 @@
 Reads: ints, slices, None and ``...`` (a view, as in NumPy), plus one static integer array
 (or 1-D / full-shape boolean mask) as ``np.take`` does it: runs of evenly spaced indices become
 one strided slice each, joined by a concat. Writes: a step-1 (or -1) region of ints and slices
-is rebuilt by concatenation; a full-shape boolean mask (static or traced) with a scalar value
+is rebuilt by concatenation, a region with larger steps (no ``None``) by trace_assign.py; a
+full-shape boolean mask (static or traced) with a scalar value
 becomes ``np.where``. Traced indices (a data-dependent gather) are refused.
 """
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from . import rules
 from .trace_array import TracedArray, TraceError
+from .trace_assign import is_strided, strided_setitem
 from .trace_functions import implements, require, value
 from .trace_shape import slices
 
@@ -173,6 +175,9 @@ def setitem(arr: TracedArray, key, val) -> None:
         arr.rebind(b.where(mask, b.cast(u, v.dtype), v), what)
         return
     key = _static_key(key, what)
+    if is_strided(key, v.shape):
+        strided_setitem(arr, key, val, what)
+        return
     region, view_shape = _region(key, v.shape, what)
     u = value(b, val, what)
     while u.ndim > len(view_shape) and u.shape[0] == 1:  # NumPy drops leading unit dims
