@@ -47,7 +47,7 @@ from .jit import jit
 from .nki.target import TRN2, Target
 from .nki_sim.errors import NkiSimError
 from .ops import topk
-from .parallel import run_ranks, shard
+from .parallel import compile_ranks, run_kernel_ranks, run_ranks, shard, simulate_ranks
 from .perf.costmodel import Estimate
 from .perf.stats import KernelStats
 from .tensor.builder import Builder
@@ -104,6 +104,9 @@ __all__ = [
     "define_op",
     "topk",
     "run_ranks",
+    "compile_ranks",
+    "run_kernel_ranks",
+    "simulate_ranks",
     "shard",
     "jit",
     "TraceError",

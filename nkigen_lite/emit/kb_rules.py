@@ -197,3 +197,6 @@ def _loop(w, op) -> None:
         w.block(op.body)
 
     getattr(w.nb, T.FORI_LOOP)(op.trip_count, body, **{T.FORI_LOOP_UNROLL: w.unroll})
+
+
+from . import kb_collective  # noqa: E402, F401  (registers the collectives' rules)

@@ -39,6 +39,15 @@ TENSOR_SCALAR = {"arith": "tensor_scalar_arith", "bitvec": "tensor_scalar_bitvec
 TENSOR_REDUCE = {"arith": "tensor_reduce_arith", "bitvec": "tensor_reduce_bitvec"}  # bitvec: assumed
 SELECT = "select_reduce"
 AFFINE_SELECT = "affine_select"  # assumed
+# Collectives: the names are in facts §4's list of Kernel Builder calls; the keywords are
+# assumed to be those of the documented nki.collectives functions (srcs, dsts, replica_group,
+# collective_dim, op), with the replica group as a list of rank lists.
+COLLECTIVES = {
+    "all_reduce": "all_reduce",
+    "all_gather": "all_gather",
+    "reduce_scatter": "reduce_scatter",
+    "all_to_all": "all_to_all",
+}
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ir.errors import BuildError
 from ..ir.graph import Graph
-from ..nki.ops import HbmViewOp
+from ..nki.ops import CollectiveOp, HbmViewOp
 from .accesses import AccessFormatter, kernel_shape
 from .loops import loop_kinds
 from .names import comment, kernel_names
@@ -239,7 +239,10 @@ class SourceEmitter:
             if any(_ml_dtype(a) for a in self.constants.values()):
                 lines.append("import ml_dtypes")
             lines.append("")
-        lines += ["import nki", "import nki.isa as nisa", "import nki.language as nl", ""]
+        lines += ["import nki", "import nki.isa as nisa", "import nki.language as nl"]
+        if any(isinstance(op, CollectiveOp) for op in g.body):
+            lines.append("import nki.collectives as ncc")
+        lines.append("")
         lines.append(f"INPUT_NAMES = {tuple(self.graph_input_names)!r}")
         lines.append(f"OUTPUT_NAMES = {tuple(g.outputs)!r}")
         if aliases:

@@ -230,3 +230,6 @@ def _loop(e: SourceEmitter, op) -> None:
     e.block(op.body)
     if len(e.lines) == header_end:  # nothing to do in the body: the loop is dead code
         e.rewind(mark)
+
+
+from . import source_collective  # noqa: E402, F401  (registers the collectives' rules)

@@ -3,7 +3,10 @@
 b = nk.nki.Builder("k"); ...; nk.nki.verify(b.graph); nk.nki.run(b.graph, {"x": x})
 """
 
-from . import interpret_compute  # noqa: F401  (registers the compute interpreter rules)
+from . import (
+    interpret_compute,  # noqa: F401  (registers the compute interpreter rules)
+    verify_collective,  # noqa: F401  (registers the collectives' legality rule)
+)
 from .builder import Builder
 from .interpret import run
 from .ops import (
@@ -26,6 +29,7 @@ from .ops import (
     TensorTensorOp,
     TransposeOp,
 )
+from .run_ranks import run_ranks
 from .target import TRN2, Target
 from .types import INDEX, Access, Affine, DimSlice, HbmType, IndexType, MemorySpace, TileType, ds, ts
 from .verify import MemoryPeaks, verify
@@ -33,6 +37,7 @@ from .verify import MemoryPeaks, verify
 __all__ = [
     "Builder",
     "run",
+    "run_ranks",
     "verify",
     "MemoryPeaks",
     "TRN2",

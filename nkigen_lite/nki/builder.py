@@ -123,6 +123,23 @@ class Builder:
         """DMA between HBM windows and SBUF tiles (row-major element pairing)."""
         self._emit(ops.DmaCopyOp, dst=dst, src=src)
 
+    # ---- collectives (nki/ops/collective.py) ---------------------------------------------------
+    def all_reduce(self, dst, src, world: int, op: str = "add") -> None:
+        """Every rank's ``dst`` = the reduction (add, maximum, minimum) of all ranks' ``src``."""
+        self._emit(ops.AllReduceOp, dst=dst, src=src, world=world, op=op)
+
+    def all_gather(self, dst, src, world: int) -> None:
+        """Every rank's ``dst`` = all ranks' ``src`` stacked along dim 0."""
+        self._emit(ops.AllGatherOp, dst=dst, src=src, world=world)
+
+    def reduce_scatter(self, dst, src, world: int, op: str = "add") -> None:
+        """Rank r's ``dst`` = block r (dim 0) of the reduction of all ranks' ``src``."""
+        self._emit(ops.ReduceScatterOp, dst=dst, src=src, world=world, op=op)
+
+    def all_to_all(self, dst, src, world: int) -> None:
+        """Rank r's ``dst`` = block r (dim 0) of every rank's ``src``, stacked in rank order."""
+        self._emit(ops.AllToAllOp, dst=dst, src=src, world=world)
+
     # ---- compute -------------------------------------------------------------------------------
     def tensor_copy(self, dst, src, engine: str = "vector") -> None:
         """On-chip copy (PSUM -> SBUF, casts)."""

@@ -292,6 +292,15 @@ def run(
 ) -> dict[str, np.ndarray]:
     """Run an NKI graph on NumPy; returns ``{output name: array}``. The hardware verifier runs
     first unless ``verify=False`` (the run-time checks hold either way)."""
+    it, args = start(graph, inputs, target, verify)
+    with np.errstate(all="ignore"):  # IEEE results (inf, nan) are the data, not errors
+        it.run_block(graph.body, args)
+    return finish(it)
+
+
+def start(graph: Graph, inputs: Mapping[str, np.ndarray], target: Target, verify: bool):
+    """(interpreter, kernel argument buffers) for one run of ``graph``: verified (unless
+    ``verify=False``), inputs checked and loaded as read-only HBM buffers."""
     from . import interpret_compute  # noqa: F401  (registers the compute rules)
 
     if verify:
@@ -311,11 +320,17 @@ def run(
         buf.written[...] = True
         buf.read_only = name not in aliased
         args.append(buf)
-    ret = graph.return_op
-    if ret is None:
+    if graph.return_op is None:
         raise InterpretError(f"graph @{graph.name} has no outputs")
-    with np.errstate(all="ignore"):  # IEEE results (inf, nan) are the data, not errors
-        it.run_block(graph.body, args)
+    for a, val in zip(graph.body.args, args):
+        it.env[a] = val
+    return it, args
+
+
+def finish(it: NkiInterpreter) -> dict[str, np.ndarray]:
+    """The outputs of a finished run, after the end-of-kernel checks (no live tile, every
+    output element written)."""
+    graph, ret = it.graph, it.graph.return_op
     if it.live:
         buf, op = next(iter(it.live.values()))
         raise it.fail(
@@ -334,4 +349,4 @@ def run(
     return out
 
 
-__all__ = ["run", "NkiInterpreter", "Buffer", "to_storage"]
+__all__ = ["run", "start", "finish", "NkiInterpreter", "Buffer", "to_storage"]

@@ -121,7 +121,21 @@ class Target:
     vector_gpsimd_shared_sbuf_port: bool  # VectorE perf mode and GpSimd share one SBUF bus
     hbm_bytes: int = 24 * 2**30  # HBM one NeuronCore addresses: one 24 GB stack [CHIP-T2]
 
+    # ---- interconnect and logical NeuronCores (facts §1.1, §1.2, §7) ----------------------------
+    neuronlink_chip_bytes_per_s: float = 1.024e12  # NeuronLink-v3 intra-instance, per chip [TRN2-INST]
+    physical_cores_per_chip: int = 8  # 8 NeuronCore-v3 per trn2 chip [CHIP-T2]
+    # No fact gives the latency of one collective ring step; assumed: one DMA first-byte latency
+    # (a step is a DMA between cores) [DMA-BW], the same as dma_first_byte_latency_ns.
+    collective_step_latency_ns: float = 1300.0
+    hbm_stack_bytes_per_s: float = 725e9  # one HBM stack, shared by an LNC=2 pair: 2.9 TB/s / 4 §7
+
     # ---- derived views -------------------------------------------------------------------------
+    @property
+    def collective_link_bytes_per_s(self) -> float:
+        """Interconnect bandwidth one rank (one physical core) sends at in a collective. Assumed
+        (no per-core fact): the chip's NeuronLink bandwidth shared evenly by its cores."""
+        return self.neuronlink_chip_bytes_per_s / self.physical_cores_per_chip
+
     @property
     def psum_bytes_per_partition(self) -> int:
         return self.psum_num_banks * self.psum_bank_bytes

@@ -1,4 +1,5 @@
-"""installed(): expose the simulator as the modules ``nki``, ``nki.language`` and ``nki.isa``.
+"""installed(): expose the simulator as the modules ``nki``, ``nki.language``, ``nki.isa`` and
+``nki.collectives``.
 
 Only inside the ``with`` block: on exit the previous ``sys.modules`` entries (a real Neuron SDK,
 or nothing) are restored, even when the block raises, so the simulator never shadows a real
@@ -11,11 +12,12 @@ import contextlib
 import sys
 import types
 
+from . import collectives as _collectives
 from . import isa as _isa
 from . import jit as _jit
 from . import language as _language
 
-MODULE_NAMES = ("nki", "nki.language", "nki.isa")
+MODULE_NAMES = ("nki", "nki.language", "nki.isa", "nki.collectives")
 _modules: dict[str, types.ModuleType] = {}
 
 
@@ -32,13 +34,17 @@ def simulator_modules() -> dict[str, types.ModuleType]:
     if not _modules:
         nl = _public_module("nki.language", _language, "NumPy simulation of nki.language (nkigen_lite).")
         nisa = _public_module("nki.isa", _isa, "NumPy simulation of nki.isa (nkigen_lite).")
+        ncc = _public_module(
+            "nki.collectives", _collectives, "NumPy simulation of nki.collectives (nkigen_lite)."
+        )
         top = types.ModuleType("nki", "NumPy simulation of the nki package (nkigen_lite.nki_sim).")
         top.jit = _jit.jit
         top.simulate = _jit.simulate
         top.language = nl
         top.isa = nisa
-        top.__all__ = ["jit", "simulate", "language", "isa"]
-        _modules.update({"nki": top, "nki.language": nl, "nki.isa": nisa})
+        top.collectives = ncc
+        top.__all__ = ["jit", "simulate", "language", "isa", "collectives"]
+        _modules.update({"nki": top, "nki.language": nl, "nki.isa": nisa, "nki.collectives": ncc})
     return _modules
 
 

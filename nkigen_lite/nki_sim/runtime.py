@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import threading
 import weakref
 
 import numpy as np
@@ -168,29 +169,36 @@ class KernelRun:
         )
 
 
-_current: list[KernelRun] = []
+_local = threading.local()  # each thread (a simulated rank or core) runs its own kernel call
+
+
+def _current() -> list[KernelRun]:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
 
 
 def current_run(where: str) -> KernelRun:
     """The running kernel call; NKI calls are only legal inside one."""
-    if not _current:
+    if not _current():
         raise NkiSimError(f"{where}: called outside a running @nki.jit kernel")
-    return _current[-1]
+    return _current()[-1]
 
 
 def start_run(kernel_name: str) -> KernelRun:
     """Begin a kernel call; nested kernel calls are rejected (sub-kernels must not be @nki.jit)."""
-    if _current:
+    if _current():
         raise NkiSimError(
-            f"@nki.jit kernel {kernel_name!r} called from inside kernel {_current[-1].kernel_name!r}: "
+            f"@nki.jit kernel {kernel_name!r} called from inside kernel {_current()[-1].kernel_name!r}: "
             "sub-kernels must be plain functions, not @nki.jit [MIG]"
         )
     run = KernelRun(kernel_name)
-    _current.append(run)
+    _current().append(run)
     return run
 
 
 def end_run(run: KernelRun) -> SimStats:
     """Finish the given kernel call."""
-    _current.remove(run)
+    _current().remove(run)
     return run.finish()

@@ -9,6 +9,7 @@ from .collective_ops import (
     CollectiveOp,
     ReduceScatterOp,
 )
+from .kernels import compile_ranks, run_kernel_ranks, simulate_ranks
 from .run_ranks import run_ranks
 from .shard import PARTIAL, ShardedGraph, shard
 
@@ -20,6 +21,9 @@ __all__ = [
     "CollectiveOp",
     "ReduceScatterOp",
     "run_ranks",
+    "compile_ranks",
+    "run_kernel_ranks",
+    "simulate_ranks",
     "PARTIAL",
     "ShardedGraph",
     "shard",

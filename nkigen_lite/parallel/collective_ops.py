@@ -7,29 +7,22 @@ collectives in the same order. ``reference(xs, **attrs)`` maps the list of the r
 world - 1, so every rank gets bit-identical values. ``comm_bytes()`` is the bytes one rank sends
 under a ring algorithm. ``nk.run`` (one rank) refuses them; ``nk.run_ranks`` runs them.
 
-Collectives are not lowered yet: ``not_lowered`` says so, and ``nk.compile`` raises it as a
-BuildError naming the op (issue 17, point 3 is the lowering).
+``nk.compile`` lowers them to the collective NKI ops (transforms/lower/collective.py,
+nki/ops/collective.py); the layout solver gives them no tile roles (they move whole HBM tensors).
 """
 
 from __future__ import annotations
-
-from typing import ClassVar
 
 import numpy as np
 
 from ..ir.attrs import INT, Attr, EnumAttr
 from ..ir.errors import BuildError
 from ..ir.traits import SideEffect
-from ..tensor.ops.base import Needs, TensorOp, tensor_types
+from ..tensor.ops.base import TensorOp, tensor_types
 from ..tensor.types import TensorType
 
 REDUCE_OPS = ("sum", "max", "min")
 _FOLD = {"sum": np.add, "max": np.maximum, "min": np.minimum}
-
-NOT_LOWERED_REASON = (
-    "collectives are not lowered yet (no NKI collective emission); run graphs "
-    "with collectives on the rank-parallel interpreter, nk.run_ranks"
-)
 
 
 def fold(xs, op: str) -> np.ndarray:
@@ -57,8 +50,7 @@ class CollectiveOp(TensorOp):
     """Base of collective ops: one operand, attribute ``world`` (the replica group size)."""
 
     traits = frozenset({SideEffect})
-    needs = Needs("collective", None)
-    not_lowered: ClassVar[str] = NOT_LOWERED_REASON
+    needs = None  # lowered structurally (transforms/lower/collective.py), never decomposed
     dtype_doc = "operand dtype"
 
     __slots__ = ()
@@ -193,4 +185,4 @@ class AllToAllOp(CollectiveOp):
 
 
 COLLECTIVE_OPS: tuple[type[CollectiveOp], ...] = (AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp)
-"""The collective tensor ops (none is lowered yet: each carries ``not_lowered``)."""
+"""The collective tensor ops."""

@@ -232,3 +232,6 @@ def instruction_cost(op, target: Target) -> InstructionCost:
             + ", ".join(sorted(c.name for c in COST_RULES))
         )
     return rule(op, target)
+
+
+from . import collective_cost  # noqa: E402, F401  (registers the collectives' rules)

@@ -12,14 +12,14 @@ from __future__ import annotations
 from ..nki.target import Target
 from .instruction_cost import clock_hz
 
-ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
+ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma", "collective")
 
 
 def dependency_latency(producer: str, consumer: str, target: Target) -> float:
     """Delay (ns) between a ``producer`` engine finishing and a dependent ``consumer`` starting."""
     t = target
     if producer == consumer:
-        if consumer == "dma":
+        if consumer in ("dma", "collective"):
             return t.dma_write_drain_ns
         if consumer == "tensor":
             return 0.0
@@ -30,6 +30,7 @@ def dependency_latency(producer: str, consumer: str, target: Target) -> float:
         "scalar": t.scalar_write_drain_ns,
         "gpsimd": t.gpsimd_write_drain_ns,
         "dma": t.dma_write_drain_ns,
+        "collective": t.dma_write_drain_ns,  # collectives move data by DMA (assumed)
     }
     start = {
         "tensor": t.tensor_sem_to_start_ns,
@@ -37,6 +38,7 @@ def dependency_latency(producer: str, consumer: str, target: Target) -> float:
         "scalar": t.scalar_sem_to_start_ns,
         "gpsimd": t.gpsimd_sem_to_start_ns,
         "dma": 0.0,
+        "collective": 0.0,
     }
     return drain[producer] + start[consumer]
 

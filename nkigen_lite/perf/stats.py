@@ -5,7 +5,8 @@ traffic against the minimum, and peak on-chip memory per partition.
 bytes onto p partitions moves n*p bytes); ``hbm_bytes`` counts the bytes each DMA reads from or
 writes to HBM (both sides of an HBM -> HBM copy); ``min_hbm_bytes`` is the size of every kernel
 input and output (an output aliasing an input counts once: it is that buffer);
-``hbm_traffic_ratio = hbm_bytes / min_hbm_bytes``.
+``hbm_traffic_ratio = hbm_bytes / min_hbm_bytes``. A collective counts its source and
+destination in ``hbm_bytes`` and what the rank sends in ``collective_bytes``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.graph import Block, Graph
-from ..nki.ops import DmaCopyOp, ForiLoopOp
+from ..nki.ops import CollectiveOp, DmaCopyOp, ForiLoopOp
 from ..nki.ops.base import NkiOp
 from ..nki.target import TRN2, Target
 from ..nki.types import HbmType
@@ -35,6 +36,8 @@ class KernelStats:
     hbm_traffic_ratio: float = 0.0
     peak_sbuf_bytes: int = 0
     peak_psum_bytes: int = 0
+    collective_count: int = 0  # executed collectives
+    collective_bytes: int = 0  # bytes this rank sends in them (ring algorithms)
 
     def summary(self) -> str:
         """A few human-readable lines."""
@@ -50,6 +53,8 @@ class KernelStats:
 
 
 def _engine_of(op) -> str:
+    if isinstance(op, CollectiveOp):
+        return "collective"
     return "dma" if isinstance(op, DmaCopyOp) else op.attrs["engine"]
 
 
@@ -61,7 +66,15 @@ def _trips(loop: ForiLoopOp) -> int:
 def kernel_stats(graph: Graph, target: Target = TRN2) -> KernelStats:
     """Count the instructions and DMA traffic of an NKI kernel graph (verifying it)."""
     peaks = verify(graph, target)
-    acc = {"static": {}, "dynamic": {}, "dma_count": 0, "dma_bytes": 0, "hbm_bytes": 0}
+    acc = {
+        "static": {},
+        "dynamic": {},
+        "dma_count": 0,
+        "dma_bytes": 0,
+        "hbm_bytes": 0,
+        "cc": 0,
+        "cc_bytes": 0,
+    }
 
     def walk(block: Block, mult: int) -> None:
         for op in block:
@@ -81,6 +94,11 @@ def kernel_stats(graph: Graph, target: Target = TRN2) -> KernelStats:
                 for a in (dst, src):
                     if isinstance(a.tensor.type, HbmType):
                         acc["hbm_bytes"] += mult * n * a.dtype.itemsize
+            elif isinstance(op, CollectiveOp):  # reads its source, writes its destination
+                dst, src = op.access("dst"), op.access("src")
+                acc["cc"] += mult
+                acc["cc_bytes"] += mult * op.wire_bytes()
+                acc["hbm_bytes"] += mult * (dst.size + src.size) * dst.dtype.itemsize
 
     walk(graph.body, 1)
     # each kernel tensor once: an output aliasing an input (updated in place) is that input
@@ -98,4 +116,6 @@ def kernel_stats(graph: Graph, target: Target = TRN2) -> KernelStats:
         hbm_traffic_ratio=acc["hbm_bytes"] / min_bytes if min_bytes else 0.0,
         peak_sbuf_bytes=peaks.sbuf_bytes,
         peak_psum_bytes=peaks.psum_banks * target.psum_bank_bytes,
+        collective_count=acc["cc"],
+        collective_bytes=acc["cc_bytes"],
     )

@@ -13,7 +13,7 @@ from nkigen_lite.nki_sim.install import simulator_modules
 from nkigen_lite.nki_sim.operators import ActivationFunction, AluOp
 
 SIM = simulator_modules()
-MODULES = {"nl": SIM["nki.language"], "nisa": SIM["nki.isa"]}
+MODULES = {"nl": SIM["nki.language"], "nisa": SIM["nki.isa"], "ncc": SIM["nki.collectives"]}
 
 
 def test_every_nki_op_has_a_source_rule_and_a_kernel_builder_rule():

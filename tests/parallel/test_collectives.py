@@ -1,11 +1,12 @@
 """Collective tensor ops: shape inference, verifier errors, text round trip, the single-rank
-refusal, nk.compile's refusal, and the rank-parallel interpreter against NumPy written here."""
+refusal and the rank-parallel interpreter against NumPy written here (their lowering:
+test_collective_lowering.py)."""
 
 import numpy as np
 import pytest
 
 import nkigen_lite as nk
-from nkigen_lite.parallel import COLLECTIVE_OPS, AllReduceOp
+from nkigen_lite.parallel import AllReduceOp
 
 
 def _graph(world, fn, shape=(4, 6), dtype=nk.float32):
@@ -160,16 +161,6 @@ def one_instance(cls, world=2):
         "all_to_all": {"split_axis": 0, "concat_axis": 1},
     }[short]
     return _graph(world, lambda b, x, w: getattr(b, short)(x, world=w, **args) * 2.0)
-
-
-@pytest.mark.parametrize("cls", COLLECTIVE_OPS, ids=lambda c: c.name)
-def test_compile_refuses_each_collective_with_one_clear_error(cls):
-    with pytest.raises(
-        nk.BuildError,
-        match=rf"{cls.name} cannot be compiled: collectives are not "
-        r"lowered yet.*nk\.run_ranks",
-    ):
-        nk.compile(one_instance(cls))
 
 
 def test_ranks_that_disagree_get_a_clear_error():

@@ -71,7 +71,8 @@ def gemm(m: int, k: int, n: int, dtype=nk.bfloat16) -> nk.Graph:
 
 
 def every_op() -> nk.Graph:
-    """One kernel using every NKI compute instruction and DMA (a 128 x 128 f32 tile pipeline)."""
+    """One kernel using every NKI compute instruction, DMA and collective (a 128 x 128 f32 tile
+    pipeline; the collectives are of one rank)."""
     b = nk.nki.Builder("every_op")
     x = b.add_input("x", (128, 128), nk.float32)
     y = b.alloc((128, 128), nk.float32, "hbm", name="y")
@@ -99,7 +100,13 @@ def every_op() -> nk.Graph:
     b.tensor_copy(dst=u, src=ps)
     b.nc_matmul(ps, t, u)
     b.tensor_copy(dst=t, src=ps, engine="scalar")
-    b.dma_copy(dst=y, src=t)
+    s = [b.alloc((128, 128), nk.float32, "hbm", name=f"s{i}") for i in range(5)]
+    b.dma_copy(dst=s[0], src=t)
+    b.all_reduce(s[1], s[0], world=1)  # collectives of one rank: copies
+    b.all_gather(s[2], s[1], world=1)
+    b.reduce_scatter(s[3], s[2], world=1)
+    b.all_to_all(s[4], s[3], world=1)
+    b.dma_copy(dst=y, src=s[4])
     for v in (t, u, col, idx, pred, ps):
         b.dealloc(v)
     b.set_outputs({"y": y})

@@ -3,7 +3,7 @@ kernel using every instruction gets a positive cost for each on the engine it na
 
 from __future__ import annotations
 
-from nkigen_lite.nki.ops import ALL_OPS, COMPUTE_OPS, DmaCopyOp, ForiLoopOp
+from nkigen_lite.nki.ops import ALL_OPS, COLLECTIVE_OPS, COMPUTE_OPS, CollectiveOp, DmaCopyOp, ForiLoopOp
 from nkigen_lite.nki.target import TRN2
 from nkigen_lite.perf import estimate, kernel_stats
 from nkigen_lite.perf.instruction_cost import COST_RULES, FREE_OPS, instruction_cost
@@ -12,7 +12,7 @@ from .kernels import every_op
 
 
 def test_every_instruction_has_a_cost_rule():
-    assert set(COST_RULES) == set(COMPUTE_OPS) | {DmaCopyOp}
+    assert set(COST_RULES) == set(COMPUTE_OPS) | {DmaCopyOp} | set(COLLECTIVE_OPS)
 
 
 def test_every_nki_op_is_costed_free_or_a_loop():
@@ -28,7 +28,8 @@ def test_every_op_kernel_costs_each_instruction_on_its_engine():
         if type(op) in COST_RULES:
             c = instruction_cost(op, TRN2)
             assert c.ns > 0, op.name
-            assert c.engine == ("dma" if isinstance(op, DmaCopyOp) else op.engine), op.name
+            want = "collective" if isinstance(op, CollectiveOp) else op.engine
+            assert c.engine == ("dma" if isinstance(op, DmaCopyOp) else want), op.name
     e = estimate(g)  # verifies the kernel first
     s = kernel_stats(g)
     assert e.instructions == s.instructions_dynamic

@@ -1,6 +1,14 @@
 """NKI dialect ops (memory, compute, control)."""
 
 from .base import ENGINES, NkiOp
+from .collective import (
+    COLLECTIVE_OPS,
+    AllGatherOp,
+    AllReduceOp,
+    AllToAllOp,
+    CollectiveOp,
+    ReduceScatterOp,
+)
 from .compute import (
     COMPUTE_OPS,
     ActivationOp,
@@ -19,7 +27,7 @@ from .compute import (
 from .control import ForiLoopOp
 from .memory import AllocOp, DeallocOp, DmaCopyOp, HbmViewOp
 
-ALL_OPS = (AllocOp, DeallocOp, HbmViewOp, DmaCopyOp, *COMPUTE_OPS, ForiLoopOp)
+ALL_OPS = (AllocOp, DeallocOp, HbmViewOp, DmaCopyOp, *COMPUTE_OPS, ForiLoopOp, *COLLECTIVE_OPS)
 
 __all__ = [
     "ENGINES",
@@ -43,4 +51,10 @@ __all__ = [
     "DmaCopyOp",
     "HbmViewOp",
     "ALL_OPS",
+    "COLLECTIVE_OPS",
+    "CollectiveOp",
+    "AllReduceOp",
+    "AllGatherOp",
+    "ReduceScatterOp",
+    "AllToAllOp",
 ]

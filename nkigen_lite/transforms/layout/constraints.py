@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from ...ir.errors import BuildError
 from ...ir.op import Op
 from ...ir.registry import table
+from ...parallel.collective_ops import CollectiveOp
 from ...tensor import ops as T
 from .ops import LayoutConvertOp
 
@@ -132,6 +133,11 @@ def _free(_op: Op, _c: OpConstraints) -> None:
 def _for_loop(_op: Op, _c: OpConstraints) -> None:
     """A loop constrains nothing outside. The solver lays out the graph's top block only; a
     loop body is laid out when it is lowered (for_loop.py lowers it as a graph of its own)."""
+
+
+@layout_rule(CollectiveOp)
+def _collective(_op: Op, _c: OpConstraints) -> None:
+    """Collectives move whole HBM tensors (transforms/lower/collective.py): no tile roles."""
 
 
 @layout_rule(T.CompositeOp)
