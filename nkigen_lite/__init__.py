@@ -44,6 +44,7 @@ from .ir.passes import Pass, PassContext, Pipeline, get_pass
 from .ir.printer import print_graph
 from .ir.value import Value
 from .jit import jit
+from .lnc import split_cores
 from .nki.target import TRN2, Target
 from .nki_sim.errors import NkiSimError
 from .ops import topk
@@ -107,6 +108,7 @@ __all__ = [
     "compile_ranks",
     "run_kernel_ranks",
     "simulate_ranks",
+    "split_cores",
     "shard",
     "jit",
     "TraceError",

@@ -169,7 +169,7 @@ def test_nki_interpreter_has_a_rule(cls):
     )
 
 
-STRUCTURAL = (N.AllocOp, N.DeallocOp, N.HbmViewOp, N.ForiLoopOp, ReturnOp)
+STRUCTURAL = (N.AllocOp, N.DeallocOp, N.HbmViewOp, N.ForiLoopOp, ReturnOp, N.ProgramIdOp)
 
 
 @pytest.mark.parametrize("cls", NKI_OPS, **_ids)

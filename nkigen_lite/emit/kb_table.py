@@ -39,6 +39,7 @@ TENSOR_SCALAR = {"arith": "tensor_scalar_arith", "bitvec": "tensor_scalar_bitvec
 TENSOR_REDUCE = {"arith": "tensor_reduce_arith", "bitvec": "tensor_reduce_bitvec"}  # bitvec: assumed
 SELECT = "select_reduce"
 AFFINE_SELECT = "affine_select"  # assumed
+PROGRAM_ID = "program_id"  # assumed: nb.program_id(axis), as nl.program_id in NKI
 # Collectives: the names are in facts §4's list of Kernel Builder calls; the keywords are
 # assumed to be those of the documented nki.collectives functions (srcs, dsts, replica_group,
 # collective_dim, op), with the replica group as a list of rank lists.

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ir.errors import BuildError
 from ..ir.graph import Graph
-from ..nki.ops import CollectiveOp, HbmViewOp
+from ..nki.ops import CollectiveOp, HbmViewOp, lnc_of
 from .accesses import AccessFormatter, kernel_shape
 from .loops import loop_kinds
 from .names import comment, kernel_names
@@ -243,6 +243,9 @@ class SourceEmitter:
         if any(isinstance(op, CollectiveOp) for op in g.body):
             lines.append("import nki.collectives as ncc")
         lines.append("")
+        lnc = lnc_of(g)
+        if lnc > 1:  # launched on the physical cores of a logical NeuronCore: kernel[LNC](...)
+            lines.append(f"LNC = {lnc}")
         lines.append(f"INPUT_NAMES = {tuple(self.graph_input_names)!r}")
         lines.append(f"OUTPUT_NAMES = {tuple(g.outputs)!r}")
         if aliases:

@@ -1,4 +1,5 @@
-"""NKI-source rules of the collective NKI ops: documented ``nki.collectives`` calls.
+"""NKI-source rules of the multi-core NKI ops: the collectives, as documented ``nki.collectives``
+calls, and ``nki.program_id`` as ``nl.program_id(0)``.
 
 ``nki.all_reduce %d, %s {world = 2, op = add}`` becomes
 ``ncc.all_reduce(srcs=[s], dsts=[d], replica_group=ncc.ReplicaGroup([[0, 1]]), op=nl.add)``
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 from ..nki.ops import collective as C
+from ..nki.ops import program as P
 from .nki_source import SourceEmitter
 from .source_rules import rule
 
@@ -32,3 +34,9 @@ def _collective(e: SourceEmitter, op) -> None:
 
 for _cls in C.COLLECTIVE_OPS:
     rule(_cls, f"ncc.{_cls.api}", "ncc.ReplicaGroup", "nl.add", "nl.maximum", "nl.minimum")(_collective)
+
+
+@rule(P.ProgramIdOp, "nl.program_id")
+def _program_id(e: SourceEmitter, op) -> None:
+    # the launch is kernel[LNC](...) (module constant LNC, see nki_source._header)
+    e.line(f"{e.name(op.result)} = nl.program_id(0)")

@@ -123,6 +123,12 @@ class Builder:
         """DMA between HBM windows and SBUF tiles (row-major element pairing)."""
         self._emit(ops.DmaCopyOp, dst=dst, src=src)
 
+    def program_id(self, lnc: int) -> Value:
+        """``nki.program_id {lnc}`` at the top: this core's id in a launch on ``lnc`` cores."""
+        op = ops.ProgramIdOp([], {"lnc": lnc}, None, [])
+        self._append(op)
+        return op.results[0]
+
     # ---- collectives (nki/ops/collective.py) ---------------------------------------------------
     def all_reduce(self, dst, src, world: int, op: str = "add") -> None:
         """Every rank's ``dst`` = the reduction (add, maximum, minimum) of all ranks' ``src``."""

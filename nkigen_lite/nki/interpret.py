@@ -291,7 +291,14 @@ def run(
     graph: Graph, inputs: Mapping[str, np.ndarray], target: Target = TRN2, verify: bool = True
 ) -> dict[str, np.ndarray]:
     """Run an NKI graph on NumPy; returns ``{output name: array}``. The hardware verifier runs
-    first unless ``verify=False`` (the run-time checks hold either way)."""
+    first unless ``verify=False`` (the run-time checks hold either way). A kernel launched on
+    several physical cores (``nki.program_id``) runs each core's program (run_cores.py)."""
+    from .ops.program import lnc_of
+
+    if lnc_of(graph) > 1:
+        from .run_cores import run_cores
+
+        return run_cores(graph, inputs, target, verify)
     it, args = start(graph, inputs, target, verify)
     with np.errstate(all="ignore"):  # IEEE results (inf, nan) are the data, not errors
         it.run_block(graph.body, args)

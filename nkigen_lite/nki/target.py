@@ -128,6 +128,7 @@ class Target:
     # (a step is a DMA between cores) [DMA-BW], the same as dma_first_byte_latency_ns.
     collective_step_latency_ns: float = 1300.0
     hbm_stack_bytes_per_s: float = 725e9  # one HBM stack, shared by an LNC=2 pair: 2.9 TB/s / 4 §7
+    lnc_max: int = 2  # LNC degree: 1 or 2 physical cores per logical core [LNC]
 
     # ---- derived views -------------------------------------------------------------------------
     @property

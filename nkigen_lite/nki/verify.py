@@ -24,7 +24,15 @@ from .target import TRN2, Target
 from .types import HbmType, TileType
 from .verify_ops import OP_RULES
 
-PROGRAM_OPS = (ops.AllocOp, ops.DeallocOp, ops.HbmViewOp, ops.ForiLoopOp, ReturnOp)
+PROGRAM_OPS = (ops.AllocOp, ops.DeallocOp, ops.HbmViewOp, ops.ForiLoopOp, ReturnOp, ops.ProgramIdOp)
+
+
+class _CoreRange:
+    """The values an ``nki.program_id`` takes, shaped like a loop for the range checks."""
+
+    def __init__(self, lnc: int):
+        self.attrs = {"lower": 0, "upper": lnc, "step": 1}
+        self.trip_count, self.last = lnc, lnc - 1
 
 
 @dataclass(frozen=True)
@@ -171,6 +179,8 @@ class VerifyContext:
             elif isinstance(op, ops.ForiLoopOp):
                 self.loops[op.index] = op
                 self.block(op.body, op)
+            elif isinstance(op, ops.ProgramIdOp):
+                self.program_id(op, loop)
             elif isinstance(op, ReturnOp):
                 self.outputs(op)
             else:
@@ -189,6 +199,19 @@ class VerifyContext:
                 raise self.fail(v.defining_op, f"{self.name(v)} {where}")
             if isinstance(v.type, TileType):
                 self.dead.pop(v)
+
+    def program_id(self, op: ops.ProgramIdOp, loop) -> None:
+        """One ``nki.program_id`` at the top level, its LNC degree one the target supports."""
+        lnc = op.attrs["lnc"]
+        if loop is not None:
+            raise self.fail(op, "nki.program_id belongs at the kernel's top level, not in a loop")
+        if any(isinstance(v, _CoreRange) for v in self.loops.values()):
+            raise self.fail(op, "a kernel has one nki.program_id")
+        if not 1 <= lnc <= self.target.lnc_max:
+            raise self.fail(
+                op, f"lnc {lnc}: a logical NeuronCore groups 1 to {self.target.lnc_max} physical cores [LNC]"
+            )
+        self.loops[op.result] = _CoreRange(lnc)
 
     def alloc(self, op: ops.AllocOp, loop) -> None:
         t, tg = op.result.type, self.target

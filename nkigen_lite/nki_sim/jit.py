@@ -14,6 +14,7 @@ import numpy as np
 
 from .enums import shared_hbm
 from .errors import NkiSimError
+from .grid import run_grid
 from .language import resolve_dtype
 from .runtime import SimStats, end_run, start_run
 from .storage import Storage
@@ -38,7 +39,12 @@ class JitKernel:
         return outputs
 
     def __getitem__(self, grid):
-        raise NkiSimError(f"kernel {self.name}[{grid}]: launch grids / LNC=2 are not simulated")
+        """``kernel[2](...)``: launch on the 2 physical cores of an LNC=2 logical core (grid.py)."""
+
+        def launch(*args, **kwargs):
+            return run_kernel(self.func, args, kwargs, grid=grid)[0]
+
+        return launch
 
     def __repr__(self) -> str:
         return f"<nki.jit kernel {self.name}>"
@@ -58,10 +64,28 @@ def simulate(kernel):
     return jit(kernel)
 
 
-def run_kernel(func, args: tuple, kwargs: dict, writable=()) -> tuple[object, SimStats]:
+def run_kernel(func, args: tuple, kwargs: dict, writable=(), grid=None) -> tuple[object, SimStats]:
     """Call a kernel function with NumPy inputs; return (outputs as NumPy arrays, statistics).
     Parameters named in ``writable`` are updated in place (the caller's arrays are copied) and
-    may be returned as outputs (IO aliasing); every other input is read-only."""
+    may be returned as outputs (IO aliasing); every other input is read-only. With ``grid``
+    (``kernel[grid]``, the LNC degree) every core runs the kernel and their outputs are combined
+    (grid.py); the statistics are core 0's."""
+    if grid is None:
+        return _run_once(func, args, kwargs, writable, _collect_outputs)
+    name = getattr(func, "__name__", "kernel")
+    if writable:
+        raise NkiSimError(f"kernel {name}[{grid}]: inputs updated in place are not simulated under a grid")
+    stats: list[SimStats] = []
+
+    def one_core(_core):
+        raw, st = _run_once(func, args, kwargs, (), _raw_outputs)
+        stats.append(st)
+        return raw
+
+    return run_grid(name, grid, one_core), stats[0]
+
+
+def _run_once(func, args: tuple, kwargs: dict, writable, collect) -> tuple[object, SimStats]:
     name = getattr(func, "__name__", "kernel")
     try:
         bound = inspect.signature(func).bind(*args, **kwargs)
@@ -78,7 +102,7 @@ def run_kernel(func, args: tuple, kwargs: dict, writable=()) -> tuple[object, Si
                 inputs[-1].read_only = False
         with np.errstate(all="ignore"):  # IEEE results (inf, nan) are the data, not warnings
             result = func(*bound.args, **bound.kwargs)
-        outputs = _collect_outputs(result, name, inputs)
+        outputs = collect(result, name, inputs)
     finally:
         stats = end_run(run)
     return outputs, stats
@@ -106,7 +130,26 @@ def _collect_outputs(result, name: str, inputs: list):
     return _output_array(result, f"kernel {name} output", inputs)
 
 
+def _raw_outputs(result, name: str, inputs: list):
+    """Like _collect_outputs, but (values, written mask) per output, unwritten elements allowed
+    (another core of the launch may write them)."""
+
+    def raw(t, where):
+        _check_output(t, where, inputs)
+        st = t.storage
+        return np.array(st.data).reshape(st.shape), np.array(st.written).reshape(st.shape)
+
+    if isinstance(result, (tuple, list)):
+        return True, [raw(r, f"kernel {name} output {i}") for i, r in enumerate(result)]
+    return False, [raw(result, f"kernel {name} output")]
+
+
 def _output_array(t, where: str, inputs: list) -> np.ndarray:
+    _check_output(t, where, inputs)
+    return np.array(t.read(where)).reshape(t.storage.shape)
+
+
+def _check_output(t, where: str, inputs: list) -> None:
     if not isinstance(t, NkiTensor):
         raise NkiSimError(f"{where}: kernels must return tensors they allocated, got {type(t).__name__}")
     st = t.storage
@@ -119,4 +162,3 @@ def _output_array(t, where: str, inputs: list) -> np.ndarray:
         )
     if t.offset != 0 or t.shape != st.shape or t.strides != compact_strides(st.shape):
         raise NkiSimError(f"{where}: returns a view {t.describe()}; return the whole tensor")
-    return np.array(t.read(where)).reshape(st.shape)

@@ -9,6 +9,7 @@ from ..ir.errors import BuildError
 from . import limits
 from .enums import Buffer, hbm, private_hbm, psum, sbuf, shared_hbm
 from .errors import NkiSimError
+from .grid import core
 from .operators import (
     abs,
     abs_max,
@@ -192,15 +193,15 @@ def _grid_axis(where: str, axis) -> None:
 
 
 def program_id(axis=0):
-    """Index of this program in the launch grid (always 0: the simulator runs LNC=1)."""
+    """This core's index in the launch grid (0, or 0 / 1 under ``kernel[2]``; grid.py)."""
     _grid_axis("nl.program_id", axis)
-    return 0
+    return core()[0] if axis == 0 else 0
 
 
 def num_programs(axes=0):
-    """Number of programs in the launch grid (always 1: the simulator runs LNC=1)."""
+    """Number of cores the kernel is launched on (1, or 2 under ``kernel[2]``; grid.py)."""
     _grid_axis("nl.num_programs", axes)
-    return 1
+    return core()[1] if axes == 0 else 1
 
 
 __all__ = [

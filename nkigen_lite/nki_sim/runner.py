@@ -4,7 +4,8 @@ Module contract: exactly one ``@nki.jit`` kernel; a module-level ``OUTPUT_NAMES`
 its outputs in return order (one output: the kernel returns one tensor; several: a tuple);
 optionally ``INPUT_SPECS = {"x": ((256, 512), "float32"), ...}`` to check inputs before running,
 and ``ALIASES = {"cache_out": "cache"}`` naming the arguments the kernel updates in place and
-returns (the caller's arrays are not modified).
+returns (the caller's arrays are not modified); optionally ``LNC = 2`` to launch the kernel on
+the two cores of a logical NeuronCore (``kernel[2](...)``, grid.py).
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ def simulate_detailed(kernel_source, inputs: dict[str, np.ndarray], output_names
         names = _output_names(output_names, namespace)
         _check_inputs(kernel, inputs, namespace.get("INPUT_SPECS"))
         writable = tuple((namespace.get("ALIASES") or {}).values())  # inputs updated in place
-        result, stats = run_kernel(kernel.func, (), dict(inputs), writable)
+        lnc = namespace.get("LNC", 1)  # the module's launch: kernel[LNC](...) when > 1
+        grid = lnc if lnc != 1 else None
+        result, stats = run_kernel(kernel.func, (), dict(inputs), writable, grid=grid)
     values = result if isinstance(result, tuple) else (result,)
     if len(values) != len(names):
         raise NkiSimError(

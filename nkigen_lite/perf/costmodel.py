@@ -26,6 +26,7 @@ from ..nki.target import TRN2, Target
 from ..nki.verify import verify
 from .instruction_cost import FREE_OPS
 from .latency import ENGINES, dependency_latency
+from .lnc_cost import per_core_target
 from .schedule import DMA, PORT, Scheduler, queue_name
 
 __all__ = ["ENGINES", "Estimate", "dependency_latency", "estimate"]
@@ -133,6 +134,7 @@ def estimate(graph: Graph, target: Target = TRN2) -> Estimate:
     if not isinstance(graph, Graph):
         raise BuildError(f"estimate takes an NKI kernel Graph, got {type(graph).__name__}")
     verify(graph, target)
+    target = per_core_target(graph, target)  # LNC=2: one core's program on its share of HBM
     sched = Scheduler(target, {})
     tot = _Totals()
     _static_walk(graph.body, 1, tot, sched)

@@ -4,7 +4,7 @@ Each rule gives the steady-state (pipelined) time an instruction occupies its en
 facts sheet §1.7 / §7.2 formulas in engine cycles, converted with the engine clock. N is the
 elements per partition of the largest operand; P (partitions) does not change the time.
 Every number comes from the ``Target``. ``COST_RULES`` is keyed by op class and covers every
-NKI instruction; ``FREE_OPS`` (allocation, deallocation, HBM views) cost nothing.
+NKI instruction; ``FREE_OPS`` (allocation, deallocation, HBM views, the program id) cost nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ..nki.ops import (
     IotaOp,
     MatmulOp,
     MemsetOp,
+    ProgramIdOp,
     SelectOp,
     TensorCopyOp,
     TensorReduceOp,
@@ -34,7 +35,7 @@ from ..nki.types import MemorySpace
 from .dma_cost import dma_cost
 from .layout import unit_stride
 
-FREE_OPS = (AllocOp, DeallocOp, HbmViewOp)
+FREE_OPS = (AllocOp, DeallocOp, HbmViewOp, ProgramIdOp)
 
 
 @dataclass(frozen=True)

@@ -71,9 +71,10 @@ def every_op_graph() -> nk.Graph:
             b.tensor_scalar(dst=w, data=w, op0="left_shift", operand0=3, op1="bitwise_or", operand1=1)
             b.dma_copy(dst=z[:, ds(2 * i + j * 32, 32, 1)], src=w)
             b.dealloc(w)
+    pid = b.program_id(1)  # a launch on one core: the id is 0
     c = [b.alloc((128, 64), nk.int32, "hbm", name=f"c{k}") for k in range(5)]
     out = b.alloc((128, 64), nk.int32, "hbm", name="c")
-    b.dma_copy(dst=c[0], src=ids)
+    b.dma_copy(dst=c[0], src=ids[ds(pid * 128, 128), :])
     b.all_reduce(c[1], c[0], world=1, op="maximum")  # collectives of one rank: copies
     b.all_gather(c[2], c[1], world=1)
     b.reduce_scatter(c[3], c[2], world=1)

@@ -26,8 +26,9 @@ from .compute import (
 )
 from .control import ForiLoopOp
 from .memory import AllocOp, DeallocOp, DmaCopyOp, HbmViewOp
+from .program import ProgramIdOp, lnc_of, program_id_op
 
-ALL_OPS = (AllocOp, DeallocOp, HbmViewOp, DmaCopyOp, *COMPUTE_OPS, ForiLoopOp, *COLLECTIVE_OPS)
+ALL_OPS = (AllocOp, DeallocOp, HbmViewOp, DmaCopyOp, *COMPUTE_OPS, ForiLoopOp, *COLLECTIVE_OPS, ProgramIdOp)
 
 __all__ = [
     "ENGINES",
@@ -57,4 +58,7 @@ __all__ = [
     "AllGatherOp",
     "ReduceScatterOp",
     "AllToAllOp",
+    "ProgramIdOp",
+    "lnc_of",
+    "program_id_op",
 ]
