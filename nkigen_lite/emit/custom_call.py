@@ -18,7 +18,8 @@ docs/extending.md):
 - ``aliases``: ``[{"result": i, "operand": j}]`` for results written in place of an operand
   (``Kernel.io.aliases``: the kernel updates operand j and returns it as result i); ``io``:
   ``Kernel.io.to_dict()`` (inputs, outputs and aliases under the graph's names); ``grid``: the
-  SPMD launch grid (``[]``: one program instance); ``has_collectives``: false.
+  SPMD launch grid (``[]``: one program instance; ``[2]`` for an LNC=2 launch);
+  ``has_collectives``: whether the kernel calls ``nki.collectives``.
 - ``source``: the emitted ``@nki.jit`` module text; ``source_sha256``: its SHA-256.
 
 The description holds only strings, ints, bools and lists, so ``dumps`` gives the same bytes
@@ -30,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from ..nki.ops import CollectiveOp, lnc_of
 from .accesses import kernel_shape
 from .names import kernel_names
 
@@ -80,8 +82,8 @@ def describe(kernel) -> dict:
         "outputs": list(kernel.output_names),
         "aliases": _aliases(g),
         "io": kernel.io.to_dict() if kernel.io is not None else None,
-        "grid": [],
-        "has_collectives": False,
+        "grid": [lnc_of(g)] if lnc_of(g) > 1 else [],
+        "has_collectives": any(isinstance(op, CollectiveOp) for op in g.body),
         "source": source,
         "source_sha256": hashlib.sha256(source.encode("utf-8")).hexdigest(),
     }

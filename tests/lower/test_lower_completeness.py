@@ -1,7 +1,7 @@
 """The lowering's completeness: every tensor op that reaches the lowering (an instance of every
 op class, alone in a graph, after canonicalize and decompose) compiles to verified NKI IR; a miss
-names the op and where its lowering rule goes. The collectives, which nk.compile refuses by
-design, are checked in tests/test_completeness.py."""
+names the op and where its lowering rule goes. The collectives, which need several ranks to run,
+are compiled and run across ranks in tests/parallel/test_collective_lowering.py."""
 
 from __future__ import annotations
 

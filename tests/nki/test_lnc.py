@@ -46,6 +46,7 @@ def test_lnc2_kernel_matches_numpy_on_interpreter_and_simulator(make):
         np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
     src = k2.nki_source()
     assert "LNC = 2" in src and "pid = nl.program_id(0)" in src
+    assert k2.custom_call()["grid"] == [2]
     text = str(k2.nki)
     assert str(nk.parse(text)) == text
 

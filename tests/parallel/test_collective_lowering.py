@@ -78,6 +78,7 @@ def test_every_collective_lowers_to_its_nki_op_and_emits_the_documented_call(cls
     assert ("collective_dim=0" in src) == (short != "all_reduce")
     text = str(k.nki)
     assert str(nk.parse(text)) == text  # the NKI op round-trips as text
+    assert k.custom_call()["has_collectives"] is True
 
 
 def test_all_reduce_of_bf16_folds_in_rank_order_in_fp32_and_every_rank_gets_the_same_bits():
