@@ -48,9 +48,10 @@ from .lnc import split_cores
 from .nki.target import TRN2, Target
 from .nki_sim.errors import NkiSimError
 from .ops import topk
-from .parallel import compile_ranks, run_kernel_ranks, run_ranks, shard, simulate_ranks
+from .parallel import run_ranks, shard
 from .perf.costmodel import Estimate
 from .perf.stats import KernelStats
+from .rank_kernels import compile_ranks, run_kernel_ranks, simulate_ranks
 from .tensor.builder import Builder
 from .tensor.interpret import run
 from .tensor.ops.composite import define_op

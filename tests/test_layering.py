@@ -1,7 +1,8 @@
 """Imports go one way: each subpackage imports only the layers below it (docs/architecture.md).
 
 ir is the core; the tensor and NKI dialects and the simulator stand on it alone; the cost model
-reads NKI; transforms go from tensor to NKI; emit turns NKI into source for the simulator.
+reads NKI; transforms go from tensor (and parallel, whose collective tensor ops they lower) to
+NKI; emit turns NKI into source for the simulator.
 The front door (compiler, cli, package ``__init__``) may import anything.
 """
 
@@ -19,7 +20,7 @@ ALLOWED = {
     "nki": {"ir"},
     "nki_sim": {"ir"},
     "perf": {"ir", "nki"},
-    "transforms": {"ir", "tensor", "nki"},
+    "transforms": {"ir", "tensor", "nki", "parallel"},  # parallel: the collective tensor ops
     "emit": {"ir", "nki", "nki_sim"},
     "testing": {"ir", "tensor"},
     "workloads": {"ir", "tensor"},

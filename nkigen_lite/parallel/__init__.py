@@ -9,7 +9,6 @@ from .collective_ops import (
     CollectiveOp,
     ReduceScatterOp,
 )
-from .kernels import compile_ranks, run_kernel_ranks, simulate_ranks
 from .run_ranks import run_ranks
 from .shard import PARTIAL, ShardedGraph, shard
 
@@ -21,9 +20,6 @@ __all__ = [
     "CollectiveOp",
     "ReduceScatterOp",
     "run_ranks",
-    "compile_ranks",
-    "run_kernel_ranks",
-    "simulate_ranks",
     "PARTIAL",
     "ShardedGraph",
     "shard",

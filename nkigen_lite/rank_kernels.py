@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..emit.simulate import simulate
-from ..ir.errors import InterpretError
-from ..nki.run_ranks import run_ranks as nki_run_ranks
-from ..nki_sim import installed
-from ..nki_sim.ranks import run_ranks as sim_run_ranks
+from .emit.simulate import simulate
+from .ir.errors import InterpretError
+from .nki.run_ranks import run_ranks as nki_run_ranks
+from .nki_sim import installed
+from .nki_sim.ranks import run_ranks as sim_run_ranks
 
 
 def _check(kernels, inputs_per_rank) -> list:
@@ -30,7 +30,7 @@ def _check(kernels, inputs_per_rank) -> list:
 
 def compile_ranks(graphs, **compile_kw) -> list:
     """``nk.compile`` every rank graph (a list, or the ``ShardedGraph`` of ``nk.shard``)."""
-    from ..compiler import compile as nk_compile
+    from .compiler import compile as nk_compile
 
     return [nk_compile(g, **compile_kw) for g in getattr(graphs, "graphs", graphs)]
 
