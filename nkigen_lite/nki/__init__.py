@@ -5,6 +5,7 @@ b = nk.nki.Builder("k"); ...; nk.nki.verify(b.graph); nk.nki.run(b.graph, {"x": 
 
 from . import (
     interpret_compute,  # noqa: F401  (registers the compute interpreter rules)
+    run_cores,  # noqa: F401  (registers nki.program_id's interpreter rule)
     verify_collective,  # noqa: F401  (registers the collectives' legality rule)
 )
 from .builder import Builder

@@ -28,7 +28,8 @@ def _single_rank(it: NkiInterpreter, op, args):
         raise it.fail(
             op,
             f"a collective across {world} ranks; nk.nki.run runs one rank: run the rank kernels "
-            f"with nk.nki.run_ranks(graphs, inputs_per_rank, world={world})",
+            f"with nk.nki.run_ranks(graphs, inputs_per_rank, world={world}) (compiled Kernels: "
+            "nk.run_kernel_ranks)",
         )
     src = it.read_access(op, "src", args)
     (dst,) = type(op).results([np.asarray(src)], 1, op.attrs.get("op"))

@@ -100,6 +100,21 @@ def test_all_reduce_of_bf16_folds_in_rank_order_in_fp32_and_every_rank_gets_the_
             assert o["y"].tobytes() == want.tobytes()
 
 
+def test_a_collective_reading_a_graph_output_copies_it_to_private_hbm_first():
+    b = nk.Builder("out_then_reduce")
+    x = b.add_input("x", (8, 12), nk.float32)
+    y = b.exp(x)
+    b.set_outputs({"y": y, "z": b.all_reduce(y, world=2), "g": b.all_gather(y, axis=0, world=2)})
+    k = nk.compile(b.graph)  # the verifier refuses a collective on an output (shared HBM)
+    ins = _rank_inputs(b.graph, 2)
+    ey = [np.exp(i["x"].astype(np.float64)) for i in ins]
+    for outs in (nk.run_kernel_ranks([k, k], ins), nk.simulate_ranks([k, k], ins)):
+        for r in range(2):
+            np.testing.assert_allclose(outs[r]["y"], ey[r], rtol=RTOL)
+            np.testing.assert_allclose(outs[r]["z"], ey[0] + ey[1], rtol=RTOL)
+            np.testing.assert_allclose(outs[r]["g"], np.concatenate(ey), rtol=RTOL)
+
+
 def test_single_rank_run_refuses_a_collective_of_several_ranks():
     k = nk.compile(one_instance(C.AllReduceOp and nk.parallel.AllReduceOp))
     x = np.ones((4, 6), np.float32)

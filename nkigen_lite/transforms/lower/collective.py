@@ -11,6 +11,7 @@ operand's home and writes the result's home directly when they are whole HBM all
 
 from __future__ import annotations
 
+from ...ir.graph import ReturnOp
 from ...nki.ops import AllocOp
 from ...nki.types import Access
 from ...parallel.collective_ops import AllGatherOp, AllReduceOp, AllToAllOp, CollectiveOp, ReduceScatterOp
@@ -26,10 +27,10 @@ def _stacked(shape, world: int) -> tuple[int, ...]:
     return (shape[0] * world, *shape[1:])
 
 
-def _blocks_to_dim0(ctx: LowerContext, h: HbmHome, axis: int, world: int) -> HbmHome:
+def _blocks_to_dim0(ctx: LowerContext, h: HbmHome, x, axis: int, world: int) -> HbmHome:
     """A whole tensor holding ``h``'s ``world`` blocks along ``axis`` one after the other
     along dim 0 (``h`` itself when that is already so)."""
-    if axis == 0 and _private(h):
+    if axis == 0 and _private(h, x):
         return h
     n = h.shape[axis] // world
     block = list(h.shape)
@@ -47,14 +48,16 @@ def _dim0_to_blocks(ctx: LowerContext, src: HbmHome, dst: HbmHome, axis: int, wo
         copy_home(ctx, src.sub(0, r * b0, b0), dst.sub(axis, r * n, n))
 
 
-def _private(h: HbmHome) -> bool:
-    """True for the whole of an HBM allocation (``nl.hbm``, private to the rank): collective
-    sources must be private HBM at LNC 1 [C6 all_reduce]; kernel inputs are not."""
-    return h.is_whole_base and isinstance(h.base.defining_op, AllocOp)
+def _private(h: HbmHome, x) -> bool:
+    """True when ``h``, the home of ``x``, is the whole of an HBM scratch allocation (``nl.hbm``,
+    private to the rank): collective sources must be private HBM at LNC 1 [C6 all_reduce];
+    kernel inputs are not, nor the allocation of a graph output ``x`` (shared HBM)."""
+    is_output = any(isinstance(u.op, ReturnOp) for u in x.uses)
+    return h.is_whole_base and isinstance(h.base.defining_op, AllocOp) and not is_output
 
 
-def _whole(ctx: LowerContext, h: HbmHome) -> HbmHome:
-    if _private(h):
+def _whole(ctx: LowerContext, h: HbmHome, x) -> HbmHome:
+    if _private(h, x):
         return h
     out = ctx.alloc_hbm(h.shape, h.base.type.dtype)
     copy_home(ctx, h, out)
@@ -75,13 +78,13 @@ def lower_collective(ctx: LowerContext, op: CollectiveOp) -> None:
     res = ctx.home_for_store(y)
     direct = res if res.is_whole_base else ctx.alloc_hbm(y.type.shape, y.type.dtype)
     if isinstance(op, AllReduceOp):
-        _emit(ctx, "all_reduce", direct, _whole(ctx, h), world, op.attrs["op"])
+        _emit(ctx, "all_reduce", direct, _whole(ctx, h, x), world, op.attrs["op"])
     elif isinstance(op, ReduceScatterOp):  # rank r's block of the staged source has y's shape
-        src = _blocks_to_dim0(ctx, h, op.attrs["axis"], world)
+        src = _blocks_to_dim0(ctx, h, x, op.attrs["axis"], world)
         _emit(ctx, "reduce_scatter", direct, src, world, op.attrs["op"])
     elif isinstance(op, AllGatherOp):
         axis = op.attrs["axis"]
-        src = _whole(ctx, h)
+        src = _whole(ctx, h, x)
         if axis == 0:
             _emit(ctx, "all_gather", direct, src, world, None)
         else:
@@ -90,7 +93,7 @@ def lower_collective(ctx: LowerContext, op: CollectiveOp) -> None:
             _dim0_to_blocks(ctx, tmp, direct, axis, world)
     elif isinstance(op, AllToAllOp):
         sa, ca = op.attrs["split_axis"], op.attrs["concat_axis"]
-        src = _blocks_to_dim0(ctx, h, sa, world)
+        src = _blocks_to_dim0(ctx, h, x, sa, world)
         if ca == 0:
             _emit(ctx, "all_to_all", direct, src, world, None)
         else:
