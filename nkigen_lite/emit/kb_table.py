@@ -91,6 +91,18 @@ ISA_SIGNATURES = {
     AFFINE_SELECT: _sig(
         "dst on_true_tile pattern channel_multiplier offset cmp_op on_false_value", "assumed (as nki.isa)"
     ),
+    COLLECTIVES["all_reduce"]: _sig(
+        "srcs dsts replica_group op", "facts §4 (name); keywords as nki.collectives"
+    ),
+    COLLECTIVES["all_gather"]: _sig(
+        "srcs dsts replica_group collective_dim", "facts §4 (name); keywords as nki.collectives"
+    ),
+    COLLECTIVES["reduce_scatter"]: _sig(
+        "srcs dsts replica_group collective_dim op", "facts §4 (name); keywords as nki.collectives"
+    ),
+    COLLECTIVES["all_to_all"]: _sig(
+        "srcs dsts replica_group collective_dim", "facts §4 (name); keywords as nki.collectives"
+    ),
 }
 
 # Enumerations (``nb.isa.<enum>.<member>``).

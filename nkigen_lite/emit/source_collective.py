@@ -33,7 +33,7 @@ def _collective(e: SourceEmitter, op) -> None:
 
 
 for _cls in C.COLLECTIVE_OPS:
-    rule(_cls, f"ncc.{_cls.api}", "ncc.ReplicaGroup", "nl.add", "nl.maximum", "nl.minimum")(_collective)
+    rule(_cls, f"ncc.{_cls.api}", "ncc.ReplicaGroup")(_collective)
 
 
 @rule(P.ProgramIdOp, "nl.program_id")

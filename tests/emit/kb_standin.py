@@ -233,6 +233,12 @@ class FakeKernelBuilder:
     def ds(self, start, size):
         return DsSlice(start, size)
 
+    def program_id(self, axis):  # assumed name (kb_table.PROGRAM_ID)
+        if axis != 0:
+            raise SurfaceError(f"program_id axis {axis!r}")
+        self.rec.calls.append(Call("program_id", (axis,), {}))
+        return Sym({"pid": 1})
+
     def fori_loop(self, n, body_fn, unroll=False):
         if not isinstance(n, int) or n < 1:
             raise SurfaceError(f"fori_loop trip count {n!r}")

@@ -247,3 +247,22 @@ def test_real_nki_simulator_runs_the_emitted_module(name):
     want = k.run(x)
     for n, got in zip(namespace["OUTPUT_NAMES"], outs):
         close(np.asarray(got), want[n], g.outputs[n].type.dtype, f"{name}.{n}: real nki.simulate")
+
+
+def test_collectives_and_the_program_id_reach_the_builder_surface():
+    """SURFACE CHECK (recording stand-in): a rank kernel's all_reduce and an LNC=2 kernel's
+    program id, with the keywords kb_table assumes."""
+    b = nk.Builder("tp")
+    x = b.add_input("x", (256, 64), nk.float32)
+    b.set_outputs({"y": b.all_reduce(b.exp(x), world=2)})
+    nb = FakeKernelBuilder()
+    emit_kb(nk.compile(b.graph).nki, nb, target="trn2")
+    (ar,) = [c for c in nb.rec.calls if c.name == "isa.all_reduce"]
+    assert ar.kwargs["replica_group"] == [[0, 1]]
+    assert ar.kwargs["op"] == Token("arith_op", "Add")
+    assert len(ar.kwargs["srcs"]) == len(ar.kwargs["dsts"]) == 1
+    from tests.nki.test_lnc import softmax
+
+    nb = FakeKernelBuilder()
+    emit_kb(nk.split_cores(nk.compile(softmax(512, 256)), 2).nki, nb, target="trn2")
+    assert [c.args for c in nb.rec.calls if c.name == "program_id"] == [(0,)]
