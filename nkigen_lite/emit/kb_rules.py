@@ -200,3 +200,4 @@ def _loop(w, op) -> None:
 
 
 from . import kb_collective  # noqa: E402, F401  (registers the collectives' rules)
+from . import kb_indirect  # noqa: E402, F401  (the indirect DMAs' rules)

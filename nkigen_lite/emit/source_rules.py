@@ -233,3 +233,4 @@ def _loop(e: SourceEmitter, op) -> None:
 
 
 from . import source_collective  # noqa: E402, F401  (registers the collectives' rules)
+from . import source_indirect  # noqa: E402, F401  (the indirect DMAs' rules)

@@ -123,6 +123,14 @@ class Builder:
         """DMA between HBM windows and SBUF tiles (row-major element pairing)."""
         self._emit(ops.DmaCopyOp, dst=dst, src=src)
 
+    def dma_gather(self, dst, src, index) -> None:
+        """Indirect DMA: SBUF ``dst[p] = `` HBM ``src[index[p, 0]]`` (ops/indirect.py)."""
+        self._emit(ops.DmaGatherOp, dst=dst, src=src, index=index)
+
+    def dma_scatter(self, dst, src, index) -> None:
+        """Indirect DMA: HBM ``dst[index[p, 0]] = `` SBUF ``src[p]`` (ops/indirect.py)."""
+        self._emit(ops.DmaScatterOp, dst=dst, src=src, index=index)
+
     def program_id(self, lnc: int) -> Value:
         """``nki.program_id {lnc}`` at the top: this core's id in a launch on ``lnc`` cores."""
         op = ops.ProgramIdOp([], {"lnc": lnc}, None, [])

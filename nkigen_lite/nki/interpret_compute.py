@@ -215,3 +215,6 @@ def _select(it: I, op, args):
     on_true = _load(it, op, "on_true", args, False)
     on_false = _operand(it, op, "on_false", args, False)
     it.write_access(op, "dst", args, np.where(pred, on_true, on_false))
+
+
+from . import interpret_indirect  # noqa: E402, F401  (the indirect DMAs' rules)

@@ -374,3 +374,6 @@ def _select(ctx, op) -> None:
 
 
 __all__ = ["OP_RULES", "rule", "check_compute_common"]
+
+
+from . import verify_indirect  # noqa: E402, F401  (the indirect DMAs' rules)

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .enums import sbuf
 from .errors import NkiSimError
 from .storage import Storage
 
@@ -32,10 +33,19 @@ def _is_compact(shape, strides) -> bool:
     return all(s == c for n, s, c in zip(shape, strides, compact_strides(shape)) if n != 1)
 
 
+def _same_values_per_element(idx: np.ndarray, values: np.ndarray) -> bool:
+    """True when every storage element written more than once receives one value (bit for bit)."""
+    flat, vals = idx.reshape(-1), np.ascontiguousarray(values).reshape(-1)
+    order = np.argsort(flat, kind="stable")
+    f, raw = flat[order], vals[order].view(np.uint8).reshape(vals.size, -1)
+    dup = f[1:] == f[:-1]
+    return bool((raw[1:][dup] == raw[:-1][dup]).all())
+
+
 class NkiTensor:
     """A tensor (or view) in HBM, SBUF or PSUM; dim 0 of an on-chip tensor is the partition dim."""
 
-    __slots__ = ("storage", "offset", "shape", "strides", "from_ap", "_flat")
+    __slots__ = ("storage", "offset", "shape", "strides", "from_ap", "_flat", "indirect")
 
     def __init__(self, storage: Storage, offset: int, shape, strides, from_ap: bool = False):
         self.storage = storage
@@ -44,6 +54,7 @@ class NkiTensor:
         self.strides = tuple(strides)
         self.from_ap = from_ap
         self._flat = None
+        self.indirect = None  # (index tensor, row size, rows) of a vector_offset view
 
     # -- attributes -----------------------------------------------------------------------
     @property
@@ -187,8 +198,16 @@ class NkiTensor:
             )
         return tuple(int(n) for n in shape)
 
-    def ap(self, pattern, offset: int = 0) -> NkiTensor:
-        """View given by an access pattern [[step, num], ...] (outermost first) over the storage."""
+    def ap(self, pattern, offset: int = 0, vector_offset=None, indirect_dim: int = 0, scalar_offset=None):
+        """View given by an access pattern [[step, num], ...] (outermost first) over the storage.
+        With ``vector_offset`` (an SBUF (P, 1) int32 / uint32 tensor) the view is indirect: its
+        dim 0 walks rows ``vector_offset[p]`` of this HBM tensor, each row
+        ``prod(self.shape[1:])`` elements (the pattern's leading step is ignored, as on the
+        hardware); an index outside ``[0, self.shape[0])`` raises when the DMA runs."""
+        if scalar_offset is not None:
+            raise NkiSimError(".ap(scalar_offset=...) is not modelled by the simulator")
+        if vector_offset is not None:
+            return self._indirect_ap(pattern, offset, vector_offset, indirect_dim)
         pairs = self._check_pattern(pattern)
         if not is_int(offset) or offset < 0:
             raise NkiSimError(f".ap offset {offset!r} on {self.storage.label()} must be an int >= 0")
@@ -204,6 +223,35 @@ class NkiTensor:
                     f"{st.label()} ({st.size} elements)"
                 )
         return NkiTensor(st, int(offset), [n for _, n in pairs], [s for s, _ in pairs], True)
+
+    def _indirect_ap(self, pattern, offset, index, indirect_dim) -> NkiTensor:
+        pairs = self._check_pattern(pattern)
+        where = f".ap(vector_offset=...) on {self.storage.label()}"
+        if indirect_dim != 0:
+            raise NkiSimError(f"{where}: indirect_dim={indirect_dim}; only indirect_dim=0 exists [APS]")
+        if self.on_chip:
+            raise NkiSimError(f"{where}: the tensor indexed by vector_offset must be in HBM [APS]")
+        if not isinstance(index, NkiTensor) or index.buffer is not sbuf:
+            raise NkiSimError(f"{where}: vector_offset must be an SBUF tensor, got {index!r} [APS]")
+        if index.ndim != 2 or index.shape[1] != 1 or index.shape[0] != pairs[0][1]:
+            raise NkiSimError(
+                f"{where}: vector_offset {index.describe()} must be a ({pairs[0][1]}, 1) column, one "
+                "index per row of the pattern"
+            )
+        if index.dtype.numpy_name not in ("int32", "uint32"):
+            raise NkiSimError(f"{where}: vector_offset must be int32 or uint32, got {index.dtype.numpy_name}")
+        if not is_int(offset) or offset < 0:
+            raise NkiSimError(f"{where}: offset {offset!r} must be an int >= 0")
+        if not self.shape or not _is_compact(self.shape, self.strides):
+            raise NkiSimError(f"{where}: the indexed tensor must be a whole (contiguous) tensor")
+        row = math.prod(self.shape[1:])
+        span = int(offset) + sum(max(0, s * (n - 1)) for s, n in pairs[1:])
+        if span >= row:
+            raise NkiSimError(f"{where}: the row pattern reaches element {span} of a {row}-element row")
+        shape, strides = [n for _, n in pairs], [0] + [s for s, _ in pairs[1:]]
+        v = NkiTensor(self.storage, self.offset + int(offset), shape, strides, True)
+        v.indirect = (index, row, self.shape[0])
+        return v
 
     def _check_pattern(self, pattern) -> list[tuple[int, int]]:
         ok = (
@@ -242,7 +290,25 @@ class NkiTensor:
 
     # -- element access -------------------------------------------------------------------
     def flat_index(self) -> np.ndarray:
-        """Storage index of every element of the view, shaped like the view."""
+        """Storage index of every element of the view, shaped like the view (an indirect view
+        reads its index tensor now: the DMA's run-time bounds check)."""
+        if self.indirect is not None:
+            index, row, rows = self.indirect
+            ids = index.read("indirect DMA index").reshape(-1).astype(np.int64)
+            bad = (ids < 0) | (ids >= rows)
+            if bad.any():
+                p = int(np.argmax(bad))
+                raise NkiSimError(
+                    f"indirect DMA: index {int(ids[p])} (partition {p}) is out of bounds for the "
+                    f"{rows} rows of {self.storage.label()} (oob_mode.error)"
+                )
+            idx = np.full(self.shape, self.offset, np.int64)
+            for d, (n, s) in enumerate(zip(self.shape, self.strides)):
+                shape = [1] * self.ndim
+                shape[d] = n
+                step = ids * row if d == 0 else np.arange(n, dtype=np.int64) * s
+                idx = idx + step.reshape(shape)
+            return idx
         if self._flat is None:
             idx = np.full(self.shape, self.offset, np.int64)
             for d, (n, s) in enumerate(zip(self.shape, self.strides)):
@@ -277,9 +343,14 @@ class NkiTensor:
         if st.read_only:
             raise NkiSimError(f"{where}: writes kernel input {st.label()} (inputs are read-only)")
         idx = self.flat_index()
-        if self.from_ap and np.unique(idx).size != idx.size:
-            raise NkiSimError(f"{where}: destination {self.describe()} writes some elements more than once")
         values = np.broadcast_to(values, self.shape)
+        if self.from_ap and np.unique(idx).size != idx.size:
+            if self.indirect is None or not _same_values_per_element(idx, values):
+                why = " with differing values (an indirect DMA's write order is unspecified)"
+                raise NkiSimError(
+                    f"{where}: destination {self.describe()} writes some elements more than once"
+                    + (why if self.indirect else "")
+                )
         if mask is not None:
             idx, values = idx[mask], values[mask]
         st.data[idx] = values

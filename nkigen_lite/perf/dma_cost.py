@@ -62,15 +62,16 @@ def dma_engines_used(partitions: int, target: Target) -> int:
 def dma_cost(op: DmaCopyOp, target: Target) -> DmaCost:
     """Bytes, engines, chunk size, efficiency and transfer time of one dma_copy."""
     dst, src = op.access("dst"), op.access("src")
+    n = op.moved.size  # an indirect DMA's HBM side is the whole tensor it selects rows from
     itemsize = max(dst.dtype.itemsize, src.dtype.itemsize)
-    nbytes = dst.size * itemsize
+    nbytes = n * itemsize
     on_chip = [a for a in (dst, src) if not isinstance(a.tensor.type, HbmType)]
     partitions = (on_chip[0] if on_chip else dst).partitions
-    per_partition = dst.size // partitions
+    per_partition = n // partitions
     chunk = min(per_partition, contiguous_run(dst), contiguous_run(src)) * itemsize
     n_eng = dma_engines_used(partitions, target)
     eff = dma_efficiency(chunk, target)
-    hbm = sum(dst.size * a.dtype.itemsize for a in (dst, src) if isinstance(a.tensor.type, HbmType))
+    hbm = sum(n * a.dtype.itemsize for a in (dst, src) if isinstance(a.tensor.type, HbmType))
     rate = target.dma_engine_bytes_per_s * 1e-9  # bytes per ns per engine
     ns = max(nbytes / (n_eng * rate * eff), hbm / (target.hbm_bytes_per_s * 1e-9))
     return DmaCost(

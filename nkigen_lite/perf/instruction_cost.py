@@ -18,6 +18,8 @@ from ..nki.ops import (
     AllocOp,
     DeallocOp,
     DmaCopyOp,
+    DmaGatherOp,
+    DmaScatterOp,
     HbmViewOp,
     IotaOp,
     MatmulOp,
@@ -210,6 +212,8 @@ def _dma(op, target: Target) -> InstructionCost:
 
 COST_RULES = {
     DmaCopyOp: _dma,
+    DmaGatherOp: _dma,
+    DmaScatterOp: _dma,
     TensorCopyOp: _tensor_copy,
     MemsetOp: _memset,
     IotaOp: _iota,

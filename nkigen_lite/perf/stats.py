@@ -88,7 +88,7 @@ def kernel_stats(graph: Graph, target: Target = TRN2) -> KernelStats:
             acc["dynamic"][e] = acc["dynamic"].get(e, 0) + mult
             if isinstance(op, DmaCopyOp):
                 dst, src = op.access("dst"), op.access("src")
-                n = dst.size
+                n = op.moved.size
                 acc["dma_count"] += mult
                 acc["dma_bytes"] += mult * n * dst.dtype.itemsize
                 for a in (dst, src):

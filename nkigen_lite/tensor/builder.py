@@ -35,6 +35,7 @@ from ..ir.graph import Graph
 from ..ir.op import Op
 from ..ir.value import Value
 from . import ops, rules
+from .builder_indexed import IndexedBuilder
 from .types import TensorType
 
 Operand = Any  # Value, Python scalar, NumPy scalar or NumPy array
@@ -49,7 +50,7 @@ def _elementwise_class(table: dict, kind: str):
     return next((c for c in table.values() if kind in c.builder_names), None)
 
 
-class Builder:
+class Builder(IndexedBuilder):
     """Builds a tensor Graph with NumPy-named methods; see the module docstring."""
 
     def __init__(self, name: str = "main"):

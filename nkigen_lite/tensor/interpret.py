@@ -230,3 +230,6 @@ def run(graph: Graph, inputs: Mapping[str, np.ndarray], mode: str = "faithful") 
     with np.errstate(all="ignore"):  # IEEE results (inf, nan) are the data, not warnings
         it.run_block(graph.body, args)
     return {name: np.array(it.env[v]) for name, v in zip(ret.attrs["names"], ret.operands)}
+
+
+from . import interpret_indexed  # noqa: E402, F401  (the indexed ops' rules)

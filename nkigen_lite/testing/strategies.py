@@ -46,6 +46,7 @@ from ..ir.graph import Graph
 from ..tensor import ops as T
 from ..tensor.builder import Builder
 from ..tensor.types import TensorType
+from .strategies_indexed import INDEXED_NAMES, IndexedGen
 
 _SOURCES = ("full", "iota", "constant")
 _STRUCTURAL = (
@@ -63,7 +64,7 @@ _STRUCTURAL = (
 )
 _FIRST = ("add", "mul", "exp", "sub", "neg")  # simple ops first: hypothesis shrinks toward them
 OP_NAMES: tuple[str, ...] = _FIRST + tuple(
-    n for n in (*T.BINARY_OPS, *T.UNARY_OPS, *_STRUCTURAL, *_SOURCES) if n not in _FIRST
+    n for n in (*T.BINARY_OPS, *T.UNARY_OPS, *_STRUCTURAL, *INDEXED_NAMES, *_SOURCES) if n not in _FIRST
 )
 _DISCONTINUOUS = {
     "floor",
@@ -105,7 +106,7 @@ def _infers(cls, types, attrs=None) -> bool:
         return False
 
 
-class _Gen:
+class _Gen(IndexedGen):
     """State of one graph being drawn: the builder, the value pool and known-positive values."""
 
     def __init__(

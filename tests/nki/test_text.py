@@ -71,6 +71,13 @@ def every_op_graph() -> nk.Graph:
             b.tensor_scalar(dst=w, data=w, op0="left_shift", operand0=3, op1="bitwise_or", operand1=1)
             b.dma_copy(dst=z[:, ds(2 * i + j * 32, 32, 1)], src=w)
             b.dealloc(w)
+            rows = b.alloc((128, 1), nk.int32, name="rows")
+            g = b.alloc((128, 32), nk.float32, name="g")
+            b.iota(dst=rows, pattern=[[0, 1]], offset=j * 64, channel_multiplier=1)
+            b.dma_gather(dst=g, src=x[:, ds(j * 32, 32)], index=rows)
+            b.dma_scatter(dst=y[:, ds(j * 32, 32)], src=g, index=rows)
+            b.dealloc(g)
+            b.dealloc(rows)
     pid = b.program_id(1)  # a launch on one core: the id is 0
     c = [b.alloc((128, 64), nk.int32, "hbm", name=f"c{k}") for k in range(5)]
     out = b.alloc((128, 64), nk.int32, "hbm", name="c")

@@ -107,7 +107,11 @@ def every_op() -> nk.Graph:
     b.reduce_scatter(s[3], s[2], world=1)
     b.all_to_all(s[4], s[3], world=1)
     b.dma_copy(dst=y, src=s[4])
-    for v in (t, u, col, idx, pred, ps):
+    rows = b.alloc((128, 1), nk.int32)
+    b.iota(rows, [[0, 1]], channel_multiplier=1)
+    b.dma_gather(dst=u, src=x, index=rows)
+    b.dma_scatter(dst=y, src=u, index=rows)
+    for v in (t, u, col, idx, pred, ps, rows):
         b.dealloc(v)
     b.set_outputs({"y": y})
     return b.graph

@@ -3,7 +3,15 @@ kernel using every instruction gets a positive cost for each on the engine it na
 
 from __future__ import annotations
 
-from nkigen_lite.nki.ops import ALL_OPS, COLLECTIVE_OPS, COMPUTE_OPS, CollectiveOp, DmaCopyOp, ForiLoopOp
+from nkigen_lite.nki.ops import (
+    ALL_OPS,
+    COLLECTIVE_OPS,
+    COMPUTE_OPS,
+    INDIRECT_OPS,
+    CollectiveOp,
+    DmaCopyOp,
+    ForiLoopOp,
+)
 from nkigen_lite.nki.target import TRN2
 from nkigen_lite.perf import estimate, kernel_stats
 from nkigen_lite.perf.instruction_cost import COST_RULES, FREE_OPS, instruction_cost
@@ -12,7 +20,7 @@ from .kernels import every_op
 
 
 def test_every_instruction_has_a_cost_rule():
-    assert set(COST_RULES) == set(COMPUTE_OPS) | {DmaCopyOp} | set(COLLECTIVE_OPS)
+    assert set(COST_RULES) == set(COMPUTE_OPS) | {DmaCopyOp, *INDIRECT_OPS} | set(COLLECTIVE_OPS)
 
 
 def test_every_nki_op_is_costed_free_or_a_loop():

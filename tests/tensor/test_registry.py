@@ -77,6 +77,12 @@ def _one_of_each(b):
     outs["concat"] = b.concat([x, i], -1)
     outs["topk_values"], outs["topk_indices"] = b.topk(x, 2)
     outs["for_loop"] = b.for_loop(3, x, lambda k, h: h * 0.5 + b.cast(k, nk.float32))
+    outs["gather_rows"] = b.gather_rows(x, b.constant(np.array([1, 0, 1], np.int32)))
+    outs["scatter_rows"] = b.scatter_rows(x, b.constant(np.array([1, 1], np.int32)), x * 2.0)
+    outs["take_along_axis"] = b.take_along_axis(x, b.constant(np.array([[2, 0, -1], [1, 1, 0]], np.int32)), 1)
+    outs["one_hot"] = b.one_hot(i, 5, nk.float32)
+    outs["dynamic_slice"] = b.dynamic_slice(x, [1, 1], (1, 2))
+    outs["dynamic_update_slice"] = b.dynamic_update_slice(x, b.ones((1, 3)), [1, 0])
     return outs
 
 

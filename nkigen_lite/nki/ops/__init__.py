@@ -25,10 +25,21 @@ from .compute import (
     TransposeOp,
 )
 from .control import ForiLoopOp
+from .indirect import INDIRECT_OPS, DmaGatherOp, DmaScatterOp
 from .memory import AllocOp, DeallocOp, DmaCopyOp, HbmViewOp
 from .program import ProgramIdOp, lnc_of, program_id_op
 
-ALL_OPS = (AllocOp, DeallocOp, HbmViewOp, DmaCopyOp, *COMPUTE_OPS, ForiLoopOp, *COLLECTIVE_OPS, ProgramIdOp)
+ALL_OPS = (
+    AllocOp,
+    DeallocOp,
+    HbmViewOp,
+    DmaCopyOp,
+    *INDIRECT_OPS,
+    *COMPUTE_OPS,
+    ForiLoopOp,
+    *COLLECTIVE_OPS,
+    ProgramIdOp,
+)
 
 __all__ = [
     "ENGINES",
@@ -50,6 +61,9 @@ __all__ = [
     "AllocOp",
     "DeallocOp",
     "DmaCopyOp",
+    "DmaGatherOp",
+    "DmaScatterOp",
+    "INDIRECT_OPS",
     "HbmViewOp",
     "ALL_OPS",
     "COLLECTIVE_OPS",

@@ -89,3 +89,9 @@ class DmaCopyOp(NkiOp):
     name = "nki.dma_copy"
     attr_spec = (Attr("dst", ACCESS), Attr("src", ACCESS))
     writes = ("dst",)
+
+    @property
+    def moved(self):
+        """The access whose elements the DMA moves (an indirect DMA's HBM side is the whole
+        tensor it selects rows from: see ops/indirect.py)."""
+        return self.access("dst")

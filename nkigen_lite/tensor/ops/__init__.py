@@ -11,6 +11,15 @@ from .binary import *  # noqa: F403  (every binary op class)
 from .binary import BINARY_OPS, CATEGORIES, BinaryOp
 from .composite import COMPOSITE_OPS, CompositeOp, define_op
 from .control import ForLoopOp, YieldOp
+from .indexed import (
+    INDEXED_OPS,
+    DynamicSliceOp,
+    DynamicUpdateSliceOp,
+    GatherRowsOp,
+    OneHotOp,
+    ScatterRowsOp,
+    TakeAlongAxisOp,
+)
 from .movement import BroadcastToOp, ConcatOp, ReshapeOp, SliceOp, TransposeOp
 from .ordering import TopkOp
 from .reduction import REDUCE_ALU, REDUCE_KINDS, MatmulOp, ReduceOp
@@ -58,5 +67,12 @@ __all__ = [
     "COMPOSITE_OPS",
     "CompositeOp",
     "define_op",
+    "INDEXED_OPS",
+    "DynamicSliceOp",
+    "DynamicUpdateSliceOp",
+    "GatherRowsOp",
+    "OneHotOp",
+    "ScatterRowsOp",
+    "TakeAlongAxisOp",
     *(c.__name__ for c in (*UNARY_OPS.values(), *BINARY_OPS.values())),
 ]

@@ -36,7 +36,9 @@ TENSOR_OPS: dict[str, type[TensorOp]] = table()
 class Needs:
     """A target capability: ``family`` is ``"act"`` (a ScalarE activation function), ``"alu"``
     (a binary ALU operator), ``"reduce"`` (an ALU reduction operator), ``"composite"`` (a
-    composite op, ``nk.define_op``, or tensor.topk: always expanded by decompose); ``name`` is the
+    composite op, ``nk.define_op``, or tensor.topk: always expanded by decompose) or
+    ``"indexed"`` (an indexed op that decompose rewrites onto gather_rows / scatter_rows);
+    ``name`` is the
     operator's NKI name, or None when no instruction computes the op (it must be decomposed)."""
 
     family: str

@@ -11,6 +11,7 @@ from .arith import DivToMulReciprocal, IntegerPowToMul
 from .composite import ExpandComposite
 from .contraction import DegenerateMatmul
 from .division import FloorDivideMod
+from .indexed import INDEXED_PATTERNS
 from .ordering import ExpandTopk
 from .reductions import MeanToSum, ProdByTree, ReduceKeepdims, VarStdTwoPass
 from .rounding import CeilByFloorOrTrunc, FloorByTrunc
@@ -32,6 +33,7 @@ PATTERN_CLASSES = (
     ExpandComposite,
     DegenerateMatmul,
     ExpandTopk,
+    *INDEXED_PATTERNS,
 )
 
 

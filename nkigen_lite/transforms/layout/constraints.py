@@ -201,3 +201,6 @@ def op_constraints(op: Op) -> OpConstraints:
     if len(op.results) == 1:
         rule(op, c)
     return c
+
+
+from . import indexed_rules  # noqa: E402, F401  (the indexed ops' rules)

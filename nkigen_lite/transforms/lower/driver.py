@@ -26,6 +26,7 @@ from .empty import fold_empty
 from .group_emit import GroupEmitter
 from .groups import FusionGroup, form_groups, is_fusible
 from .homes import HbmHome
+from . import indexed  # noqa: F401  (registers the gather / scatter item rules)
 from .inplace import finish_aliased_outputs, place_aliased_outputs
 from .liveness import peak_live_bytes
 from .matmul import lower_matmul
@@ -118,7 +119,7 @@ def _produced_in_kernel(graph: Graph, part) -> set[Value]:
     for op in graph.body:
         if isinstance(op, T.ForLoopOp):
             out.update(op.results)
-        elif isinstance(op, (T.MatmulOp, T.ConcatOp)) or op in part.group_of:
+        elif isinstance(op, (T.MatmulOp, T.ConcatOp, T.GatherRowsOp, T.ScatterRowsOp)) or op in part.group_of:
             out.add(op.result)
         elif isinstance(op, T.FullOp):
             out.add(op.result)

@@ -20,6 +20,7 @@ ITEM_RULES: dict[type, Callable] = {}
 BEFORE_LOWERING: dict[str, str] = {
     "CompositeOp": "decompose expands composite ops into their definitions",
     "TopkOp": "decompose expands tensor.topk into its selection rounds",
+    "DecomposedIndexedOp": "decompose rewrites them onto gather_rows / scatter_rows",
 }
 
 

@@ -1,0 +1,22 @@
+"""Layout rules of the indexed ops (tensor/ops/indexed.py). gather_rows and scatter_rows are
+lowered on HBM homes (indirect DMA per 128 ids), so they constrain no roles; the other
+indexed ops are rewritten by decompose, and one reaching layout is a pipeline error."""
+
+from __future__ import annotations
+
+from ...ir.errors import BuildError
+from ...ir.op import Op
+from ...tensor import ops as T
+from .constraints import OpConstraints, layout_rule
+
+
+@layout_rule(T.GatherRowsOp, T.ScatterRowsOp)
+def _hbm_only(_op: Op, _c: OpConstraints) -> None:
+    """Read and written in HBM by DMA: no role constraints."""
+
+
+@layout_rule(T.TakeAlongAxisOp, T.OneHotOp, T.DynamicSliceOp, T.DynamicUpdateSliceOp)
+def _decomposed(op: Op, _c: OpConstraints) -> None:
+    raise BuildError(
+        f"layout: {op.name} is rewritten by decompose into gather/scatter rows; run decompose first"
+    )
