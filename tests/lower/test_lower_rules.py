@@ -37,7 +37,8 @@ def test_every_tensor_op_class_has_a_lowering_rule():
         f"{missing} have no lowering rule: register one with @tile_rule (computed on tiles in a "
         "fusion group) or @item_rule (lowered on its own) from nkigen_lite/transforms/lower/rules.py"
     )
-    assert len(_lowered_classes()) >= len(T.ALL_TENSOR_OPS)
+    removed = [c for c in T.ALL_TENSOR_OPS if any(b.__name__ in BEFORE_LOWERING for b in c.__mro__)]
+    assert len(_lowered_classes()) >= len(T.ALL_TENSOR_OPS) - len(removed)
 
 
 def test_fusion_groups_hold_exactly_the_ops_with_tile_rules():

@@ -20,13 +20,13 @@ from ...nki.builder import Builder as NkiBuilder
 from ...nki.target import TRN2, Target
 from ...tensor import ops as T
 from . import collective  # noqa: F401  (registers the collectives' item rule)
+from . import indexed  # noqa: F401  (registers the gather / scatter item rules)
 from .capacity import check_hbm_capacity
 from .context import LowerContext
 from .empty import fold_empty
 from .group_emit import GroupEmitter
 from .groups import FusionGroup, form_groups, is_fusible
 from .homes import HbmHome
-from . import indexed  # noqa: F401  (registers the gather / scatter item rules)
 from .inplace import finish_aliased_outputs, place_aliased_outputs
 from .liveness import peak_live_bytes
 from .matmul import lower_matmul
