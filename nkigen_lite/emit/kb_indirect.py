@@ -1,5 +1,7 @@
 """Kernel Builder rules of the indirect DMAs (nki/ops/indirect.py): ``dma_copy`` whose HBM side
-is ``t.ap(pattern, offset, vector_offset=index, indirect_dim=0)`` (as in source_indirect.py)."""
+is ``t.ap(pattern, offset, vector_offset=index, indirect_dim=0)`` (as in source_indirect.py).
+No public Kernel Builder reference documents an indirect access; this mirrors NKI's ``.ap``
+keywords, checked only against the recording stand-in (tests/emit/kb_standin.py)."""
 
 from __future__ import annotations
 

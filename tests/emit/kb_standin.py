@@ -129,9 +129,11 @@ class FakeTensor:
                 raise SurfaceError(f"{self.root}: unsupported index {k!r}")
         return FakeTensor(self.root, tuple(shape), self.dtype, self.space, key)
 
-    def ap(self, pattern, offset=0):
+    def ap(self, pattern, offset=0, vector_offset=None, indirect_dim=0):
         if not pattern or not all(isinstance(s, int) and isinstance(n, int) for s, n in pattern):
             raise SurfaceError(f"{self.root}.ap: bad pattern {pattern!r}")
+        if vector_offset is not None and (not isinstance(vector_offset, FakeTensor) or indirect_dim != 0):
+            raise SurfaceError(f"{self.root}.ap: vector_offset must be a tensor, indirect_dim 0")
         return FakeTensor(self.root, tuple(n for _, n in pattern), self.dtype, self.space)
 
     def reshape(self, shape):

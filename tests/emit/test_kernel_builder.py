@@ -34,6 +34,9 @@ BITWISE = {"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shif
 # NKI IR op -> (nb.isa call, {IR access attribute: builder keyword}); this file's own table.
 EXPECTED = {
     K.DmaCopyOp: ("dma_copy", {"dst": "dst", "src": "src"}),
+    # indirect DMAs: the HBM side is an .ap over the whole tensor (P rows, not its N)
+    K.DmaGatherOp: ("dma_copy", {"dst": "dst"}),
+    K.DmaScatterOp: ("dma_copy", {"src": "src"}),
     K.TensorCopyOp: ("tensor_copy", {"dst": "dst", "src": "src"}),
     K.MemsetOp: ("memset", {"dst": "dst"}),
     K.IotaOp: ("iota", {"dst": "dst"}),

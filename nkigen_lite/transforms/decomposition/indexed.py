@@ -11,7 +11,7 @@ elementwise integer work:
   occurrence (a ``K x K`` compare), so repeated ids write identical rows and the hardware's
   unspecified write order cannot change the result (``unique = true`` afterwards).
 
-An index outside its range becomes the row index ``N`` (one past the table), so the gather's
+An index outside its range becomes a row index of at least ``N`` (past the table), so the gather's
 bounds check rejects it in the interpreters (the hardware DMA raises in its default
 ``oob_mode.error``) instead of reading a wrong element.
 """
@@ -35,13 +35,6 @@ def _as_i32(e: Emitter, v):
     return e.cast(v, int32)
 
 
-def _all(e: Emitter, conds):
-    out = None
-    for c in conds:
-        out = c if out is None else e.logical_and(out, c)
-    return out
-
-
 def _rows_plan(x_shape, sizes, starts):
     """(t, grid, N, R): dims from t on are whole with a constant start 0 and form the rows."""
     t = len(x_shape)
@@ -52,17 +45,31 @@ def _rows_plan(x_shape, sizes, starts):
 
 
 def _window_ids(e: Emitter, x_shape, sizes, starts, t: int, grid, n_rows: int):
-    """Row index of every window row over ``grid``; ``n_rows`` (out of range) when a start
-    does not fit."""
-    ids, conds = None, []
+    """Row index of every window row over ``grid``; at least ``n_rows`` (out of range) when a
+    start does not fit. Built as a sum of one 1-D vector per dim of more than one row (size-1
+    dims fold their constant term into the first vector), combined one dim at a time as
+    ``(n, 1) + (1, m)`` and reshaped to ``grid``: only 1-D and 2-D fusion groups (a 0-d or
+    size-1 broadcast inside a rank-3 group trips the lowering, docs/lowering.md known limits)."""
+    const, vecs = None, []
     for d in range(t):
         stride = math.prod(x_shape[d + 1 : t])
         s = _as_i32(e, starts[d])
-        conds += [e.greater_equal(s, 0), e.less_equal(s, x_shape[d] - sizes[d])]
-        term = e.mul(e.add(_iota(e, grid, d), s), stride) if stride != 1 else e.add(_iota(e, grid, d), s)
-        ids = term if ids is None else e.add(ids, term)
-    ok = e.broadcast_to(_all(e, conds), grid)
-    return e.where(ok, ids, n_rows)
+        ok = e.logical_and(e.greater_equal(s, 0), e.less_equal(s, x_shape[d] - sizes[d]))
+        if grid[d] == 1:
+            term = e.where(ok, e.mul(s, stride) if stride != 1 else s, n_rows)
+            const = term if const is None else e.add(const, term)
+            continue
+        v = e.add(_iota(e, (grid[d],), 0), s)
+        vecs.append(e.where(ok, e.mul(v, stride) if stride != 1 else v, n_rows))
+    if not vecs:
+        return e.reshape(const, grid)
+    if const is not None:
+        vecs[0] = e.add(vecs[0], const)
+    ids = vecs[0]
+    for v in vecs[1:]:  # (n, 1) + (1, m) -> n * m rows, row-major: 2-D groups only
+        n, m = ids.type.size, v.type.size
+        ids = e.reshape(e.add(e.reshape(ids, (n, 1)), e.reshape(v, (1, m))), (n * m,))
+    return e.reshape(ids, grid)
 
 
 class OneHotCompare(DecompositionPattern):
