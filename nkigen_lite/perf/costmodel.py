@@ -28,6 +28,7 @@ from .instruction_cost import FREE_OPS
 from .latency import ENGINES, dependency_latency
 from .lnc_cost import per_core_target
 from .schedule import DMA, PORT, Scheduler, queue_name
+from .stats import min_io_bytes
 
 __all__ = ["ENGINES", "Estimate", "dependency_latency", "estimate"]
 
@@ -160,8 +161,7 @@ def estimate(graph: Graph, target: Target = TRN2) -> Estimate:
         n_q = tot.dma_count // target.dge_instances + (q < tot.dma_count % target.dge_instances)
         resources[queue_name(q)] = n_q * target.dge_issue_ns
     resources[PORT] = tot.port
-    io = list(graph.inputs) + list(graph.outputs.values())
-    min_bytes = sum(v.type.size * v.type.dtype.itemsize for v in io)
+    min_bytes = min_io_bytes(graph)
     memory = min_bytes / target.hbm_bytes_per_s * 1e9
     roofline = max(tot.compute_ns, memory)
     return Estimate(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.graph import Block, Graph
-from ..nki.ops import CollectiveOp, DmaCopyOp, ForiLoopOp
+from ..nki.ops import CollectiveOp, DmaCopyOp, DmaGatherOp, ForiLoopOp, HbmViewOp
 from ..nki.ops.base import NkiOp
 from ..nki.target import TRN2, Target
 from ..nki.types import HbmType
@@ -50,6 +50,51 @@ class KernelStats:
             f"({self.min_hbm_bytes:,} B)\n"
             f"peak per partition: SBUF {self.peak_sbuf_bytes:,} B, PSUM {self.peak_psum_bytes:,} B"
         )
+
+
+def _gathered_bytes(graph: Graph) -> dict:
+    """Bytes indirect gathers read from each kernel input that is read only by them (through
+    reshape views or directly): such a table need not be read whole."""
+    acc: dict = {}
+
+    def walk(block: Block, mult: int) -> None:
+        for op in block:
+            if isinstance(op, ForiLoopOp):
+                walk(op.regions[0].block, mult * _trips(op))
+            elif isinstance(op, DmaGatherOp):
+                root = op.access("src").tensor
+                if isinstance(root.defining_op, HbmViewOp):
+                    root = root.defining_op.operand(0)
+                acc[root] = acc.get(root, 0) + mult * op.moved.size * root.type.dtype.itemsize
+
+    def gather_src(v, op) -> bool:
+        return isinstance(op, DmaGatherOp) and op.access("src").tensor is v
+
+    def only_gathered(v) -> bool:
+        for u in v.uses:
+            op = u.op
+            if isinstance(op, HbmViewOp):
+                if not all(gather_src(op.result, w.op) for w in op.result.uses):
+                    return False
+            elif not gather_src(v, op):
+                return False
+        return True
+
+    walk(graph.body, 1)
+    return {v: n for v, n in acc.items() if v in set(graph.inputs) and only_gathered(v)}
+
+
+def min_io_bytes(graph: Graph) -> int:
+    """The HBM bytes any kernel computing this graph must move: every input and output once,
+    except that a table read only by indirect gathers counts the rows they read (at most its
+    size)."""
+    gathered = _gathered_bytes(graph)
+    io = list(dict.fromkeys([*graph.inputs, *graph.outputs.values()]))
+    total = 0
+    for v in io:
+        full = v.type.size * v.type.dtype.itemsize
+        total += min(full, gathered[v]) if v in gathered else full
+    return total
 
 
 def _engine_of(op) -> str:
@@ -102,8 +147,7 @@ def kernel_stats(graph: Graph, target: Target = TRN2) -> KernelStats:
 
     walk(graph.body, 1)
     # each kernel tensor once: an output aliasing an input (updated in place) is that input
-    io = list(dict.fromkeys([*graph.inputs, *graph.outputs.values()]))
-    min_bytes = sum(v.type.size * v.type.dtype.itemsize for v in io)
+    min_bytes = min_io_bytes(graph)
     return KernelStats(
         instructions_static=sum(acc["static"].values()),
         instructions_dynamic=sum(acc["dynamic"].values()),

@@ -28,6 +28,8 @@ CASES = [
     ("rope", {"batch": 2, "seq": 100, "heads": 4, "d": 64, "dtype": nk.bfloat16}),
     ("swiglu_mlp", {"tokens": 128, "hidden": 256, "inter": 512}),
     ("swiglu_mlp", {"tokens": 130, "hidden": 192, "inter": 320, "dtype": nk.bfloat16}),
+    ("embedding", {"vocab": 1000, "hidden": 256, "tokens": 128, "dtype": nk.float32}),
+    ("embedding", {"vocab": 3001, "hidden": 200, "tokens": 300, "dtype": nk.bfloat16}),
     ("matmul", {"m": 256, "k": 384, "n": 1024}),
     ("matmul", {"m": 200, "k": 300, "n": 700, "dtype": nk.bfloat16}),
     (

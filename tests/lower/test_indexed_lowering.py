@@ -180,6 +180,10 @@ def test_embedding_workload_moves_only_the_selected_rows():
     # ids in (512 B), 128 rows gathered into SBUF, the same bytes stored: nothing else moves
     assert s.dma_bytes == 128 * 4 + 2 * 128 * row_bytes
     assert s.hbm_bytes == 128 * 4 + 2 * 128 * row_bytes
+    # the minimum counts the rows the ids select, not the table: the kernel moves the minimum
+    assert s.min_hbm_bytes == s.hbm_bytes and s.hbm_traffic_ratio == 1.0
+    e = k.estimate()
+    assert e.min_hbm_bytes == s.min_hbm_bytes and e.roofline_ns <= e.lower_bound_ns * (1 + 1e-9)
 
 
 def test_embedding_workload_matches_its_float64_reference_three_ways():
