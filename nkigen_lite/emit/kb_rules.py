@@ -199,5 +199,4 @@ def _loop(w, op) -> None:
     getattr(w.nb, T.FORI_LOOP)(op.trip_count, body, **{T.FORI_LOOP_UNROLL: w.unroll})
 
 
-from . import kb_collective  # noqa: E402, F401  (registers the collectives' rules)
-from . import kb_indirect  # noqa: E402, F401  (the indirect DMAs' rules)
+from . import kb_collective, kb_indirect  # noqa: E402, F401  (their rules)

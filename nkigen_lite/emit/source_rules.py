@@ -232,5 +232,4 @@ def _loop(e: SourceEmitter, op) -> None:
         e.rewind(mark)
 
 
-from . import source_collective  # noqa: E402, F401  (registers the collectives' rules)
-from . import source_indirect  # noqa: E402, F401  (the indirect DMAs' rules)
+from . import source_collective, source_indirect  # noqa: E402, F401  (their rules)
