@@ -38,6 +38,7 @@ class LowerContext:
     reserved_names: set = field(default_factory=set)  # kernel input / output names in use
     # values stored to HBM only because an op was lowered alone (limits.py): "spill<N>" buffers
     spilled: set[Value] = field(default_factory=set)
+    alone: set = field(default_factory=set)  # the ops lowered in groups of their own
     _spills: int = 0
 
     # ---- source locations ----------------------------------------------------------------

@@ -69,8 +69,8 @@ def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict):
     ctx = LowerContext(target, b, roles_of, Printer(graph))
     if layout is not None:
         ctx.tile_knobs = dict(layout.tile_knobs)
-    ctx.spilled = _spilled_values(alone)
-    part, plans, row_local, pairs = _partition_and_plan(ctx, graph, free_limit, alone)
+    ctx.alone, ctx.spilled = alone, _spilled_values(alone)
+    part, plans, row_local, pairs = _partition_and_plan(ctx, graph, free_limit)
     ctx.printer = Printer(graph)  # rematerialization may have added ops
     for name, v in zip(graph.input_names, graph.inputs):
         if any(d == 0 for d in v.type.shape):
@@ -150,7 +150,7 @@ def _produced_in_kernel(graph: Graph, part) -> set[Value]:
     return out
 
 
-def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int, alone=frozenset()):
+def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
     """Fusion groups and their plans. A group whose row-local reductions need rows wider than
     SBUF is formed again with those reductions accumulating over free-dim chunks (they then end
     their group, and what reads them runs in a group of its own)."""
@@ -171,7 +171,7 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int, alone=
             graph,
             is_barrier=accumulating,
             reads_barrier=lambda d, op: reads_running_max(d, op, accumulating),
-            alone=alone,
+            alone=ctx.alone,
         )
         plans = {}
         try:
