@@ -6,6 +6,7 @@ from .identities import IDENTITY_PATTERNS
 from .masks import MASK_PATTERNS
 from .recompose import RECOMPOSE_PATTERNS
 from .shapes import SHAPE_PATTERNS
+from .softmax_scale import SOFTMAX_SCALE_PATTERNS
 
 PATTERNS = (
     EMPTY_PATTERNS
@@ -14,6 +15,7 @@ PATTERNS = (
     + SHAPE_PATTERNS
     + RECOMPOSE_PATTERNS
     + MASK_PATTERNS
+    + SOFTMAX_SCALE_PATTERNS
 )
 
 __all__ = ["PATTERNS"]
