@@ -26,7 +26,7 @@ def _triangle(a: np.ndarray):
         return None
     n, m = a.shape
     d = np.arange(m)[None, :] - np.arange(n)[:, None]
-    for on, off in ((vals[0], vals[1]), (vals[1], vals[0])):
+    for on, off in ((vals[1], vals[0]), (vals[0], vals[1])):  # True (the larger) on first
         sel = a == on
         k_ge, k_le = int(d[sel].min()), int(d[sel].max())
         if np.array_equal(sel, d >= k_ge):
