@@ -243,11 +243,10 @@ def select_reduce(
     same_layout(where, "dst", dst, predicate=pred, on_true=on_true)
     p = dst.shape[0]
     if is_scalar(on_false):
-        if not isinstance(on_false, (float, np.floating)) or (
-            on_false == on_false and float(np.float32(on_false)) != float(on_false)
-        ):
-            raise NkiSimError(f"{where}: a scalar on_false must be a float32 number, got {on_false!r} [ISA]")
-        false_vals = np.float32(on_false)
+        if not isinstance(on_false, (float, np.floating)):
+            raise NkiSimError(f"{where}: a scalar on_false must be a float number, got {on_false!r} [ISA]")
+        with np.errstate(over="ignore"):
+            false_vals = np.float32(on_false)  # the engines read an immediate as fp32
     else:
         on_false = tile_arg(on_false, where, "on_false")
         if on_false.shape[0] != p or on_false.free_size != 1:

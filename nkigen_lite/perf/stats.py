@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.graph import Block, Graph
-from ..nki.ops import CollectiveOp, DmaCopyOp, DmaGatherOp, ForiLoopOp, HbmViewOp
+from ..nki.ops import AllocOp, CollectiveOp, DmaCopyOp, DmaGatherOp, ForiLoopOp, HbmViewOp
 from ..nki.ops.base import NkiOp
 from ..nki.target import TRN2, Target
 from ..nki.types import HbmType
@@ -38,6 +38,7 @@ class KernelStats:
     peak_psum_bytes: int = 0
     collective_count: int = 0  # executed collectives
     collective_bytes: int = 0  # bytes this rank sends in them (ring algorithms)
+    hbm_spills: int = 0  # HBM scratch buffers of the lowering's last resort ("spill<N>")
 
     def summary(self) -> str:
         """A few human-readable lines."""
@@ -49,6 +50,7 @@ class KernelStats:
             f"{self.hbm_bytes:,} B = {self.hbm_traffic_ratio:.3f} x minimum "
             f"({self.min_hbm_bytes:,} B)\n"
             f"peak per partition: SBUF {self.peak_sbuf_bytes:,} B, PSUM {self.peak_psum_bytes:,} B"
+            + (f"\nHBM spills: {self.hbm_spills}" if self.hbm_spills else "")
         )
 
 
@@ -119,6 +121,7 @@ def kernel_stats(graph: Graph, target: Target = TRN2) -> KernelStats:
         "hbm_bytes": 0,
         "cc": 0,
         "cc_bytes": 0,
+        "spills": 0,
     }
 
     def walk(block: Block, mult: int) -> None:
@@ -126,6 +129,8 @@ def kernel_stats(graph: Graph, target: Target = TRN2) -> KernelStats:
             if isinstance(op, ForiLoopOp):
                 walk(op.regions[0].block, mult * _trips(op))
                 continue
+            if isinstance(op, AllocOp) and isinstance(op.result.type, HbmType):
+                acc["spills"] += (op.result.name_hint or "").startswith("spill")
             if not isinstance(op, NkiOp):
                 continue
             e = _engine_of(op)
@@ -162,4 +167,5 @@ def kernel_stats(graph: Graph, target: Target = TRN2) -> KernelStats:
         peak_psum_bytes=peaks.psum_banks * target.psum_bank_bytes,
         collective_count=acc["cc"],
         collective_bytes=acc["cc_bytes"],
+        hbm_spills=acc["spills"],
     )

@@ -103,7 +103,7 @@ CASES = {
     "select.on_false_fp32": (
         lambda b, m: b.select(dst=T(b, m), predicate=T(b, m, dtype=U8), on_true=T(b, m), on_false=3),
         "scalar on_false must be an fp32 number",
-        "scalar on_false must be a float32",
+        "scalar on_false must be a float number",
     ),
     "select.one_psum_input": (
         lambda b, m: b.select(

@@ -173,10 +173,10 @@ VOCAB = 151_936
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 @pytest.mark.parametrize("rows", [4, 128])
 def test_softmax_over_a_vocabulary_row_reads_input_at_most_twice_over(rows, log):
-    """Counts only (compiling is fast): HBM traffic <= 2.05x the minimum (input read three
-    times at most, output written once) and a bounded instruction count."""
+    """Counts only (compiling is fast): HBM traffic <= 1.55x the minimum (input read twice by
+    the online max-and-sum, output written once) and a bounded instruction count."""
     s = nk.compile(softmax_graph((rows, VOCAB), log)).stats()
-    assert s.hbm_traffic_ratio <= 2.05, s.summary()
+    assert s.hbm_traffic_ratio <= 1.55, s.summary()
     assert s.instructions_dynamic <= 400, s.summary()
 
 

@@ -40,6 +40,7 @@ from .analysis import LayoutAnalysis
 from .classes import RoleClasses
 from .constraints import op_constraints
 from .ops import LayoutConvertOp
+from .policy import DefaultRoles, tile_rows
 
 KNOB_KEYS = ("partition_dim", "tile_size")
 # NKIPy knobs nkigen_lite does not honour, rejected with the reason (never silently ignored)
@@ -305,37 +306,18 @@ class LayoutSolver:
             self.pending = still
 
     def _default(self, v: Value) -> None:
-        rank = v.ndim
-        roles = self._roles(v, range(rank))
-        need_f, folding = "F" not in roles, "P" not in roles
-        rows = 1
-        for d in range(rank - 1, -1, -1):
-            if self.cls.role_of(self.var(v, d)) is not None:
-                continue
-            want = "I"
-            if need_f:
-                want, need_f = "F", False
-            elif folding:  # fold dims onto the partitions while they fit, plus one chunked dim
-                n = max(v.shape[d], 1)
-                if rows * n <= self.partitions:
-                    want, rows = "P", rows * n
-                else:
-                    folding = False
-                    if self.partitions // rows >= 2:
-                        want = "P"
-            self.cls.require(self.var(v, d), want)
+        """Give v's dims left free their default roles (policy.py, shared with the lowering)."""
+        roles = self._roles(v, range(v.ndim))
+        policy = DefaultRoles(self.partitions, "F" in roles, "P" in roles)
+        for d in range(v.ndim - 1, -1, -1):
+            if self.cls.role_of(self.var(v, d)) is None:
+                self.cls.require(self.var(v, d), policy.next(v.shape[d]))
 
     def _tile(self, v: Value, roles: tuple[str, ...], knobs: dict[int, int]) -> int:
         p = [d for d, r in enumerate(roles) if r == "P"]
         if not p:
             return 1
-        rows = 1
-        for k in range(len(p) - 1, -1, -1):
-            n = max(v.shape[p[k]], 1)
-            if rows * n > self.partitions:
-                rows *= max(1, self.partitions // rows)
-                break
-            rows *= n
+        rows = tile_rows([v.shape[d] for d in p], self.partitions)
         knob = knobs.get(self.cls.find(self.var(v, p[0])))
         return min(knob, rows) if knob is not None else rows
 

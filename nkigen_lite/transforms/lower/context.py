@@ -36,6 +36,10 @@ class LowerContext:
     # allocations and views are placed (they are kernel-level buffers reused every iteration)
     hoist_before: object = None
     reserved_names: set = field(default_factory=set)  # kernel input / output names in use
+    # values stored to HBM only because an op was lowered alone (limits.py): "spill<N>" buffers
+    spilled: set[Value] = field(default_factory=set)
+    alone: set = field(default_factory=set)  # the ops lowered in groups of their own
+    _spills: int = 0
 
     # ---- source locations ----------------------------------------------------------------
     def name(self, v: Value) -> str:
@@ -68,7 +72,10 @@ class LowerContext:
     def home_for_store(self, v: Value) -> HbmHome:
         """The home a produced value is stored to (pre-assigned, or fresh scratch)."""
         if v not in self.homes:
-            self.homes[v] = self.alloc_hbm(v.type.shape, v.type.dtype)
+            name = None
+            if v in self.spilled:
+                name, self._spills = f"spill{self._spills}", self._spills + 1
+            self.homes[v] = self.alloc_hbm(v.type.shape, v.type.dtype, name=name)
         return self.homes[v]
 
     def view(self, h: HbmHome) -> Value:

@@ -30,11 +30,14 @@ from .group_emit import GroupEmitter
 from .groups import FusionGroup, form_groups, is_fusible
 from .homes import HbmHome
 from .inplace import finish_aliased_outputs, place_aliased_outputs
+from .limits import LoweringLimit
 from .liveness import peak_live_bytes
 from .matmul import lower_matmul
+from .online import reads_running_max
 from .pipeline import RowPipeline, emit_pipeline, group_member, matmul_member
 from .plan import RowTooWide, fold_rows, is_row_local, make_plan
 from .remat import rematerialize
+from .row_sequence import emit_row_pair, find_row_pairs
 from .rules import ITEM_RULES, item_rule, rule_for
 from .views import VIEW_OPS, copy_home, is_layout_convert, plan_concats
 
@@ -47,8 +50,20 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
     """
     check_hbm_capacity(graph, target)
     empty = fold_empty(graph)
-    free_limit = (target.sbuf_bytes_per_partition * 3 // 4) // 16
+    alone: set = set()
+    while True:
+        try:
+            kernel, constants = _lower(graph, target, layout, alone, empty)
+            return kernel, constants, empty
+        except LoweringLimit as e:  # last resort: that op alone, through HBM (limits.py)
+            if e.op is None or e.op in alone:
+                raise
+            alone.add(e.op)
 
+
+def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict):
+    """One lowering attempt with the ops of ``alone`` in fusion groups of their own."""
+    free_limit = (target.sbuf_bytes_per_partition * 3 // 4) // 16
     b = NkiBuilder(graph.name)
 
     def roles_of(v: Value):
@@ -57,7 +72,8 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
     ctx = LowerContext(target, b, roles_of, Printer(graph))
     if layout is not None:
         ctx.tile_knobs = dict(layout.tile_knobs)
-    part, plans, row_local = _partition_and_plan(ctx, graph, free_limit)
+    ctx.alone, ctx.spilled = alone, _spilled_values(alone)
+    part, plans, row_local, pairs = _partition_and_plan(ctx, graph, free_limit)
     ctx.printer = Printer(graph)  # rematerialization may have added ops
     for name, v in zip(graph.input_names, graph.inputs):
         if any(d == 0 for d in v.type.shape):
@@ -77,7 +93,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
             ctx.at(f"output {name}")
             ctx.homes[v] = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name)
     plan_concats(ctx, graph, producers, set(outputs.values()))
-    _lower_items(ctx, part, plans, row_local, set(outputs.values()))
+    _lower_items(ctx, part, plans, row_local, set(outputs.values()), pairs)
     check_tile_knobs_applied(ctx)
     final = {}
     claimed = {id(ctx.homes[i].base) for i in graph.inputs if i in ctx.homes}
@@ -96,7 +112,16 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
     final.update(finish_aliased_outputs(ctx, graph, outputs, aliases))
     b.set_outputs({n: final[n] for n in outputs}, aliases)
     b.graph.dce()  # views a lowering family prepared but did not use
-    return b.graph, ctx.constants, empty
+    return b.graph, ctx.constants
+
+
+def _spilled_values(alone: set) -> set[Value]:
+    """Values that go through HBM because an op was lowered alone: its result and operands."""
+    out: set[Value] = set()
+    for op in alone:
+        out.add(op.result)
+        out.update(u for u in op.operands if u.defining_op is not None and is_fusible(u.defining_op))
+    return out
 
 
 def add_constant_inputs(ctx: LowerContext, graph: Graph) -> None:
@@ -138,8 +163,19 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
     def row_local(op) -> bool:
         return op not in demoted and is_row_local(op, free_limit)
 
+    def accumulating(op) -> bool:
+        return isinstance(op, T.ReduceOp) and not row_local(op)
+
+    def planner(g: FusionGroup, budget: int):
+        return _plan_group(ctx, g, row_local, peak_live_bytes(g, part.escaping(g)), part.escaping(g), budget)
+
     while True:
-        part = form_groups(graph, is_barrier=lambda op: isinstance(op, T.ReduceOp) and not row_local(op))
+        part = form_groups(
+            graph,
+            is_barrier=accumulating,
+            reads_barrier=lambda d, op: reads_running_max(d, op, accumulating),
+            alone=ctx.alone,
+        )
         plans = {}
         try:
             for item in part.items:
@@ -153,14 +189,19 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
                 raise
             demoted |= more
             continue
+        budget = (ctx.target.sbuf_bytes_per_partition * 3) // 4
+        pairs = find_row_pairs(part, plans, row_local, planner, budget)
+        for pair in pairs.values():  # passed on chip: not worth recomputing
+            recomputed.update(pair.passed)
         if rematerialize(graph, part, recomputed):
             continue
-        return part, plans, row_local
+        return part, plans, row_local, pairs
 
 
-def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set) -> None:
+def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs: dict) -> None:
     """Emit the partition's items in order, fusing runs of row-compatible matmuls and fusion
-    groups into row pipelines (pipeline.py)."""
+    groups into row pipelines (pipeline.py) and pairs of groups into row sequences
+    (row_sequence.py)."""
     budget = (ctx.target.sbuf_bytes_per_partition * 3) // 4
     pipe = RowPipeline()
 
@@ -179,16 +220,14 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set) -> Non
                 ctx.homes[alias] = ctx.homes[root]
         pipe = RowPipeline()
 
-    for item in part.items:
+    seconds = {id(p.second) for p in pairs.values()}  # emitted with their pair's first group
+    for item in (it for it in part.items if id(it) not in seconds):
         member = None
         if isinstance(item, (FusionGroup, T.MatmulOp)):
             member, plan = _pipeline_member(ctx, item, plans, row_local, budget)
             if member is None:
                 flush()
-                if isinstance(item, FusionGroup):
-                    _emit_group(ctx, item, plan, part, row_local)
-                else:
-                    lower_matmul(ctx, item)
+                _emit_alone(ctx, item, plan, part, row_local, pairs.get(item), outputs)
                 continue
         if member is not None:
             if not pipe.try_join(member, budget):
@@ -204,6 +243,16 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set) -> Non
         flush()
         _lower_op(ctx, item)
     flush()
+
+
+def _emit_alone(ctx: LowerContext, item, plan, part, row_local, pair, outputs: set) -> None:
+    """A fusion group (or the row sequence it starts) or a matmul in a loop nest of its own."""
+    if pair is not None:
+        emit_row_pair(ctx, pair, part, outputs, row_local)
+    elif isinstance(item, FusionGroup):
+        _emit_group(ctx, item, plan, part, row_local)
+    else:
+        lower_matmul(ctx, item)
 
 
 def _folded_plan(ctx: LowerContext, g: FusionGroup, plans, budget: int):
@@ -258,7 +307,7 @@ def _emits_nothing_dependent(op: Op) -> bool:
     return False
 
 
-def _plan_group(ctx: LowerContext, g: FusionGroup, row_local, row_bytes: int, escaping=()):
+def _plan_group(ctx: LowerContext, g: FusionGroup, row_local, row_bytes: int, escaping=(), budget=None):
     roles = None
     for op in g.ops:
         v = op.result if not isinstance(op, T.ReduceOp) else op.operand(0)
@@ -270,7 +319,7 @@ def _plan_group(ctx: LowerContext, g: FusionGroup, row_local, row_bytes: int, es
         g,
         roles,
         partitions=_tile_rows(ctx, g),
-        sbuf_budget=(ctx.target.sbuf_bytes_per_partition * 3) // 4,
+        sbuf_budget=budget if budget is not None else (ctx.target.sbuf_bytes_per_partition * 3) // 4,
         itemsize_sum=row_bytes,
         broadcast_dims=_broadcast_dims(g),
         row_local=row_local,

@@ -82,21 +82,25 @@ def const_tile(em: TileFrame, v: Value, inst, value) -> Access:
     return t
 
 
-def broadcast_column(col: Access, free: int) -> Access:
-    """A (P, 1) column read ``free`` times per partition (stride 0 on its last dim): a
-    tensor_tensor operand pairing the column with every element of a tile of ``free`` elements
-    per partition."""
+def broadcast_column(col: Access, like: Access) -> Access:
+    """A (P, 1) column read once per element of ``like``'s free dims (stride 0 on every free
+    dim): a tensor_tensor operand with exactly ``like``'s shape, pairing the column with every
+    element of each partition."""
     if len(col.dims) < 2 or any(d.size != 1 for d in col.dims[1:]):
         raise BuildError(f"lowering: broadcast_column needs a (P, 1) column, got shape {col.shape}")
-    last = col.dims[-1]
-    return Access(col.tensor, col.dims[:-1] + (DimSlice(last.offset, free, 0),))
+    free = like.dims[1:]
+    if len(col.dims) == len(like.dims):
+        dims = tuple(DimSlice(c.offset, d.size, 0) for c, d in zip(col.dims[1:], free))
+    else:  # ranks differ: the column's last dim read like.free_size times
+        dims = col.dims[1:-1] + (DimSlice(col.dims[-1].offset, like.free_size, 0),)
+    return Access(col.tensor, col.dims[:1] + dims)
 
 
 def _int_op(em: TileFrame, v: Value, inst, dst: Access, data: Access, alu: str, value, rev=False) -> None:
     """dst = data alu value (value alu data with ``rev``) exactly on GpSimd: a tensor_tensor with
     a constant tile (value a number) or a broadcast column (value a (P, 1) access)."""
     if isinstance(value, Access):
-        other = broadcast_column(value, data.free_size)
+        other = broadcast_column(value, data)
     else:
         other = const_tile(em, v, inst, value)
     a, b = (other, data) if rev else (data, other)

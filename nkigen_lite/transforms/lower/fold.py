@@ -82,7 +82,7 @@ def _plan_cast_elision(em: TileFrame, fp: FoldPlan) -> None:
     narrowing of an fp32 intermediate used only by the cast is folded into the producer's
     write (one rounding either way)."""
     for op in em.g.ops:
-        if not isinstance(op, T.CastOp) or op in fp.folded:
+        if not isinstance(op, T.CastOp) or op in fp.folded or op.result in em.resident_values:
             continue
         src = op.operand(0)
         st, dt = src.type.dtype, op.result.type.dtype

@@ -46,6 +46,10 @@ class TileFrame:
         self.tiles: dict[Value, Value] = {}
         self.const_cols: dict[tuple, Value] = {}
         self.fold = None  # the group's FoldPlan, set by the group emitter
+        # values held in a full-row SBUF buffer (row_sequence.py): the buffer, read at the
+        # instance's free-dim offsets instead of from offset 0
+        self.resident: dict[Value, Value] = {}
+        self.resident_values: set[Value] = set()  # values this group writes into such buffers
 
     # ---- shapes ------------------------------------------------------------------------------
     def ext(self, v: Value) -> tuple[int, ...]:
@@ -60,7 +64,11 @@ class TileFrame:
 
     # ---- tiles and accesses -------------------------------------------------------------------
     def new_tile(self, v: Value, inst: Instance, dtype=None) -> Value:
-        """Allocate the tile of ``v`` for this instance and register it."""
+        """Allocate the tile of ``v`` for this instance and register it (a resident value's
+        tile is its full-row buffer)."""
+        if v in self.resident:
+            self.tiles[v] = self.resident[v]
+            return self.resident[v]
         shape = (inst.rows(),) + inst.free(self.ext(v))
         dtype = dtype or self.fold.narrowed.get(v.defining_op) or v.type.dtype
         t = self.b.alloc(shape, dtype, "sbuf", name=v.name_hint or "t")
@@ -78,13 +86,15 @@ class TileFrame:
         if t is None:
             raise AssertionError(f"lowering bug: no tile for {v!r}")
         ve = self.ext(v)
+        whole_row = v in self.resident
         dims = [DimSlice(Affine.of(0), inst.rows(), 1)]
         for d in self.plan.f_dims:
             if ve[d] == 1:
                 n = inst.extents[d] if (out_ext is not None and out_ext[d] > 1) else 1
                 dims.append(DimSlice(Affine.of(0), n, 0 if n > 1 else 1))
             else:
-                dims.append(DimSlice(Affine.of(0), inst.extents[d], 1))
+                start = inst.offsets[d] if whole_row else Affine.of(0)
+                dims.append(DimSlice(start, inst.extents[d], 1))
         if not self.plan.f_dims:
             dims.append(DimSlice(Affine.of(0), 1, 1))
         return Access(t, tuple(dims))

@@ -9,7 +9,6 @@ fori_loop over full chunks plus a peeled remainder instance with a smaller stati
 
 from __future__ import annotations
 
-from ...ir.errors import BuildError
 from ...ir.value import Value
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
@@ -19,7 +18,9 @@ from .frame import TileFrame, immediate_of
 from .groups import FusionGroup
 from .homes import HbmHome
 from .instance import Instance, loops_of
+from .limits import LoweringLimit
 from .loopnest import run_loop_nest
+from .online import online_pairs
 from .plan import GroupPlan
 from .reduce_acc import combine_accumulator, finish_accumulator, start_accumulator
 from .tile_ops import emit_op
@@ -38,9 +39,15 @@ class GroupEmitter(TileFrame):
         pipe: dict | None = None,
         provided=(),
         publish=(),
+        resident=None,
+        resident_values=(),
+        resident_level: int = -1,
     ):
         """``pipe`` is the tile table shared with the other participants of a row pipeline:
-        ``provided`` values are read from it instead of HBM, ``publish`` values are put in it."""
+        ``provided`` values are read from it instead of HBM, ``publish`` values are put in it.
+        ``resident`` (value -> full-row buffer, shared with the group that reads them,
+        row_sequence.py): published values kept whole in SBUF, allocated by this group at
+        ``resident_level``."""
         super().__init__(ctx, group, plan, set(escaping) | set(publish))
         self.loops = loops_of(plan)
         self.loop_index = {lp.dim: k for k, lp in enumerate(self.loops)}
@@ -48,6 +55,10 @@ class GroupEmitter(TileFrame):
         self.pipe = pipe if pipe is not None else {}
         self.provided = set(provided)
         self.publish = set(publish)
+        if resident is not None:
+            self.resident = resident
+        self.resident_values = set(resident_values)
+        self.resident_level = resident_level if self.resident_values & self.publish else -1
         self.fold = FoldPlan.build(self)
         self.externals: list[Value] = []
         seen: set[Value] = set()
@@ -63,6 +74,8 @@ class GroupEmitter(TileFrame):
         self.accumulating = [op for op in group.ops if isinstance(op, T.ReduceOp) and not row_local(op)]
         self.combine_level: dict = {}
         self.accumulators: dict = {}
+        self.online = online_pairs(group.ops, self.accumulating)  # running max -> running sum
+        self.rescale: dict = {}  # running sum -> this chunk's rescale factor
         for op in group.ops:
             self.levels[op.result] = self._op_level(op)
             if op in self.accumulating:
@@ -112,6 +125,8 @@ class GroupEmitter(TileFrame):
         return inst.enter(self.loops[level].dim, offset, extent)
 
     def before(self, level: int, inst: Instance) -> None:
+        if level == self.resident_level:
+            self._alloc_resident(inst)
         for op in self.accumulating:
             if self.levels[op.result] == level:
                 self.ctx.at_op(op)
@@ -123,9 +138,22 @@ class GroupEmitter(TileFrame):
             if self.levels[op.result] == level:
                 self.ctx.at_op(op)
                 finish_accumulator(self, op, inst)
+                if op.result in self.publish:
+                    self.pipe[op.result] = self.tiles[op.result]
                 if op.result in self.store_views:
                     self.ctx.at(f"store {self.ctx.name(op.result)}")
                     self._store(op.result, inst)
+        self.ctx.at(self.label())
+
+    def _alloc_resident(self, inst: Instance) -> None:
+        """The full-row buffers of this group's published resident values."""
+        for op in self.g.ops:
+            v = op.result
+            if v in self.publish and v in self.resident_values:
+                ve = self.ext(v)
+                free = tuple(self.plan.domain[d] if ve[d] > 1 else 1 for d in self.plan.f_dims) or (1,)
+                self.ctx.at(f"resident row {self.ctx.name(v)}")
+                self.resident[v] = self.b.alloc((inst.rows(),) + free, v.type.dtype, "sbuf", name="row")
         self.ctx.at(self.label())
 
     def label(self) -> str:
@@ -218,14 +246,16 @@ class GroupEmitter(TileFrame):
         self.b.dma_copy(dst=self.access(u, inst), src=src)
 
     def _partition_broadcast(self, u: Value, inst: Instance) -> bool:
-        """Load a kernel-level input that is the same on every partition (e.g. a weight vector)
-        once into one partition and broadcast it on the Tensor engine (ones[1,P]ᵀ · row), instead
-        of a stride-0 DMA that would read it from HBM once per partition."""
+        """Load an input that is the same on every partition (e.g. a weight vector) into one
+        partition and broadcast it on the Tensor engine (ones[1,P]ᵀ · row), instead of a
+        stride-0 DMA that would read it from HBM once per partition. Loaded once per kernel, or
+        once per free-dim chunk (and row tile) when the group's rows are chunked."""
         plan, ve, dt = self.plan, self.ext(u), u.type.dtype
         rows = inst.rows()
         free_dims = [d for d in plan.f_dims if ve[d] > 1]
+        in_loops = [lp.kind for lp in self.loops[: self.levels[u]] if lp.dim in free_dims]
         if (
-            self.levels[u] != 0
+            (self.levels[u] != 0 and not in_loops)
             or rows < 2
             or len(free_dims) != 1
             or any(ve[d] > 1 for d in plan.p_dims + plan.i_dims)
@@ -282,9 +312,11 @@ class GroupEmitter(TileFrame):
                 seen_full = True
                 rows *= inst.extents[d]
             elif seen_full:
-                raise BuildError(
+                raise LoweringLimit(
                     f"lowering: cannot store {v!r}: it is broadcast over an inner partition dim "
-                    f"of its fusion group (domain {plan.domain})"
+                    f"of its fusion group (domain {plan.domain}); a DMA from SBUF reads "
+                    "contiguous partitions",
+                    v.defining_op,
                 )
         src = self.access(v, inst)
         src = Access(src.tensor, (DimSlice(Affine.of(0), rows, 1),) + src.dims[1:])

@@ -124,10 +124,12 @@ class _Forming:
 class _Former:
     """Incremental fusion-group formation over straight-line ``ops`` (see ``form_groups``)."""
 
-    def __init__(self, ops: list[Op], is_barrier):
+    def __init__(self, ops: list[Op], is_barrier, reads_barrier, alone=frozenset()):
         self.ops = ops
         self.order = {op: i for i, op in enumerate(ops)}
         self.is_barrier = is_barrier
+        self.reads_barrier = reads_barrier
+        self.alone = alone  # ops lowered in a group of their own (limits.py)
         self.node: dict[Op, _Forming] = {}
         self.nodes: list[_Forming] = []
         self.stats = GroupStats()
@@ -175,7 +177,7 @@ class _Former:
             self.stats.scanned += 1
             n = self.group_node(d)
             if n is a:
-                if self.is_barrier(d):
+                if self.is_barrier(d) or d in self.alone:
                     return False
             elif n not in members:
                 roots.append(d)
@@ -201,7 +203,7 @@ class _Former:
                 if d is None or d not in self.order:
                     continue
                 if self.group_node(d) in members:
-                    if self.is_barrier(d):
+                    if d in self.alone or (self.is_barrier(d) and not self.reads_barrier(d, op)):
                         return False
                 else:
                     roots.append(d)
@@ -255,7 +257,7 @@ class _Former:
                 continue
             dom = op_domain(op)
             candidates: list[_Forming] = []
-            for v in op.operands:
+            for v in () if op in self.alone else op.operands:
                 g = self.group_node(v.defining_op)
                 if g is not None and g not in candidates:
                     candidates.append(g)
@@ -299,7 +301,7 @@ class _Former:
                 v = inputs[a][i]
                 i += 1
                 for b in readers.get((a.group.domain, v), ()):
-                    if b.parent is not None or b is a or b.seq < a.seq:
+                    if b.parent is not None or b is a or b.seq < a.seq or self._has_alone(a, b):
                         continue
                     if b.group.domain != a.group.domain or not self.can_fuse(a, b, None):
                         continue
@@ -310,6 +312,9 @@ class _Former:
                             have.add(w)
                             inputs[a].append(w)
                             readers.setdefault((a.group.domain, w), []).append(a)
+
+    def _has_alone(self, a: _Forming, b: _Forming) -> bool:
+        return bool(self.alone) and any(op in self.alone for op in a.group.ops + b.group.ops)
 
     def _external_inputs(self, n: _Forming) -> list[Value]:
         seen: dict[Value, None] = {}
@@ -330,14 +335,18 @@ class _Former:
         return group_of
 
 
-def form_groups(graph: Graph, is_barrier=lambda _op: False) -> Partition:
+def form_groups(
+    graph: Graph, is_barrier=lambda _op: False, reads_barrier=lambda _d, _op: False, alone=frozenset()
+) -> Partition:
     """Partition the (top-level, straight-line) tensor graph into fusion groups and other ops.
 
     ``is_barrier(op)`` marks ops whose result is only complete after the whole loop nest (a
-    reduction accumulated across loops or partitions): no op reading it may join its group.
+    reduction accumulated across loops or partitions): no op reading it may join its group,
+    unless ``reads_barrier(barrier, op)`` says ``op`` reads its running value (online.py).
+    Ops in ``alone`` form groups of their own (limits.py).
     """
     ops = [op for op in graph.body if not isinstance(op, ReturnOp)]
-    former = _Former(ops, is_barrier)
+    former = _Former(ops, is_barrier, reads_barrier, alone)
     former.grow()
     former.merge_siblings()
     group_of = former.groups()

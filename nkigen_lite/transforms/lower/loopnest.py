@@ -30,19 +30,28 @@ def loop_signature(loops: list[LoopSpec]) -> tuple:
     return tuple((lp.kind, lp.chunk, lp.n_full, lp.rem) for lp in loops)
 
 
-def run_loop_nest(b, loops: list[LoopSpec], participants: list) -> None:
-    """Emit the participants' shared loop nest (see the module docstring)."""
+def run_loop_nest(b, loops: list[LoopSpec], participants: list, shared: int | None = None) -> None:
+    """Emit the participants' shared loop nest (see the module docstring). With ``shared``,
+    only the first ``shared`` loops are common: inside them, each participant in turn runs its
+    own inner loops (``p.loops[shared:]``) to completion, so a later participant can read what
+    an earlier one finished there (row_sequence.py)."""
     for p in participants:
         p.prepare()
+    split = len(loops) if shared is None else shared
 
-    def level(lv: int, insts: list) -> None:
-        for p, inst in zip(participants, insts):
+    def level(lv: int, insts: list, who: list) -> None:
+        if shared is not None and lv == split and len(who) > 1:
+            for p, inst in zip(who, insts):
+                level(lv, [inst], [p])
+            return
+        for p, inst in zip(who, insts):
             p.before(lv, inst)
-        if lv < len(loops):
-            lp = loops[lv]
+        nest = who[0].loops if lv >= split else loops
+        if lv < len(nest):
+            lp = nest[lv]
 
             def go(offset, extent: int) -> None:
-                level(lv + 1, [p.enter(inst, lv, offset, extent) for p, inst in zip(participants, insts)])
+                level(lv + 1, [p.enter(inst, lv, offset, extent) for p, inst in zip(who, insts)], who)
 
             if lp.kind == "I":
                 with b.fori_loop(0, lp.n_full) as i:
@@ -55,7 +64,7 @@ def run_loop_nest(b, loops: list[LoopSpec], participants: list) -> None:
                         go(c * lp.chunk, lp.chunk)
                 if lp.rem:
                     go(lp.n_full * lp.chunk, lp.rem)
-        for p, inst in zip(participants, insts):
+        for p, inst in zip(who, insts):
             p.after(lv, inst)
 
-    level(0, [p.top_instance() for p in participants])
+    level(0, [p.top_instance() for p in participants], list(participants))

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from ...ir.errors import BuildError
 from ...tensor import ops as T
+from ..layout.policy import default_roles as policy_roles
+from ..layout.policy import partition_tile
 from .groups import FusionGroup, domain_axes
 
 
@@ -116,26 +118,9 @@ def accumulated_axes(group: FusionGroup, row_local) -> set[int]:
 
 
 def default_roles(domain: tuple[int, ...], reduce_axes: set[int], partitions: int) -> tuple[str, ...]:
-    """F = the reduced dims (or the last dim); then fold the innermost remaining dims onto the
-    partitions while the product fits; the next dim is chunked if a chunk >= 2 fits; rest I."""
-    rank = len(domain)
-    if rank == 0:
-        return ()
-    roles = ["I"] * rank
-    f = sorted(reduce_axes) if reduce_axes else [rank - 1]
-    for d in f:
-        roles[d] = "F"
-    inner = 1
-    for d in reversed([d for d in range(rank) if roles[d] != "F"]):
-        n = domain[d]
-        if inner * n <= partitions:
-            roles[d] = "P"
-            inner *= n
-        else:
-            if partitions // inner >= 2:
-                roles[d] = "P"
-            break
-    return tuple(roles)
+    """The layout solver's default roles (layout/policy.py) with the reduced dims free."""
+    fixed = ["F" if d in reduce_axes else None for d in range(len(domain))]
+    return tuple(policy_roles(domain, fixed, partitions))
 
 
 def _free_broadcast_dims(
@@ -298,20 +283,14 @@ def _adjusted_roles(
 
 def _partition_chunk(dom, i_dims: tuple, p_dims: tuple, partitions: int) -> tuple[tuple, list, int]:
     """(I dims, P dims, partition chunk): the innermost P dims stay whole; only the outermost
-    one that does not fit is chunked, and P dims outside it become I loops."""
-    inner = 1
-    keep: list[int] = []
-    for d in reversed(p_dims):
-        if inner * dom[d] <= partitions:
-            keep.insert(0, d)
-            inner *= dom[d]
-        else:
-            break
+    one that does not fit is chunked, and P dims outside it become I loops (layout/policy.py)."""
+    whole, outer_chunk = partition_tile([dom[d] for d in p_dims], partitions)
+    keep = list(p_dims[len(p_dims) - whole :]) if whole else []
     p_list = list(p_dims)
     chunk = 1
     if len(keep) < len(p_list):
         outer = p_list[len(p_list) - len(keep) - 1]
-        chunk = max(1, min(dom[outer], partitions // inner))
+        chunk = outer_chunk
         # dims beyond the chunked one cannot also be P: demote them to I loops
         demoted = p_list[: len(p_list) - len(keep) - 1]
         i_dims = tuple(sorted(i_dims + tuple(demoted)))

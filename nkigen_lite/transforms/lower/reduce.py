@@ -8,6 +8,7 @@ from ...ir.op import Op
 from ...tensor import ops as T
 from .frame import TileFrame
 from .groups import domain_axes
+from .limits import LoweringLimit
 from .rules import tile_rule
 from .tile_common import REDUCE_ALU
 
@@ -22,9 +23,11 @@ def reduce(em: TileFrame, op: Op, inst) -> None:
     pos = sorted(1 + f_dims.index(d) for d in domain_axes(op, len(em.plan.domain)) if d in f_dims)
     nfree = max(len(f_dims), 1)
     if pos != list(range(nfree - len(pos) + 1, nfree + 1)):
-        raise BuildError(
+        raise LoweringLimit(
             f"lowering: {op.name} over axes {list(op.attrs['axes'])} is not over the "
-            f"trailing free dims of its tile (free dims {f_dims})"
+            f"trailing free dims of its tile (free dims {f_dims}); tensor_reduce reduces "
+            "trailing free axes",
+            op,
         )
     v = op.result
     x = em.access(op.operand(0), inst)

@@ -14,6 +14,8 @@ from ...ir.errors import BuildError
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from .groups import domain_axes
+from .limits import LoweringLimit
+from .online import combine_running_max, rescale_running_sum
 
 IDENTITY = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf"), "any": 0.0, "all": 1.0}
 COMBINE = {
@@ -59,13 +61,28 @@ def combine_accumulator(em, op: T.ReduceOp, inst) -> None:
     pos = [1 + f_dims.index(d) for d in domain_axes(op, len(em.plan.domain)) if d in f_dims]
     acc_t = em.accumulators[op]
     acc = em.tile_access(acc_t, inst, em.ext(op.result))
-    if pos:
+    if pos and op in em.fold.folded:  # a row sum fused into the activation producing x
+        x = em.access(op.result, inst)
+    elif pos:
         nfree = len(f_dims)
         if sorted(pos) != list(range(nfree - len(pos) + 1, nfree + 1)):
-            raise BuildError(f"lowering: {op.name} reduces free dims that are not trailing")
+            raise LoweringLimit(
+                f"lowering: {op.name} reduces free dims {sorted(pos)} of {nfree} that are not "
+                "the trailing ones; tensor_reduce reduces trailing free axes",
+                op,
+            )
         part = em.tile_access(em.scratch_tile(op.result, inst, "f32"), inst, em.ext(op.result))
         em.b.tensor_reduce(dst=part, op=COMBINE[kind], data=x, axis=tuple(sorted(pos)), keepdims=True)
         x = part
+    if op in em.online:
+        if _p_reduced(em, op):
+            raise BuildError(
+                f"lowering: running max {op.name} reduces partitions (an internal planning error)"
+            )
+        em.rescale[em.online[op]] = combine_running_max(em, op, acc, x, inst)
+        return
+    if op in em.rescale:
+        rescale_running_sum(em, acc, em.rescale.pop(op))
     em.b.tensor_tensor(dst=acc, data1=acc, data2=x, op=COMBINE[kind])
 
 
@@ -90,7 +107,11 @@ def finish_accumulator(em, op: T.ReduceOp, inst) -> None:
         ones = em.b.alloc((rows, 1), "f32", "sbuf", name="ones")
         em.b.memset(dst=ones, value=1.0)
         if len(free) != 1:
-            raise BuildError(f"lowering: {op.name}: partition sums keep one free dim at most")
+            raise LoweringLimit(
+                f"lowering: {op.name}: a partition sum keeps free dims {tuple(free)}; the "
+                "ones-vector matmul reduces partitions into one free dim (moving tile 2-D)",
+                op,
+            )
         fmax = em.ctx.target.psum_bank_fmax
         for j in range(0, n, fmax):
             w = min(fmax, n - j)
@@ -104,7 +125,11 @@ def finish_accumulator(em, op: T.ReduceOp, inst) -> None:
         return
     if n != 1:
         if len(free) != 1:
-            raise BuildError(f"lowering: {op.name}: partition reductions keep one free dim at most")
+            raise LoweringLimit(
+                f"lowering: {op.name}: a partition reduction keeps free dims {tuple(free)}; "
+                "nc_transpose moves one free dim onto the partitions (2-D tiles)",
+                op,
+            )
         return _finish_by_transposes(em, kind, acc_t, out, rows, n)
     ps = em.b.alloc((1, rows), "f32", "psum", name="psum_t")
     em.b.nc_transpose(dst=ps, data=flat_acc)

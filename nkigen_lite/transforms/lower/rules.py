@@ -5,7 +5,8 @@ like the interpreters' and emitters' tables):
   (elementwise.py, select.py, reduce.py, sources.py);
 - ``ITEM_RULES[op class](ctx, op)`` lowers an op outside fusion groups: matmuls, views,
   concat, constants (driver.py, views.py);
-- ``BEFORE_LOWERING`` names the base classes of ops an earlier pass removes.
+- ``removed_before_lowering`` says which ops never reach it (decompose expands them, or they
+  are not lowered yet).
 
 ``tests/lower/test_lower_rules.py`` checks that every tensor op class has one.
 """
@@ -16,12 +17,6 @@ from collections.abc import Callable
 
 TILE_RULES: dict[type, Callable] = {}
 ITEM_RULES: dict[type, Callable] = {}
-# op classes that never reach the lowering, with the pass that removes them
-BEFORE_LOWERING: dict[str, str] = {
-    "CompositeOp": "decompose expands composite ops into their definitions",
-    "TopkOp": "decompose expands tensor.topk into its selection rounds",
-    "DecomposedIndexedOp": "decompose rewrites them onto gather_rows / scatter_rows",
-}
 
 
 def tile_rule(*op_classes: type):
@@ -44,6 +39,21 @@ def item_rule(*op_classes: type):
         return fn
 
     return register
+
+
+def removed_before_lowering(op_class: type) -> str | None:
+    """Why ops of ``op_class`` never reach the lowering, or None when they do: composite ops
+    (and tensor.topk) are expanded by decompose; the
+    decomposed indexed ops are rewritten onto gather_rows / scatter_rows; collectives are not lowered yet."""
+    needs = getattr(op_class, "needs", None)
+    family = getattr(needs, "family", None)
+    if family == "composite":
+        return "decompose expands it"
+    if family == "indexed" and needs.name is None:
+        return "decompose rewrites it onto gather_rows / scatter_rows"
+    if family == "collective" or getattr(op_class, "not_lowered", ""):
+        return "not lowered yet"
+    return None
 
 
 def rule_for(table: dict[type, Callable], op_class: type) -> Callable | None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ...ir.errors import BuildError
 from ...ir.op import Op
 from ...tensor import ops as T
 from .frame import TileFrame, immediate_of
+from .limits import LoweringLimit
 from .rules import tile_rule
 
 
@@ -25,9 +25,11 @@ def iota(em: TileFrame, op: Op, inst) -> None:
     elif ax in plan.p_dims:
         others = [d for d in plan.p_dims if d != ax and inst.extents[d] > 1]
         if others:
-            raise BuildError(
+            raise LoweringLimit(
                 f"lowering: tensor.iota along axis {op.attrs['axis']} shares the "
-                "partitions with other dims; only affine partition patterns exist"
+                f"partitions with dims {others}; an iota's partition pattern is affine "
+                "(one channel multiplier)",
+                op,
             )
         cm = 1
     em.b.iota(dst=dst, pattern=[[s, n] for s, n in zip(steps, free)], offset=offset, channel_multiplier=cm)

@@ -60,9 +60,9 @@ graph @attention(%q: tensor<128x64xf32>, %k: tensor<128x64xf32>, %v: tensor<128x
   %o = tensor.matmul %p, %v : tensor<128x64xf32>
   return o = %o
 }
-// CHECK: %mul_1 = tensor.mul %e, %reciprocal : tensor<128x128xf32>
-// CHECK-NEXT: %mul_1_conv = tensor.layout_convert %mul_1 : tensor<128x128xf32>
-// CHECK-NEXT: %o = tensor.matmul %mul_1_conv, %v : tensor<128x64xf32>
+// CHECK: %mul_2 = tensor.mul %exp, %reciprocal : tensor<128x128xf32>
+// CHECK-NEXT: %mul_2_conv = tensor.layout_convert %mul_2 : tensor<128x128xf32>
+// CHECK-NEXT: %o = tensor.matmul %mul_2_conv, %v : tensor<128x64xf32>
 // CHECK: //   %q 
 // CHECK-SAME: [F, P]  64
 // CHECK-NEXT: //   %k 
@@ -73,13 +73,13 @@ graph @attention(%q: tensor<128x64xf32>, %k: tensor<128x64xf32>, %v: tensor<128x
 // CHECK-SAME: [P, F]  64
 // CHECK-NEXT: //   %s0 
 // CHECK-SAME: [P, F]  128
-// CHECK: //   %mul_1 
+// CHECK: //   %mul_2 
 // CHECK-SAME: [P, F]  128
-// CHECK-NEXT: //   %mul_1_conv 
+// CHECK-NEXT: //   %mul_2_conv 
 // CHECK-SAME: [F, P]  128
 // CHECK-NEXT: //   %o 
 // CHECK-SAME: [P, F]  128
-// CHECK-NEXT: //   conversion %mul_1_conv = layout_convert %mul_1: [P, F] -> [F, P]
+// CHECK-NEXT: //   conversion %mul_2_conv = layout_convert %mul_2: [P, F] -> [F, P]
 // CHECK-NOT: conversion
 
 // -----
