@@ -294,3 +294,29 @@ def test_loop_yielding_a_block_update_writes_the_state_buffer_in_place():
         assert np.array_equal(got["y"], ref)
     # one copy of the cache into the loop state, then 4 steps of one 512-byte row each
     assert kern.stats().dma_bytes == cv.nbytes + 4 * kv.nbytes
+
+
+def test_dynamic_update_slice_at_a_runtime_position_scatters_in_place():
+    """The decode KV-cache write: dynamic_update_slice(cache, k, [0, pos, 0]) aliased to the
+    (8, 4096, 128) bf16 cache scatters k's 8 rows into the cache buffer: the 8 MiB cache is
+    neither read nor copied (k's 2 KiB are loaded and scattered: 4 KiB, plus the row ids)."""
+    shape = (8, 4096, 128)
+    b = nk.Builder("kv_dus")
+    cache = b.add_input("cache", shape, nk.bfloat16)
+    k = b.add_input("k", (8, 1, 128), nk.bfloat16)
+    pos = b.add_input("pos", (), nk.int32)
+    zero = b.zeros((), nk.int32)
+    b.set_outputs(
+        {"cache_out": b.dynamic_update_slice(cache, k, [zero, pos, zero])}, aliases={"cache_out": "cache"}
+    )
+    kern = nk.compile(b.graph)
+    stats = kern.stats()
+    assert 2 * 2048 <= stats.dma_bytes < 2 * 2048 + 512
+    assert kern.nki.outputs["cache_out"] is kern.nki.input("cache")
+    cv, kv = _kv_inputs(shape)
+    for p in (0, 1234, 4095):
+        ins = {"cache": cv, "k": kv, "pos": np.array(p, np.int32)}
+        ref = cv.copy()
+        ref[:, p : p + 1] = kv
+        for out in (kern.run(ins), nk.simulate(kern, ins)):
+            assert np.array_equal(out["cache_out"].view(np.uint16), ref.view(np.uint16))

@@ -133,7 +133,8 @@ def lower_scatter_rows(ctx: LowerContext, op: T.ScatterRowsOp) -> None:
         work = ctx.alloc_hbm((n, row), dt)
         if home is None:
             ctx.homes[op.result] = work.reshape(tuple(dst.shape))
-    copy_home(ctx, ctx.home(dst), work.reshape(tuple(dst.shape)))
+    if ctx.home(dst) != work.reshape(tuple(dst.shape)):  # in place (IO aliasing): rows only
+        copy_home(ctx, ctx.home(dst), work.reshape(tuple(dst.shape)))
     idc = _id_column(ctx, ids)
     src = ctx.home(rows).reshape((k, row))
     if src is None:
