@@ -57,10 +57,10 @@ from .tensor.builder import Builder
 from .tensor.interpret import run
 from .tensor.ops.composite import define_op
 from .tensor.ops.custom import register_custom_reference
-from .transforms.lower.custom import register_composite_lowering
 from .tensor.trace import trace
 from .tensor.trace_array import TraceError
 from .tensor.types import TensorType
+from .transforms.lower.custom import register_composite_lowering
 
 __version__ = "0.1.0"
 
