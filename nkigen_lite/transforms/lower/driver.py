@@ -19,8 +19,10 @@ from ...ir.value import Value
 from ...nki.builder import Builder as NkiBuilder
 from ...nki.target import TRN2, Target
 from ...tensor import ops as T
-from . import collective  # noqa: F401  (registers the collectives' item rule)
-from . import custom  # noqa: F401  (registers the custom-kernel rule)
+from . import (
+    collective,  # noqa: F401  (registers the collectives' item rule)
+    custom,  # noqa: F401  (registers the custom-kernel rule)
+)
 from .capacity import check_hbm_capacity
 from .context import LowerContext
 from .empty import fold_empty
