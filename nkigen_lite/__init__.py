@@ -16,6 +16,7 @@ Public API (stable names; see docs/architecture.md §8)::
 # NumPy arrays, traced arrays and Builder Values
 from . import nki, ops
 from .compiler import Kernel, compile  # noqa: A004
+from .custom import CustomCheck, check_custom  # custom NKI kernels (installs the body check)
 from .emit import NeuronSdkMissing, simulate  # emitted NKI module -> NumPy NKI simulator
 from .ir.dtypes import (
     ALL_DTYPES,
@@ -55,9 +56,11 @@ from .rank_kernels import compile_ranks, run_kernel_ranks, simulate_ranks
 from .tensor.builder import Builder
 from .tensor.interpret import run
 from .tensor.ops.composite import define_op
+from .tensor.ops.custom import register_custom_reference
 from .tensor.trace import trace
 from .tensor.trace_array import TraceError
 from .tensor.types import TensorType
+from .transforms.lower.custom import register_composite_lowering
 
 __version__ = "0.1.0"
 
@@ -104,6 +107,10 @@ __all__ = [
     "trace",
     "ops",
     "define_op",
+    "check_custom",
+    "CustomCheck",
+    "register_custom_reference",
+    "register_composite_lowering",
     "topk",
     "run_ranks",
     "compile_ranks",

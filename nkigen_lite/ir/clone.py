@@ -56,3 +56,21 @@ def _clone_op(op: Op, vmap: dict[Value, Value], names) -> Op:
         nr.name_hint = _hint(names, r)
         vmap[r] = nr
     return new
+
+
+def clone_op(op: Op, vmap: dict[Value, Value]) -> Op:
+    """A copy of ``op`` (with its regions) reading ``vmap[v]`` for each operand ``v``; its
+    results (and those of the ops inside) are added to ``vmap`` and keep their name hints."""
+    names = {v: v.name_hint for v in vmap if v.name_hint}
+    for inner in op.walk():
+        for r in inner.results:
+            if r.name_hint:
+                names[r] = r.name_hint
+    return _clone_op(op, vmap, _HintNames(names))
+
+
+class _HintNames(dict):
+    """A name table answering None for values without a hint (block args, loop indices)."""
+
+    def get(self, v, default=None):
+        return super().get(v, default)

@@ -71,6 +71,11 @@ class Builder:
             r._builder = self
         return op
 
+    def append(self, op: Op) -> Op:
+        """Append a ready-made op (e.g. a copy of another kernel's op) at the current position,
+        stamped with the current location."""
+        return self._append(op)
+
     def _emit(self, cls: type[ops.NkiOp], **kw) -> Op:
         items = []
         for a in cls.attr_spec:

@@ -282,6 +282,38 @@ class Builder(IndexedBuilder):
     def arange(self, n: int, dtype=int32) -> Value:
         return self.iota((n,), 0, dtype)
 
+    def custom_kernel(self, body, inputs, outputs=None, reference=None, name: str | None = None):
+        """A hand-written NKI kernel applied to ``inputs``: ``body`` is an NKI IR graph (from
+        ``nk.nki.Builder``) or its text; its HBM inputs take ``inputs`` in order; ``outputs``
+        names the body outputs to return (default: all, in order); ``reference`` is a NumPy
+        function of the inputs returning those outputs (run by the tensor interpreter). Returns
+        one Value, or a tuple for several outputs. ``name`` (default: the body's) names the
+        kernel and its reference."""
+        if isinstance(body, Graph):
+            text, kernel = str(body), name or body.name
+        elif isinstance(body, str):
+            text = body
+            kernel = name or ops.custom.body_graph("custom", text).name
+        else:
+            kind = type(body).__name__
+            raise BuildError(f"custom_kernel: body must be an NKI Graph or its text, got {kind}")
+        g = ops.custom.body_graph(kernel, text)
+        outs = tuple(g.outputs) if outputs is None else tuple(outputs)
+        if isinstance(outputs, str) or not all(isinstance(n, str) for n in outs):
+            raise BuildError(f"custom_kernel {kernel!r}: outputs must be a list of names, got {outputs!r}")
+        if reference is not None:
+            ops.register_custom_reference(kernel, reference)
+        vals = [self.as_value(x) for x in inputs]
+        op = ops.CustomKernelOp(vals, {"kernel": kernel, "outputs": outs, "body": text})
+        op.verify()
+        if self.locator is not None:
+            op.loc = self.locator()
+        self.graph.body.append(op)
+        for r, n in zip(op.results, outs):
+            r.name_hint = n
+            r._builder = self
+        return op.results[0] if len(op.results) == 1 else tuple(op.results)
+
     def topk(self, x: Operand, k: int, axis: int = -1) -> tuple[Value, Value]:
         """The ``k`` largest elements along ``axis``, descending, and their int32 indices
         (equal values: lower index first; NaN ranks above every number): ``(values, indices)``."""

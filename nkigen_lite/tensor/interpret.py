@@ -179,6 +179,22 @@ def _composite(it: I, op, args):
     return [sub.env[g.outputs["y"]]]
 
 
+@I.impl(T.CustomKernelOp)
+def _custom_kernel(it: I, op, args):
+    """The kernel's registered NumPy reference, each result stored in its declared type."""
+    got = op.run_reference([np.array(a, copy=True) for a in args])
+    out = []
+    for a, r in zip(got, op.results):
+        a = np.asarray(a)
+        if a.shape != r.type.shape:
+            raise InterpretError(
+                f"tensor.custom_kernel {op.attrs['kernel']!r}: the reference returned shape "
+                f"{list(a.shape)} for an output of type {r.type}"
+            )
+        out.append(it.store(a, r.type.dtype))
+    return out
+
+
 @I.impl(T.TopkOp)
 def _topk(_it: I, op, args):
     """Values are moved, not computed: no rounding."""

@@ -16,6 +16,7 @@ from ..nki.ops import alu
 from ..nki.target import TRN2
 from ..tensor import ops as T
 from ..tensor.ops import Needs
+from .lower.custom import has_own_lowering
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,10 @@ class Capabilities:
         return needs.name in family
 
     def native(self, op) -> bool:
-        """True when the tensor op instance ``op`` runs natively (its ``capability()``)."""
+        """True when the tensor op instance ``op`` runs natively (its ``capability()``), or is a
+        composite op with a lowering of its own (``register_composite_lowering``)."""
+        if isinstance(op, T.CompositeOp) and has_own_lowering(type(op)):
+            return True
         return self.has(op.capability())
 
     def has_unary(self, short: str) -> bool:

@@ -27,7 +27,10 @@ INDEXED_HELPERS = {"tensor.gather_rows", "tensor.mul", "tensor.slice", "tensor.m
 
 
 def test_op_names_cover_every_tensor_op():
-    assert {f"tensor.{n}" for n in OP_NAMES} == {c.name for c in T.ALL_TENSOR_OPS}
+    # tensor.custom_kernel carries a hand-written NKI body, which no strategy draws
+    # (tests/lower/test_custom_kernel.py checks it)
+    drawn = {c.name for c in T.ALL_TENSOR_OPS if c is not T.CustomKernelOp}
+    assert {f"tensor.{n}" for n in OP_NAMES} == drawn
     assert SMOOTH_OPS < set(OP_NAMES)
     assert not {"floor", "sign", "less", "where", "mod", "logical_and", "bitwise_or"} & SMOOTH_OPS
 

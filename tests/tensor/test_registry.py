@@ -83,7 +83,22 @@ def _one_of_each(b):
     outs["one_hot"] = b.one_hot(i, 5, nk.float32)
     outs["dynamic_slice"] = b.dynamic_slice(x, [1, 1], (1, 2))
     outs["dynamic_update_slice"] = b.dynamic_update_slice(x, b.ones((1, 3)), [1, 0])
+    outs["custom_kernel"] = b.custom_kernel(_double_body(), [x], reference=lambda a: a * 2)
     return outs
+
+
+def _double_body():
+    """A hand-written NKI kernel y = 2 x on a (2, 3) f32 input (for tensor.custom_kernel)."""
+    kb = nk.nki.Builder("double")
+    x = kb.add_input("x", (2, 3), nk.float32)
+    y = kb.alloc((2, 3), nk.float32, "hbm", name="y")
+    t = kb.alloc((2, 3), nk.float32, "sbuf")
+    kb.dma_copy(dst=t, src=x)
+    kb.tensor_scalar(dst=t, data=t, op0="multiply", operand0=2.0)
+    kb.dma_copy(dst=y, src=t)
+    kb.dealloc(t)
+    kb.set_outputs({"y": y})
+    return kb.graph
 
 
 def test_every_tensor_op_round_trips_through_text_and_runs():

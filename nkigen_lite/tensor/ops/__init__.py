@@ -11,6 +11,7 @@ from .binary import *  # noqa: F403  (every binary op class)
 from .binary import BINARY_OPS, CATEGORIES, BinaryOp
 from .composite import COMPOSITE_OPS, CompositeOp, define_op
 from .control import ForLoopOp, YieldOp
+from .custom import CUSTOM_REFERENCES, CustomKernelOp, register_custom_reference
 from .indexed import (
     INDEXED_OPS,
     DynamicSliceOp,
@@ -52,6 +53,9 @@ __all__ = [
     "SliceOp",
     "TransposeOp",
     "TopkOp",
+    "CustomKernelOp",
+    "CUSTOM_REFERENCES",
+    "register_custom_reference",
     "REDUCE_ALU",
     "REDUCE_KINDS",
     "MatmulOp",

@@ -22,6 +22,7 @@ from ...ir.op import Op
 from ...ir.registry import table
 from ...parallel.collective_ops import CollectiveOp
 from ...tensor import ops as T
+from ..lower.custom import has_own_lowering
 from .ops import LayoutConvertOp
 
 # one operand constraint: ("res", dim, result_dim) | ("opd", dim, other_operand, other_dim)
@@ -124,7 +125,7 @@ def _elementwise(op: Op, c: OpConstraints) -> None:
     c.operands = [_aligned(op, i) for i in range(op.num_operands)]
 
 
-@layout_rule(T.ConstantOp, T.FullOp, T.IotaOp, LayoutConvertOp)
+@layout_rule(T.ConstantOp, T.FullOp, T.IotaOp, LayoutConvertOp, T.CustomKernelOp)
 def _free(_op: Op, _c: OpConstraints) -> None:
     """Sources and layout_convert constrain nothing: the solver places them."""
 
@@ -142,7 +143,11 @@ def _collective(_op: Op, _c: OpConstraints) -> None:
 
 @layout_rule(T.CompositeOp)
 def _composite(op: Op, _c: OpConstraints) -> None:
-    """Composite ops are expanded by decompose; one reaching layout is a pipeline error."""
+    """Composite ops are expanded by decompose, unless a lowering of their own is registered
+    (then, like a custom kernel, they read and write HBM and constrain nothing); another one
+    reaching layout is a pipeline error."""
+    if has_own_lowering(type(op)):
+        return
     raise BuildError(
         f"layout: {op.name} is a composite op; run decompose first (it expands "
         "composites into their definitions)"

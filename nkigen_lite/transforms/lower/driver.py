@@ -21,6 +21,7 @@ from ...nki.target import TRN2, Target
 from ...tensor import ops as T
 from . import (
     collective,  # noqa: F401  (registers the collectives' item rule)
+    custom,  # noqa: F401  (registers the custom-kernel rule)
     indexed,  # noqa: F401  (registers the gather / scatter item rules)
 )
 from .capacity import check_hbm_capacity

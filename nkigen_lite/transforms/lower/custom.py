@@ -1,0 +1,74 @@
+"""Hand-written NKI bodies inlined into the kernel: ``tensor.custom_kernel`` ops, and composite
+ops given a lowering of their own (``register_composite_lowering``). The body's inputs read the
+operands' HBM homes and its output allocations become the results' homes; everything after —
+hardware verifier, NKI interpreter, emitted module — sees its instructions like generated ones,
+under a location naming the kernel."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ...ir.clone import clone_op
+from ...ir.errors import BuildError, VerifyError
+from ...ir.graph import Graph
+from ...ir.op import Op
+from ...nki.verify import verify as nki_verify
+from ...tensor import ops as T
+from .context import LowerContext
+from .homes import HbmHome
+from .rules import ITEM_RULES, item_rule
+
+
+def inline_body(ctx: LowerContext, op: Op, body: Graph, outputs, label: str) -> None:
+    """Copy ``body``'s ops into the kernel with its inputs bound to ``op``'s operands and
+    ``outputs`` (names of body outputs, one per result of ``op``) as the results' homes."""
+    vmap = {bv: ctx.view(ctx.home(v)) for bv, v in zip(body.inputs, op.operands)}
+    ctx.at(label + (f" at {op.loc}" if op.loc else ""))
+    for inner in body.body:
+        if inner is not body.return_op:
+            ctx.b.append(clone_op(inner, vmap))
+    for r, name in zip(op.results, outputs):
+        ctx.homes[r] = HbmHome.whole(vmap[body.outputs[name]])
+
+
+@item_rule(T.CustomKernelOp)
+def lower_custom_kernel(ctx: LowerContext, op: Op) -> None:
+    inline_body(ctx, op, op.body(), op.attrs["outputs"], f"custom kernel {op.attrs['kernel']}")
+
+
+def has_own_lowering(op_cls: type) -> bool:
+    """True when a lowering rule is registered for exactly this (composite) op class."""
+    return op_cls in ITEM_RULES
+
+
+def register_composite_lowering(op_cls: type, make_body: Callable) -> None:
+    """Lower the composite op ``op_cls`` (from ``nk.define_op``) by inlining the NKI kernel
+    ``make_body(operand types, attrs)`` returns (one HBM input per operand, one output) instead
+    of expanding it: decompose keeps an op with a lowering of its own."""
+    if not (isinstance(op_cls, type) and issubclass(op_cls, T.CompositeOp)) or op_cls is T.CompositeOp:
+        raise BuildError(
+            f"register_composite_lowering: {op_cls!r} is not a composite op class (nk.define_op)"
+        )
+    if not callable(make_body):
+        raise BuildError(f"register_composite_lowering({op_cls.name}): make_body must be a function")
+
+    @item_rule(op_cls)
+    def _lower(ctx: LowerContext, op: Op) -> None:
+        types = [v.type for v in op.operands]
+        body = make_body(types, dict(op.attrs))
+        where = f"{op.name}'s registered lowering"
+        if not isinstance(body, Graph):
+            raise BuildError(f"{where} returned {type(body).__name__}, not an NKI graph")
+        if len(body.outputs) != 1 or len(body.inputs) != len(types):
+            raise BuildError(
+                f"{where}: the kernel takes {len(body.inputs)} inputs and gives {len(body.outputs)} "
+                f"outputs; the op has {len(types)} operands and one result"
+            )
+        for v, t in zip(list(body.inputs) + list(body.outputs.values()), types + [op.result.type]):
+            if tuple(v.type.shape) != t.shape or v.type.dtype is not t.dtype:
+                raise BuildError(f"{where}: kernel tensor {list(v.type.shape)} {v.type.dtype} is not {t}")
+        try:
+            nki_verify(body)
+        except VerifyError as e:
+            raise VerifyError(f"{where} (kernel {body.name!r}) breaks a hardware rule: {e}") from None
+        inline_body(ctx, op, body, list(body.outputs), f"{op.name} (registered lowering {body.name})")
