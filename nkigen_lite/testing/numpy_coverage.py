@@ -159,7 +159,7 @@ PROBES: tuple[Probe, ...] = (
     # §3.4 matmul, dot, einsum, linalg
     _p("x @ y", "3.4", lambda a, b: a @ b, X, W),
     _p("np.matmul (batched)", "3.4", np.matmul, C3, D3),
-    _p("np.dot", "3.4", np.dot, X, W),
+    _p("np.dot", "3.4", lambda a, b: np.dot(a, b), X, W),  # np.dot has no signature on numpy 2.2
     _p("np.outer", "3.4", np.outer, X[0], W[:, 0]),
     _p("np.linalg.norm", "3.4", np.linalg.norm, X),
     _p("np.linalg.norm(axis)", "3.4", lambda x: np.linalg.norm(x, axis=-1), X),
