@@ -188,7 +188,6 @@ class TakeAlongAxisOp(DecomposedIndexedOp):
     numpy = "np.take_along_axis(x, idx, axis)"
     dtype_doc = "x dtype"
     builder_names = ("take_along_axis",)
-    needs = DECOMPOSED
 
     __slots__ = ()
 
@@ -226,7 +225,6 @@ class OneHotOp(DecomposedIndexedOp):
     numpy = "(ids[..., None] == np.arange(depth)).astype(dtype)"
     dtype_doc = "the dtype attribute"
     builder_names = ("one_hot",)
-    needs = DECOMPOSED
 
     __slots__ = ()
 
@@ -250,7 +248,6 @@ class DynamicSliceOp(DecomposedIndexedOp):
     numpy = "x[s0:s0+n0, ...] with runtime starts"
     dtype_doc = "x dtype"
     builder_names = ("dynamic_slice",)
-    needs = DECOMPOSED
 
     __slots__ = ()
 
@@ -277,7 +274,6 @@ class DynamicUpdateSliceOp(DecomposedIndexedOp):
     numpy = "out = x.copy(); out[s0:s0+n0, ...] = update"
     dtype_doc = "x dtype (update must match it)"
     builder_names = ("dynamic_update_slice",)
-    needs = DECOMPOSED
 
     __slots__ = ()
 

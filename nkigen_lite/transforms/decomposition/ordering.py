@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...tensor import ops as T
 from .base import DecompositionPattern
+from .composite import inline_expansion
 
 
 class ExpandTopk(DecompositionPattern):
@@ -13,18 +14,5 @@ class ExpandTopk(DecompositionPattern):
     root = T.TopkOp
 
     def match_and_rewrite(self, op, rw):
-        g = op.expansion([v.type for v in op.operands], op.attrs)
-        env = dict(zip(g.inputs, op.operands))
-        for inner in g.body:
-            if inner is g.return_op:
-                continue
-            new = rw.create(
-                type(inner),
-                [env[v] for v in inner.operands],
-                dict(inner.attrs),
-                [r.type for r in inner.results],
-                name_hint=inner.results[0].name_hint if inner.results else None,
-            )
-            env.update(zip(inner.results, new.results))
-        rw.replace_op(op, [env[g.outputs["values"]], env[g.outputs["indices"]]])
+        rw.replace_op(op, inline_expansion(op, rw, ("values", "indices")))
         return True
