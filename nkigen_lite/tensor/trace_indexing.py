@@ -1,11 +1,12 @@
-"""Indexing traced arrays with static keys: ``x[...]``, ``np.take``, ``x[...] = v``.
+"""Indexing traced arrays: ``x[...]``, ``np.take``, ``x[...] = v``.
 
 Reads: ints, slices, None and ``...`` (a view, as in NumPy), plus one static integer array
 (or 1-D / full-shape boolean mask) as ``np.take`` does it: runs of evenly spaced indices become
 one strided slice each, joined by a concat. Writes: a step-1 (or -1) region of ints and slices
 is rebuilt by concatenation, a region with larger steps (no ``None``) by trace_assign.py; a
 full-shape boolean mask (static or traced) with a scalar value
-becomes ``np.where``. Traced indices (a data-dependent gather) are refused.
+becomes ``np.where``. Traced integer indices (gathers, dynamic slices and their writes) and
+writes through an index array are handed to trace_gather.py.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from . import rules
 from .trace_array import TracedArray, TraceError
 from .trace_assign import is_strided, strided_setitem
 from .trace_functions import implements, require, value
+from .trace_gather import getitem_scalars, setitem_rows, setitem_scalars, take_traced
 from .trace_shape import slices
 
 
@@ -26,7 +28,8 @@ def _is_int(k) -> bool:
 
 
 def _static_key(key, what: str) -> tuple:
-    """The key as a tuple; lists become arrays, 0-d integer arrays become ints."""
+    """The key as a tuple; lists become arrays, 0-d integer arrays become ints; traced integer
+    indices are kept (a traced boolean mask is refused)."""
     key = key if isinstance(key, tuple) else (key,)
     out = []
     for k in key:
@@ -36,10 +39,13 @@ def _static_key(key, what: str) -> tuple:
                     f"{what}: a traced boolean mask selects a data-dependent number "
                     "of elements; use np.where(mask, x, other) instead"
                 )
-            raise TraceError(
-                f"{what}: traced indices (a data-dependent gather) are not "
-                "supported by trace; only static ints, slices and NumPy arrays"
+            require(
+                k.value.dtype.is_int,
+                what,
+                f"indices must be integers (NumPy's rule for array indices), got {k.value.dtype.numpy_name}",
             )
+            out.append(k)
+            continue
         if isinstance(k, list):
             k = np.asarray(k)
         if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu":
@@ -97,14 +103,11 @@ def take_static(b, v, indices, axis: int, mode: str, what: str):
 def take(b, a, indices, axis=None, out=None, mode="raise"):
     w = "numpy.take"
     require(out is None, w, "out= is not supported when tracing; assign the result")
-    if isinstance(indices, TracedArray):
-        raise TraceError(
-            f"{w}: traced indices (a data-dependent gather) are not supported "
-            "by trace; only static integer indices"
-        )
     v = value(b, a, w)
     if axis is None:
         v, axis = b.reshape(v, (-1,)), 0
+    if isinstance(indices, TracedArray):
+        return TracedArray(take_traced(b, v, indices, axis, mode, w))
     return TracedArray(take_static(b, v, indices, axis, mode, w))
 
 
@@ -113,16 +116,25 @@ def getitem(arr: TracedArray, key) -> TracedArray:
     what = "x[...]"
     b, v = arr.builder, arr.value
     key = _static_key(key, what)
+    traced = [i for i, k in enumerate(key) if isinstance(k, TracedArray)]
     arrays = [i for i, k in enumerate(key) if isinstance(k, np.ndarray)]
+    if traced and not arrays and all(key[i].ndim == 0 for i in traced):
+        return TracedArray(getitem_scalars(b, v, key, what))
+    arrays = sorted(arrays + traced)
     if not arrays:
         return arr.view(b.value_getitem(v, key))
     if len(arrays) > 1:
         raise TraceError(
-            f"{what}: more than one integer-array index is not supported when "
+            f"{what}: more than one integer-array index (traced or static) is not supported when "
             "tracing; index one axis at a time or use np.take"
         )
     pos = arrays[0]
     idx = key[pos]
+    if isinstance(idx, TracedArray):
+        basic = key[:pos] + (slice(None),) + key[pos + 1 :]
+        w = b.value_getitem(v, basic)
+        r = take_traced(b, w, idx, _result_axis(key, pos, v.ndim), "raise", what)
+        return TracedArray(_advanced_first(key, pos, idx.ndim, _result_axis(key, pos, v.ndim), r, b))
     if idx.dtype == np.bool_:
         if len(key) == 1 and idx.shape == v.shape and v.ndim > 1:
             flat = b.reshape(v, (-1,))
@@ -138,12 +150,17 @@ def getitem(arr: TracedArray, key) -> TracedArray:
     w = b.value_getitem(v, basic)
     axis = _result_axis(key, pos, v.ndim)
     r = take_static(b, w, idx, axis, "raise", what)
-    advanced = [i for i, k in enumerate(key) if _is_int(k) or i == pos]
-    if advanced != list(range(advanced[0], advanced[-1] + 1)):  # NumPy moves them to the front
-        k = idx.ndim
+    return TracedArray(_advanced_first(key, pos, idx.ndim, axis, r, b))
+
+
+def _advanced_first(key, pos: int, k: int, axis: int, r, b):
+    """NumPy's placement rule: when ints (advanced indices too) and the index array at ``pos``
+    are not adjacent, the array's ``k`` result dims move to the front."""
+    advanced = [i for i, e in enumerate(key) if _is_int(e) or i == pos]
+    if advanced != list(range(advanced[0], advanced[-1] + 1)):
         perm = list(range(axis, axis + k)) + [d for d in range(r.ndim) if not axis <= d < axis + k]
         r = b.transpose(r, perm)
-    return TracedArray(r)
+    return r
 
 
 def _result_axis(key, pos: int, rank: int) -> int:
@@ -175,6 +192,20 @@ def setitem(arr: TracedArray, key, val) -> None:
         arr.rebind(b.where(mask, b.cast(u, v.dtype), v), what)
         return
     key = _static_key(key, what)
+    traced = [i for i, k in enumerate(key) if isinstance(k, TracedArray)]
+    arrays = [i for i, k in enumerate(key) if isinstance(k, np.ndarray)]
+    if traced and not arrays and all(key[i].ndim == 0 for i in traced):
+        setitem_scalars(arr, key, val, what)
+        return
+    if traced or arrays:
+        require(
+            len(traced) + len(arrays) == 1,
+            what,
+            "assignment through more than one index array (traced or static) is not supported "
+            "when tracing; assign one axis at a time",
+        )
+        setitem_rows(arr, key, (traced + arrays)[0], val, what)
+        return
     if is_strided(key, v.shape):
         strided_setitem(arr, key, val, what)
         return
