@@ -107,8 +107,11 @@ class TracedFunction:
             else:
                 bound.arguments[pname] = _inputs(b, names, val, pname)
         result = self.fn(*bound.args, **bound.kwargs)
-        returned = _outputs(b, result, self.graph_name)
+        # None is fine from a function that only updates arguments in place (cache[:, t] = k)
+        returned = {} if result is None else _outputs(b, result, self.graph_name)
         outputs, aliases = _mutated_arguments(b, names, returned)
+        if not outputs:
+            _outputs(b, result, self.graph_name)  # the error for a function that returns nothing
         b.set_outputs(outputs, aliases)
         # outputs only there because an argument was updated in place (nk.jit drops them from
         # what it returns and writes them back into the caller's arrays instead)

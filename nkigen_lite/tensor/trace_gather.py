@@ -164,7 +164,9 @@ def setitem_scalars(arr: TracedArray, key: tuple, val, what: str) -> None:
         return
     u = b.reshape(u, tuple(window))
     if flips:
-        u = b.value_getitem(u, tuple(slice(None, None, -1) if a in flips else slice(None) for a in range(x.ndim)))
+        u = b.value_getitem(
+            u, tuple(slice(None, None, -1) if a in flips else slice(None) for a in range(x.ndim))
+        )
     arr.rebind(b.dynamic_update_slice(x, u, starts), what)
 
 
@@ -187,25 +189,34 @@ def setitem_rows(arr: TracedArray, key: tuple, pos: int, val, what: str) -> None
     every other entry is ``:`` or ``...`` → scatter_rows along that axis."""
     b, x = arr.builder, arr.value
     for i, k in enumerate(key):
-        if i != pos and k is not Ellipsis and k != slice(None):
+        if i != pos and k is not Ellipsis and not (isinstance(k, slice) and k == slice(None)):
             raise TraceError(
                 f"{what}: assignment through an index array needs ':' or '...' on every other "
                 f"axis when tracing, got {k!r}; write x[..., ids, ...] = v per axis"
             )
     require(sum(k is Ellipsis for k in key) <= 1, what, "an index can only have a single ellipsis ('...')")
-    require(len(key) - (Ellipsis in key) <= x.ndim, what, f"too many indices for an array of rank {x.ndim}")
+    n_ell = sum(k is Ellipsis for k in key)
+    require(len(key) - n_ell <= x.ndim, what, f"too many indices for an array of rank {x.ndim}")
     ax = pos
     if any(k is Ellipsis for k in key[:pos]):
         ax = pos - 1 + x.ndim - (len(key) - 1)
     n = x.shape[ax]
     idx = key[pos]
     if isinstance(idx, np.ndarray) and idx.dtype == np.bool_ and idx.ndim == 1:
-        require(idx.shape[0] == n, what, f"a boolean index of length {idx.shape[0]} does not match axis {ax} of size {n}")
+        require(
+            idx.shape[0] == n,
+            what,
+            f"a boolean index of length {idx.shape[0]} does not match axis {ax} of size {n}",
+        )
         idx = np.flatnonzero(idx)
     if isinstance(idx, np.ndarray):
         require(idx.dtype.kind in "iu", what, f"indices must be integers, got dtype {idx.dtype}")
         bad = idx[(idx < -n) | (idx >= n)]
-        require(not bad.size, what, f"index {int(bad.flat[0]) if bad.size else 0} is out of bounds for axis {ax} with size {n}")
+        require(
+            not bad.size,
+            what,
+            f"index {int(bad.flat[0]) if bad.size else 0} is out of bounds for axis {ax} with size {n}",
+        )
         idx = (idx.astype(np.int64) % max(n, 1)).astype(np.int32)
     ids = wrap(b, index_value(b, idx, what), n)
     k = ids.ndim
@@ -260,7 +271,9 @@ def _along_axis_args(b, arr, indices, axis, what: str):
 def _along_shape(idx_shape, x_shape, ax: int, what: str) -> tuple:
     """The shape indices and array broadcast to (NumPy's fancy index of *_along_axis)."""
     try:
-        out = list(np.broadcast_shapes(tuple(idx_shape), tuple(1 if d == ax else n for d, n in enumerate(x_shape))))
+        out = list(
+            np.broadcast_shapes(tuple(idx_shape), tuple(1 if d == ax else n for d, n in enumerate(x_shape)))
+        )
     except ValueError:
         raise TraceError(
             f"{what}: indices of shape {tuple(idx_shape)} do not broadcast against the array "

@@ -180,7 +180,11 @@ def setitem(arr: TracedArray, key, val) -> None:
     what = "x[...] = value"
     arr.check_inplace(what)
     b, v = arr.builder, arr.value
-    if isinstance(key, (np.ndarray, TracedArray)) and np.dtype(key.dtype) == np.bool_:
+    if (
+        isinstance(key, (np.ndarray, TracedArray))
+        and np.dtype(key.dtype) == np.bool_
+        and (isinstance(key, TracedArray) or key.ndim != 1 or v.ndim == 1)
+    ):
         require(
             tuple(key.shape) == v.shape,
             what,
