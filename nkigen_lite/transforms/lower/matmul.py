@@ -1,8 +1,8 @@
 """Matmul lowering: C(..., M, N) = A(..., M, K) @ B(..., K, N) on the Tensor engine.
 
 Per M tile (<= 128 rows) the stationary operand Aᵀ is staged once for every K chunk (K on the
-partitions) and reused across all N chunks. N is processed in blocks of up to
-``MATMUL_BANKS`` PSUM banks (512 fp32 columns each); for every K chunk one B tile covering the
+partitions) and reused across all N chunks. N is processed in blocks of PSUM
+banks (512 fp32 columns each; as many as the PSUM plan leaves room for, psum_plan.py); for every K chunk one B tile covering the
 block is loaded and one nc_matmul per bank accumulates into PSUM (the first K chunk is peeled
 because ``accumulate`` is a static flag). The block is then copied PSUM -> SBUF (casting to C's
 dtype) and stored with one DMA. Operands the Tensor engine cannot read (ints, bool, e4m3fn) are
@@ -24,9 +24,8 @@ from .context import LowerContext
 from .homes import HbmHome
 from .instance import LoopSpec
 from .loopnest import run_loop_nest
-
-MATMUL_BANKS = 4  # PSUM banks used for one N block (the rest stay free for transposes)
-
+from .matmul_stage import natural_slice_bytes, stage_a_natural
+from .psum_plan import matmul_block_banks
 
 def _ds(off, size: int) -> DimSlice:
     return DimSlice(Affine.of(off), size, 1)
@@ -157,7 +156,6 @@ class MatmulEmitter:
         self.a_dt, self.b_dt, self.c_dt = a_dt, b_dt, c_dt
         self.p = ctx.partitions
         self.fmax = ctx.target.psum_bank_fmax
-        self.block = min(n, MATMUL_BANKS * self.fmax)
         self.pipe = pipe if pipe is not None else {}
         self.a_value, self.c_value, self.label = a_value, c_value, label
         self.a_key = a_key  # matmuls of one pipeline instance reading the same A share its Aᵀ
@@ -178,6 +176,10 @@ class MatmulEmitter:
             "a": ha is not None and m > 1 and ha.strides[-1] == 1 and a_dt.itemsize >= 2,
             "b": n > 1 and hb.strides[-1] != 1 and hb.strides[-2] == 1 and b_dt.itemsize >= 2,
         }
+        # Aᵀ is staged before the accumulators are allocated (its transposes are dead by then);
+        # B streamed per K chunk and transposed on chip shares PSUM with them
+        banks = matmul_block_banks(ctx.target, n, transposes=self.transpose["b"])
+        self.block = min(n, banks * self.fmax)
         self.loops = [LoopSpec("I", d, 1, e, 0) for d, e in enumerate(batch) if e > 1]
         if m > self.p:
             self.loops.append(LoopSpec("P", len(batch), self.p, m // self.p, m % self.p))
@@ -239,19 +241,24 @@ class MatmulEmitter:
         return a_bytes * -(-self.n // cache_w) + b_bytes
 
     def cache_width(self) -> int | None:
-        """The widest B column block (all of N when it fits; else a multiple of 128 columns)
-        that fits SBUF beside this loop nest's other tiles, each with a second (rotating)
-        buffer: Aᵀ of one M tile and one C block. None when not even 128 columns fit."""
+        """The B column block resident in SBUF: all of N when it fits, else the fewest blocks of
+        equal width (a multiple of 128 columns) that fit 7/8 of SBUF beside this loop nest's
+        other tiles, each with a second (rotating) buffer: Aᵀ of one M tile, one C block and
+        (A transposed on chip) one natural slice of A. None when not even 128 columns fit."""
         nk = -(-self.k // self.p)
         tg = self.ctx.target
         others = 2 * nk * self.p * self.a_dt.itemsize + 2 * self.block * self.c_dt.itemsize
-        room = (tg.sbuf_bytes_per_partition * 3) // 4 - others
+        if self.transpose["a"]:
+            others += 2 * natural_slice_bytes(tg, self.k, self.a_dt.itemsize)
+        room = (tg.sbuf_bytes_per_partition * 7) // 8 - others
         per_col = nk * self.b_dt.itemsize
         if room < per_col * min(self.n, self.p):
             return None
         if per_col * self.n <= room:
             return self.n
-        return (room // per_col) // self.p * self.p
+        widest = (room // per_col) // self.p * self.p
+        blocks = -(-self.n // widest)
+        return -(-self.n // (blocks * self.p)) * self.p
 
     def n_outer_pays(self) -> bool:
         """True when B resident (``cache_width``) moves fewer HBM bytes than M tiles outside
@@ -381,7 +388,10 @@ class MatmulEmitter:
             else:
                 self._kmajor(dst, "a", idx, k0, kt, m0, mt, self.a_dt)
 
-        self._instances(self.k, self.p, stage)
+        if a_tile is None and self.transpose["a"]:
+            stage_a_natural(self, at, idx, m0, mt)  # wide natural loads (matmul_stage.py)
+        else:
+            self._instances(self.k, self.p, stage)
         if key is not None:
             self.pipe[key] = at
         return at

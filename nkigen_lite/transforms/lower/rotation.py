@@ -11,7 +11,7 @@ Tiles are rotated class by class, in the order that buys most overlap per byte: 
 a DMA, tiles stored by a DMA, PSUM accumulators and transposes, other SBUF tiles, each 2 deep
 (a third buffer for loads gave no steady gain under the scheduler). Each class is tried for one
 top-level loop nest at a time and kept only when the nest's peak fits, so the work is linear in
-the kernel's size.
+the kernel's size. PSUM tiles then rotate deeper where banks are free (psum_plan.py).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ...ir.graph import Block, Graph
 from ...nki.ops import AllocOp, DeallocOp, DmaCopyOp, ForiLoopOp, NkiOp
 from ...nki.target import Target
 from ...nki.types import MemorySpace, TileType
+from .psum_plan import deepen_psum_rotation
 
 # (class, depth) in the order tried; a class's depth replaces a smaller one already given
 ROTATION_STEPS = (("load", 2), ("store", 2), ("psum", 2), ("sbuf", 2))
@@ -119,7 +120,10 @@ def _rotate_nest(loop: ForiLoopOp, sbuf: int, banks: int, cap_s: int, cap_b: int
         s, b = _peaks(loop.body, trial, sbuf, banks)
         if s <= cap_s and b <= cap_b:
             depth = trial
+    depth = deepen_psum_rotation(loop, depth, banks, cap_b)
     for op, k in depth.items():
+        if k == op.bufs:
+            continue
         _set_bufs(op, k)
     return len(depth)
 
