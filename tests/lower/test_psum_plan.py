@@ -129,7 +129,8 @@ def test_rotation_depth_grows_where_banks_are_free(tiles, depth):
 
 def test_verifier_rejects_live_psum_over_16_kib():
     g = _psum_loop(3, bufs=3)  # 3 tiles x 3 rotating buffers = 9 banks
-    with pytest.raises(nk.VerifyError, match=r"PSUM peak 9 banks \(18,432 B/partition\) > 8 banks \(16,384\)"):
+    msg = r"PSUM peak 9 banks \(18,432 B/partition\) > 8 banks \(16,384\)"
+    with pytest.raises(nk.VerifyError, match=msg):
         nk.nki.verify(g)
 
 

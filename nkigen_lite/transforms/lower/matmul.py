@@ -1,13 +1,13 @@
 """Matmul lowering: C(..., M, N) = A(..., M, K) @ B(..., K, N) on the Tensor engine.
 
 Per M tile (<= 128 rows) the stationary operand Aᵀ is staged once for every K chunk (K on the
-partitions) and reused across all N chunks. N is processed in blocks of PSUM
-banks (512 fp32 columns each; as many as the PSUM plan leaves room for, psum_plan.py); for every K chunk one B tile covering the
-block is loaded and one nc_matmul per bank accumulates into PSUM (the first K chunk is peeled
-because ``accumulate`` is a static flag). The block is then copied PSUM -> SBUF (casting to C's
-dtype) and stored with one DMA. Operands the Tensor engine cannot read (ints, bool, e4m3fn) are
-staged as fp32 / bf16 tiles by the loading DMA (exact for integers while partial sums stay
-below 2**24). Batch dims are outer loops; broadcast batch dims read stride-0
+partitions) and reused across all N chunks. N is processed in blocks of PSUM banks (512 fp32
+columns each; as many as the PSUM plan leaves room for, psum_plan.py); for every K chunk one B
+tile covering the block is loaded and one nc_matmul per bank accumulates into PSUM (the first K
+chunk is peeled because ``accumulate`` is a static flag). The block is then copied PSUM -> SBUF
+(casting to C's dtype) and stored with one DMA. Operands the Tensor engine cannot read (ints,
+bool, e4m3fn) are staged as fp32 / bf16 tiles by the loading DMA (exact for integers while
+partial sums stay below 2**24). Batch dims are outer loops; broadcast batch dims read stride-0
 views. An operand is brought K-major either by a DMA window in that order, or, when its K dim is
 the contiguous one, by a natural load plus a TensorE transpose through PSUM. A standalone matmul
 with several M tiles keeps B resident in SBUF (whole, or in column blocks) when a traffic model
@@ -26,6 +26,7 @@ from .instance import LoopSpec
 from .loopnest import run_loop_nest
 from .matmul_stage import natural_slice_bytes, stage_a_natural
 from .psum_plan import matmul_block_banks
+
 
 def _ds(off, size: int) -> DimSlice:
     return DimSlice(Affine.of(off), size, 1)
