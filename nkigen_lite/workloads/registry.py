@@ -57,4 +57,4 @@ def get_workload(name: str) -> Workload:
 
 
 def _load_all() -> None:
-    from . import attention, elementwise, embedding, mlp, norms, qwen3, softmax  # noqa: F401  (registration)
+    from . import attention, elementwise, embedding, mlp, moe, norms, qwen3, softmax  # noqa: F401  (registration)

@@ -30,6 +30,8 @@ CASES = [
     ("swiglu_mlp", {"tokens": 130, "hidden": 192, "inter": 320, "dtype": nk.bfloat16}),
     ("embedding", {"vocab": 1000, "hidden": 256, "tokens": 128, "dtype": nk.float32}),
     ("embedding", {"vocab": 3001, "hidden": 200, "tokens": 300, "dtype": nk.bfloat16}),
+    ("moe", {"tokens": 4, "hidden": 256, "experts": 16, "inter": 128, "dtype": nk.float32}),
+    ("moe", {"tokens": 3, "hidden": 192, "experts": 12, "inter": 160, "dtype": nk.bfloat16}),
     ("matmul", {"m": 256, "k": 384, "n": 1024}),
     ("matmul", {"m": 200, "k": 300, "n": 700, "dtype": nk.bfloat16}),
     (
