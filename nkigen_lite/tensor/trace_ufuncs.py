@@ -195,25 +195,34 @@ def _expm1(b, x):
     return b.where(b.equal(u, math.inf), u, r)
 
 
+def _log_of(b, base: float, like: Value) -> Value:
+    """log(base) computed in the graph (not a rounded constant), so the float64 oracle keeps
+    it exact: a folded ``math.log(base)`` would be declared, and rounded, in ``like``'s dtype."""
+    return b.log(b.full((), base, like.dtype))
+
+
 def _log_base(base: float, ufunc):
     def fn(b, x):
-        return b.div(b.log(_as_float(b, ufunc, x)), math.log(base))
+        v = _as_float(b, ufunc, x)
+        return b.div(b.log(v), _log_of(b, base, v))
 
     return fn
 
 
 def _exp2(b, x):
-    return b.exp(b.mul(_as_float(b, np.exp2, x), math.log(2.0)))
+    v = _as_float(b, np.exp2, x)
+    return b.exp(b.mul(v, _log_of(b, 2.0, v)))
 
 
 def _logaddexp(b, x, y):
-    """log(exp(x) + exp(y)) = max(x, y) + log1p(exp(-|x - y|)); equal arguments give x + ln 2."""
+    """log(exp(x) + exp(y)) = max(x, y) + log1p(exp(-|x - y|)). Equal arguments use a difference
+    of 0 (so equal infinities give that infinity, not inf - inf = nan); no rounded ln 2 constant."""
     vx = _as_float(b, np.logaddexp, x) if isinstance(x, Value) else x
     vy = _as_float(b, np.logaddexp, y) if isinstance(y, Value) else y
     vx, vy = pair(b, vx, vy)
     m = b.maximum(vx, vy)
-    r = b.add(m, _log1p(b, b.exp(b.neg(b.abs(b.sub(vx, vy))))))
-    return b.where(b.equal(vx, vy), b.add(vx, math.log(2.0)), r)
+    d = b.where(b.equal(vx, vy), 0.0, b.sub(vx, vy))
+    return b.add(m, _log1p(b, b.exp(b.neg(b.abs(d)))))
 
 
 def _isnan(b, x):
