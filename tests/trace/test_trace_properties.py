@@ -5,8 +5,10 @@ evaluation of the same program (tolerance 1e-9 relative to max(|ref|, 1); intege
 NumPy's result dtype (64-bit narrowed). The reference (``reference``) evaluates the tree on
 float64 copies of the inputs, but a constant sub-tree (which NumPy folds to a Python scalar) is
 rounded to the dtype that weak scalar takes next to its array operand in the native program
-(NEP 50, 64-bit narrowed): ``x_f32 + np.cos(1.0)`` adds ``float32(cos(1))``, as NumPy does. Index keys (ints, slices with any step, None, ...) must select exactly
-what NumPy selects, for reads and for writes."""
+(NEP 50, 64-bit narrowed): ``x_f32 + np.cos(1.0)`` adds ``float32(cos(1))``, as NumPy does.
+
+Index keys (ints, slices with any step, None, ...) must select exactly what NumPy selects, for
+reads and for writes."""
 
 import warnings
 
