@@ -5,6 +5,8 @@ Every failure raises ``VerifyError`` whose message states the rule and prints th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .errors import VerifyError
 from .graph import Block, Graph, ReturnOp
 from .op import Op
@@ -158,6 +160,24 @@ class _Verifier:
         except Exception as e:  # noqa: BLE001 - every failure becomes a VerifyError
             kind = "" if type(e).__name__ == "BuildError" else f"{type(e).__name__}: "
             raise self.fail(f"{kind}{e}", op) from None
+        self.attributes(op)
+
+    def attributes(self, op: Op) -> None:
+        """The op's attributes are exactly its ``attr_spec`` names, each a legal value of its
+        kind (an op whose ``infer`` ignores an attribute would not notice it missing)."""
+        attrs = op.attrs
+        if not isinstance(attrs, Mapping):
+            raise self.fail(f"{op.name}: attributes are {type(attrs).__name__}, not a mapping", op)
+        spec = {a.name: a for a in op.attr_spec}
+        if set(attrs) != set(spec):
+            missing = ", ".join(sorted(set(spec) - set(attrs))) or "none"
+            unknown = ", ".join(sorted(map(str, set(attrs) - set(spec)))) or "none"
+            raise self.fail(f"{op.name}: attributes missing: {missing}; unknown: {unknown}", op)
+        for name, a in spec.items():
+            try:
+                a.kind.convert(attrs[name])
+            except Exception as e:  # noqa: BLE001 - every failure becomes a VerifyError
+                raise self.fail(f"{op.name}: attribute {name!r}: {e}", op) from None
 
 
 def verify_graph(graph: Graph) -> None:

@@ -97,6 +97,16 @@ CORRUPTIONS = {
         ),
         "tensor.reduce: axes [5] must be sorted, unique and in [0, 2)",
     ),
+    "attrs_emptied": (
+        lambda g, x, e, s, n: _empty_scatter_attrs(g, x),
+        "tensor.scatter_rows: attributes missing: unique; unknown: none",
+    ),
+    "attr_garbage_value": (
+        lambda g, x, e, s, n: setattr(
+            s.owner, "attrs", {"axes": (1,), "kind": "sum", "keepdims": None, "ddof": 0}
+        ),
+        "tensor.reduce: attribute 'keepdims': expected",
+    ),
     "full_value_type": (
         lambda g, x, e, s, n: _replace_with_full(g, e),
         "tensor.full: value 'oops' is not a float",
@@ -118,6 +128,18 @@ def _move_return_before(g, value):
     ret = g.return_op
     g.body.remove(ret)
     g.body.insert_before(value.owner, ret)
+
+
+def _empty_scatter_attrs(g, x):
+    """Regression (thorough corruption property): scatter_rows' infer never reads ``unique``,
+    so only the attribute check notices it gone."""
+    ids = T.FullOp([], {"value": 0}, [nk.TensorType((1,), nk.int32)])
+    rows = T.FullOp([], {"value": 1.0}, [nk.TensorType((1, 3), nk.float32)])
+    for op in (ids, rows):
+        g.body.insert_before(g.return_op, op)
+    sc = T.ScatterRowsOp([x, ids.result, rows.result])
+    g.body.insert_before(g.return_op, sc)
+    sc.attrs = {}
 
 
 def _replace_with_full(g, e):
