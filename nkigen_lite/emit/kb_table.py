@@ -39,6 +39,9 @@ TENSOR_SCALAR = {"arith": "tensor_scalar_arith", "bitvec": "tensor_scalar_bitvec
 TENSOR_REDUCE = {"arith": "tensor_reduce_arith", "bitvec": "tensor_reduce_bitvec"}  # bitvec: assumed
 SELECT = "select_reduce"
 AFFINE_SELECT = "affine_select"  # assumed
+MAX8 = "max8"  # assumed: the nki.isa name (top-8 instructions, kb_top8.py)
+FIND_INDEX8 = "nc_find_index8"  # assumed: the nki.isa name
+MATCH_REPLACE8 = "nc_match_replace8"  # assumed: the nki.isa name
 PROGRAM_ID = "program_id"  # assumed: nb.program_id(axis), as nl.program_id in NKI
 # Collectives: the names are in facts §4's list of Kernel Builder calls; the keywords are
 # assumed to be those of the documented nki.collectives functions (srcs, dsts, replica_group,
@@ -91,6 +94,9 @@ ISA_SIGNATURES = {
     AFFINE_SELECT: _sig(
         "dst on_true_tile pattern channel_multiplier offset cmp_op on_false_value", "assumed (as nki.isa)"
     ),
+    MAX8: _sig("dst src", "assumed (as nki.isa.max8)"),
+    FIND_INDEX8: _sig("dst data vals", "assumed (as nki.isa.nc_find_index8)"),
+    MATCH_REPLACE8: _sig("dst data vals imm", "assumed (as nki.isa.nc_match_replace8)"),
     COLLECTIVES["all_reduce"]: _sig(
         "srcs dsts replica_group op", "facts §4 (name); keywords as nki.collectives"
     ),

@@ -251,6 +251,18 @@ class Builder:
             engine="vector",
         )
 
+    def max8(self, dst, src) -> None:
+        """dst[p, 0:8] = the 8 largest of src's partition p, descending (ops/top8.py)."""
+        self._emit(ops.Max8Op, dst=dst, src=src, engine="vector")
+
+    def find_index8(self, dst, data, vals) -> None:
+        """dst[p, j] = the first index in data's partition p of vals[p, j] (ops/top8.py)."""
+        self._emit(ops.FindIndex8Op, dst=dst, data=data, vals=vals, engine="vector")
+
+    def match_replace8(self, dst, data, vals, imm: float) -> None:
+        """dst = data with the first occurrence of each of the 8 vals replaced by imm (ops/top8.py)."""
+        self._emit(ops.MatchReplace8Op, dst=dst, data=data, vals=vals, imm=imm, engine="vector")
+
     def select(self, dst, predicate, on_true, on_false, reverse_pred: bool = False) -> None:
         """dst = on_true where predicate != 0 (== 0 with ``reverse_pred``) else on_false (an fp32
         number or a (P, 1) column access)."""

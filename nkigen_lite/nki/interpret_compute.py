@@ -217,4 +217,4 @@ def _select(it: I, op, args):
     it.write_access(op, "dst", args, np.where(pred, on_true, on_false))
 
 
-from . import interpret_indirect  # noqa: E402, F401  (the indirect DMAs' rules)
+from . import interpret_indirect, interpret_top8  # noqa: E402, F401  (the indirect DMAs' and top-8 instructions' rules)

@@ -130,6 +130,13 @@ class Target:
     hbm_stack_bytes_per_s: float = 725e9  # one HBM stack, shared by an LNC=2 pair: 2.9 TB/s / 4 §7
     lnc_max: int = 2  # LNC degree: 1 or 2 physical cores per logical core [LNC]
 
+    # ---- top-8 instructions: max8, nc_find_index8, nc_match_replace8 (NKI 0.6 I6 pages) --------
+    top8_width: int = 8  # values per partition max8 writes, find_index8 / match_replace8 read [ISA]
+    top8_free_min: int = 8  # elements per partition max8 / nc_find_index8 read: 8 ... [ISA]
+    top8_free_max: int = 16_384  # ... to 16,384 (nc_match_replace8: at most 16,384) [ISA]
+    top8_data_max_rank: int = 3  # max8 / find_index8 data rank incl. partitions, 0.6 [ISA]
+    top8_index_dtypes: frozenset = frozenset({"u16", "u32"})  # nc_find_index8 dst dtypes [ISA]
+
     # ---- derived views -------------------------------------------------------------------------
     @property
     def collective_link_bytes_per_s(self) -> float:

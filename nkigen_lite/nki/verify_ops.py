@@ -376,4 +376,4 @@ def _select(ctx, op) -> None:
 __all__ = ["OP_RULES", "rule", "check_compute_common"]
 
 
-from . import verify_indirect  # noqa: E402, F401  (the indirect DMAs' rules)
+from . import verify_indirect, verify_top8  # noqa: E402, F401  (the indirect DMAs' and top-8 instructions' rules)

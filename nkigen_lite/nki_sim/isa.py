@@ -6,6 +6,7 @@ from .enums import dge_mode, engine, matmul_perf_mode, nc_version, oob_mode, red
 from .isa_data import affine_select, dma_copy, iota, memset, tensor_copy, tensor_copy_predicated
 from .isa_scalar import activation
 from .isa_tensor_engine import nc_matmul, nc_transpose
+from .isa_top8 import max8, nc_find_index8, nc_match_replace8
 from .isa_vector import select_reduce, tensor_reduce, tensor_scalar, tensor_tensor
 
 
@@ -28,6 +29,9 @@ __all__ = [
     "tensor_scalar",
     "tensor_reduce",
     "select_reduce",
+    "max8",
+    "nc_find_index8",
+    "nc_match_replace8",
     "get_nc_version",
     "engine",
     "reduce_cmd",

@@ -31,3 +31,12 @@ SIN_DOMAIN = (-math.pi, math.pi)
 ARCTAN_DOMAIN = (-math.pi / 2, math.pi / 2)
 # Maximum depth of an iota / affine_select free-dim pattern. [ISA] §3.5
 PATTERN_MAX_DIMS = 4
+# max8 / nc_find_index8 / nc_match_replace8: 8 values per partition; data 8 ... 16,384 elements
+# per partition (match_replace8: at most 16,384); max8 / find_index8 data at most rank 3 in
+# NKI 0.6 (legacy 5-D); find_index8 writes uint16 or uint32. [ISA] (nki.isa.max8 / nc_find_index8
+# / nc_match_replace8 pages)
+TOP8_WIDTH = 8
+TOP8_FREE_MIN = 8
+TOP8_FREE_MAX = 16_384
+TOP8_DATA_MAX_RANK = 3
+TOP8_INDEX_DTYPES = ("uint16", "uint32")

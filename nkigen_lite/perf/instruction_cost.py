@@ -239,4 +239,4 @@ def instruction_cost(op, target: Target) -> InstructionCost:
     return rule(op, target)
 
 
-from . import collective_cost  # noqa: E402, F401  (registers the collectives' rules)
+from . import collective_cost, top8_cost  # noqa: E402, F401  (registers the collectives' and top-8 instructions' rules)

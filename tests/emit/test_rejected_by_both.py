@@ -12,7 +12,7 @@ import nkigen_lite as nk
 from nkigen_lite.emit import emit_nki_source
 from nkigen_lite.nki_sim.errors import NkiSimError
 
-F32, I32, U8, BF16 = nk.float32, nk.int32, nk.uint8, nk.bfloat16
+F32, I32, U8, BF16, U32 = nk.float32, nk.int32, nk.uint8, nk.bfloat16, nk.uint32
 
 
 def _tile(b, made, shape=(128, 64), dtype=F32, space="sbuf"):
@@ -273,6 +273,39 @@ CASES = {
         ),
         "negate applies to arithmetic reductions only",
         "negate is meaningless for bit-vector op",
+    ),
+    # ---- top-8 instructions (max8, nc_find_index8, nc_match_replace8) ---------------------------
+    "max8.dst_width": (
+        lambda b, m: b.max8(dst=T(b, m, (128, 16)), src=T(b, m)),
+        "dst must hold exactly 8 elements per partition, got 16",
+        r"dst .* must be 128 partitions x 8 elements",
+    ),
+    "max8.free_range": (
+        lambda b, m: b.max8(dst=T(b, m, (128, 8)), src=T(b, m, (128, 4))),
+        r"src has 4 elements per partition; nki.max8 reads 8 \.\.\. 16,384",
+        "has 4 elements per partition; it reads 8 to 16384",
+    ),
+    "find_index8.dst_dtype": (
+        lambda b, m: b.find_index8(dst=T(b, m, (128, 8), I32), data=T(b, m), vals=T(b, m, (128, 8))),
+        "find_index8 dst must be uint16 or uint32, got i32",
+        "dst must be uint16 or uint32, got int32",
+    ),
+    "find_index8.vals_width": (
+        lambda b, m: b.find_index8(dst=T(b, m, (128, 8), U32), data=T(b, m), vals=T(b, m, (128, 4))),
+        "vals must hold exactly 8 elements per partition, got 4",
+        r"vals .* must be 128 partitions x 8 elements",
+    ),
+    "match_replace8.same_shape": (
+        lambda b, m: b.match_replace8(dst=T(b, m, (128, 32)), data=T(b, m), vals=T(b, m, (128, 8)), imm=0.0),
+        "dst has 128 partitions x 32 elements but data has 128 x 64",
+        "must have the shape of data",
+    ),
+    "match_replace8.free_max": (
+        lambda b, m: b.match_replace8(
+            dst=T(b, m, (128, 16392)), data=T(b, m, (128, 16392)), vals=T(b, m, (128, 8)), imm=0.0
+        ),
+        "data has 16,392 elements per partition; nki.match_replace8 reads at most 16,384",
+        "has 16392 elements per partition; it reads at most 16384",
     ),
 }
 

@@ -28,6 +28,7 @@ from .control import ForiLoopOp
 from .indirect import INDIRECT_OPS, DmaGatherOp, DmaScatterOp
 from .memory import AllocOp, DeallocOp, DmaCopyOp, HbmViewOp
 from .program import ProgramIdOp, lnc_of, program_id_op
+from .top8 import TOP8_OPS, FindIndex8Op, MatchReplace8Op, Max8Op
 
 ALL_OPS = (
     AllocOp,
@@ -36,6 +37,7 @@ ALL_OPS = (
     DmaCopyOp,
     *INDIRECT_OPS,
     *COMPUTE_OPS,
+    *TOP8_OPS,
     ForiLoopOp,
     *COLLECTIVE_OPS,
     ProgramIdOp,
@@ -66,6 +68,10 @@ __all__ = [
     "INDIRECT_OPS",
     "HbmViewOp",
     "ALL_OPS",
+    "TOP8_OPS",
+    "Max8Op",
+    "FindIndex8Op",
+    "MatchReplace8Op",
     "COLLECTIVE_OPS",
     "CollectiveOp",
     "AllReduceOp",
