@@ -17,6 +17,7 @@ from ..nki.target import TRN2
 from ..tensor import ops as T
 from ..tensor.ops import Needs
 from .lower.custom import has_own_lowering
+from .lower.topk import native_topk_refusal
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,13 @@ class Capabilities:
         return needs.name in family
 
     def native(self, op) -> bool:
-        """True when the tensor op instance ``op`` runs natively (its ``capability()``), or is a
-        composite op with a lowering of its own (``register_composite_lowering``)."""
+        """True when the tensor op instance ``op`` runs natively (its ``capability()``), is a
+        composite op with a lowering of its own (``register_composite_lowering``), or is a
+        tensor.topk the top-8 lowering takes (transforms/lower/topk.py)."""
         if isinstance(op, T.CompositeOp) and has_own_lowering(type(op)):
             return True
+        if isinstance(op, T.TopkOp):  # the top-8 instructions, when the native path takes it
+            return native_topk_refusal(op, self.target) is None
         return self.has(op.capability())
 
     def has_unary(self, short: str) -> bool:

@@ -18,7 +18,7 @@ from nkigen_lite.tensor import ops as T
 from nkigen_lite.testing import assert_close
 
 ELEMENTWISE = [*T.UNARY_OPS.values(), *T.BINARY_OPS.values()]
-FAMILIES = ("act", "alu", "reduce", "composite", "collective", "indexed")
+FAMILIES = ("act", "alu", "reduce", "composite", "collective", "indexed", "ordering")
 
 
 def _where(cls) -> str:

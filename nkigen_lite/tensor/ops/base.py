@@ -36,7 +36,9 @@ TENSOR_OPS: dict[str, type[TensorOp]] = table()
 class Needs:
     """A target capability: ``family`` is ``"act"`` (a ScalarE activation function), ``"alu"``
     (a binary ALU operator), ``"reduce"`` (an ALU reduction operator), ``"composite"`` (a
-    composite op, ``nk.define_op``, or tensor.topk: always expanded by decompose) or
+    composite op, ``nk.define_op``: always expanded by decompose), ``"ordering"`` (tensor.topk:
+    lowered onto the top-8 instructions when transforms/lower/topk.py takes the instance,
+    otherwise expanded by decompose) or
     ``"indexed"`` (an indexed op that decompose rewrites onto gather_rows / scatter_rows);
     ``name`` is the
     operator's NKI name, or None when no instruction computes the op (it must be decomposed)."""

@@ -1,9 +1,9 @@
 """Ordering tensor ops: topk (the k largest along an axis, with their indices).
 
-``tensor.topk`` has two results, ``values`` and ``indices``. Decompose rewrites it into k
-selection rounds of existing ops (its ``expansion``: a max reduction, the lowest index reaching
-it, that element masked out — the max8 / match_replace8 idiom one element per round), so every
-backend runs it with no instruction of its own.
+``tensor.topk`` has two results, ``values`` and ``indices``. On trn2 the lowering runs it on
+the max8 / find_index8 / match_replace8 instructions (transforms/lower/topk.py) when it can;
+decompose rewrites every other instance into k selection rounds of existing ops (its
+``expansion``: a max reduction, the lowest index reaching it, that element masked out).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class TopkOp(TensorOp):
     numpy = "x sorted descending along axis (stable; NaN first), first k; indices: that order"
     dtype_doc = "values: operand dtype; indices: int32"
     builder_names = ("topk",)
-    needs = Needs("composite", None)  # always expanded by decompose (its expansion)
+    needs = Needs("ordering", None)  # native via transforms/lower/topk.py, else expanded
 
     __slots__ = ()
 

@@ -1,4 +1,5 @@
-"""Ordering ops (tensor.topk) expand into the selection rounds of their ``expansion``."""
+"""Ordering ops (tensor.topk) the native lowering cannot take (transforms/lower/topk.py) expand
+into the selection rounds of their ``expansion``."""
 
 from __future__ import annotations
 
@@ -14,5 +15,7 @@ class ExpandTopk(DecompositionPattern):
     root = T.TopkOp
 
     def match_and_rewrite(self, op, rw):
+        if self.caps.native(op):  # max8 / find_index8 / match_replace8 (lower/topk.py)
+            return False
         rw.replace_op(op, inline_expansion(op, rw, ("values", "indices")))
         return True

@@ -23,6 +23,7 @@ from . import (
     collective,  # noqa: F401  (registers the collectives' item rule)
     custom,  # noqa: F401  (registers the custom-kernel rule)
     indexed,  # noqa: F401  (registers the gather / scatter item rules)
+    topk,  # noqa: F401  (registers the native topk item rule)
 )
 from .capacity import check_hbm_capacity
 from .context import LowerContext
@@ -149,8 +150,8 @@ def _produced_in_kernel(graph: Graph, part) -> set[Value]:
             out.update(op.results)
         elif isinstance(op, (T.MatmulOp, T.ConcatOp, T.GatherRowsOp, T.ScatterRowsOp)) or op in part.group_of:
             out.add(op.result)
-        elif isinstance(op, T.FullOp):
-            out.add(op.result)
+        elif isinstance(op, (T.FullOp, T.TopkOp)):
+            out.update(op.results)
     return out
 
 

@@ -43,7 +43,7 @@ def item_rule(*op_classes: type):
 
 def removed_before_lowering(op_class: type) -> str | None:
     """Why ops of ``op_class`` never reach the lowering, or None when they do: composite ops
-    (and tensor.topk) are expanded by decompose; the
+    are expanded by decompose (tensor.topk reaches it when topk.py takes the instance); the
     decomposed indexed ops are rewritten onto gather_rows / scatter_rows; collectives are not lowered yet."""
     needs = getattr(op_class, "needs", None)
     family = getattr(needs, "family", None)

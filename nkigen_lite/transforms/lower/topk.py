@@ -1,0 +1,232 @@
+"""Native lowering of ``tensor.topk``: the max8 / find_index8 / match_replace8 idiom, streamed.
+
+The operand is viewed as ``(rows, n)`` with the topk axis last (a copy only when its HBM home
+is not such a view). Per block of up to 128 rows (rows on the partitions; full blocks in a
+``fori_loop``, the remainder peeled) the axis is read in chunks of at most ``top8_free_max``
+elements that fit the SBUF budget (full chunks in a ``fori_loop``, the remainder peeled), each
+chunk exactly once. Per chunk, ``R = ceil(k / 8)`` rounds: ``max8`` writes the chunk's next 8
+largest values into a candidate row, ``find_index8`` their positions (a value repeated among
+the 8 takes successive positions in ascending order: documented), and the positions plus the
+chunk's start (an ``iota`` column) become global indices (fp32, exact below 2**24); between
+rounds ``match_replace8`` replaces the 8 taken elements by ``-inf``. After the last chunk the
+candidates (8R per chunk, in chunk order) are merged by the same rounds, and each merged
+value's index is picked from the candidates by a one-hot compare (``iota == position``, times
+the candidate indices, summed). The values and indices (int32) are stored once.
+
+**Ties go to the lower index by construction.** Within a chunk, equal values among the 8 get
+ascending positions (find_index8's documented order for repeated values; the replaced elements
+are the first occurrences, so a later round's copies of a value lie after the earlier rounds').
+Candidates are laid out chunk by chunk, so among equal candidates the candidate order is the
+global index order, and the merge's find_index8 picks them in that order again. Nothing depends
+on which equal element max8 itself reads first: only its values are used.
+
+**Sentinel.** ``k <= 8`` needs no replacement, so the values are read as they are (``-inf``
+included). ``k > 8`` replaces taken elements by ``-inf``, which must lie below every value: the
+chunk is first copied to fp32 keys ``max(x, -FLT_MAX)`` — exact for every dtype narrower than
+fp32 (bf16 / fp16 / small integers never reach ``-FLT_MAX``), and the values are mapped back
+(``-FLT_MAX`` → ``-inf``). fp32 with ``k > 8`` would tie ``-inf`` with ``-FLT_MAX``, so it takes
+the decomposed path instead.
+
+``native_topk_refusal`` says which topk ops this path takes; decompose expands the others into
+selection rounds (``TopkOp.expansion``; docs/lowering.md lists the cases).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...ir.dtypes import float32, int32, uint8, uint32
+from ...ir.errors import BuildError
+from ...nki.types import Access, Affine, DimSlice
+from ...tensor import ops as T
+from .context import LowerContext
+from .homes import HbmHome
+from .rules import item_rule
+from .views import copy_home
+
+RAW_DTYPES = frozenset({"f32", "bf16", "f16", "i8", "u8", "i16", "u16"})
+"""Dtypes whose values fp32 holds exactly (max8 / find_index8 compare in fp32)."""
+KEYED_DTYPES = RAW_DTYPES - {"f32"}
+"""Dtypes that may use k > 8: fp32 keys max(x, -FLT_MAX) keep their order with -inf free."""
+INDEX_LIMIT = 2**24  # fp32 holds every index below this exactly
+NEG_FLT_MAX = float(-np.finfo(np.float32).max)
+
+
+def _topk_plan(n: int, k: int, dtype, target):
+    """(rounds, chunk size, number of chunks, candidates per row, keyed) for one row of n."""
+    w = target.top8_width
+    rounds = -(-k // w)
+    keyed = rounds > 1
+    per_elem = dtype.itemsize + (4 if keyed else 0)
+    budget = (target.sbuf_bytes_per_partition * 3) // 8  # rotating buffers double it
+    cmax = max(w, min(target.top8_free_max, budget // per_elem))
+    nchunks = -(-n // cmax)
+    size = -(-n // nchunks)
+    nchunks = -(-n // size)
+    return rounds, size, nchunks, nchunks * rounds * w, keyed
+
+
+def native_topk_refusal(op, target) -> str | None:
+    """Why the native lowering cannot take ``op`` (a tensor.topk) on ``target``, or None."""
+    if getattr(target, "top8_width", None) is None:
+        return f"{target.name} has no max8 / find_index8 / match_replace8"
+    x = op.operand(0).type
+    k, axis = op.attrs["k"], op.attrs["axis"]
+    n = x.shape[axis]
+    if x.dtype.name not in RAW_DTYPES:
+        return f"{x.dtype} values are not all exact in fp32 (the top-8 instructions compare in fp32)"
+    if n < target.top8_free_min:
+        return f"the axis has {n} < {target.top8_free_min} elements (max8 reads at least 8)"
+    if n > INDEX_LIMIT:
+        return f"the axis has {n:,} > 2**24 elements (indices are exact in fp32 below 2**24)"
+    rounds, size, nchunks, cands, keyed = _topk_plan(n, k, x.dtype, target)
+    if keyed and x.dtype.name not in KEYED_DTYPES:
+        return f"k = {k} > {target.top8_width} on {x.dtype}: no fp32 sentinel lies below every value"
+    if nchunks > 1 and cands > target.top8_free_max:
+        return f"{cands:,} candidates per row exceed max8's {target.top8_free_max:,} elements"
+    if n - (nchunks - 1) * size < target.top8_free_min:
+        return "the last chunk would hold fewer than 8 elements"
+    return None
+
+
+def _chunks(ctx: LowerContext, total: int, step: int, body) -> None:
+    """``body(index, offset, size)`` over [0, total) in chunks of ``step``: full chunks in a
+    fori_loop (or once), the remainder peeled; ``index`` counts chunks."""
+    full, rem = divmod(total, step)
+    if full == 1:
+        body(Affine.of(0), Affine.of(0), step)
+    elif full > 1:
+        with ctx.b.fori_loop(0, full) as j:
+            body(Affine.of(j), Affine.of(j) * step, step)
+    if rem:
+        body(Affine.of(full), Affine.of(full * step), rem)
+
+
+def _rows_view(ctx: LowerContext, h: HbmHome, perm, rows: int, cols: int, copy_in: bool):
+    """``h`` with ``perm`` applied as a (rows, cols) HBM home, and the home to copy back to
+    (None when the view is ``h`` itself)."""
+    v = h.transpose(perm).reshape((rows, cols))
+    if v is not None:
+        return v, None
+    tmp = ctx.alloc_hbm((rows, cols), h.base.type.dtype)
+    shaped = tmp.reshape(tuple(h.shape[p] for p in perm)).transpose(tuple(np.argsort(perm)))
+    if copy_in:
+        copy_home(ctx, h, shaped)
+    return tmp, shaped
+
+
+def _tile(t, p: int, *dims) -> Access:
+    """An access of tile ``t``: partitions [0, p) then (offset, size, stride) per free dim."""
+    return Access(t, (DimSlice(0, p, 1),) + tuple(DimSlice(Affine.of(o), n, s) for o, n, s in dims))
+
+
+@item_rule(T.TopkOp)
+def lower_topk(ctx: LowerContext, op: T.TopkOp) -> None:
+    reason = native_topk_refusal(op, ctx.target)
+    if reason is not None:  # decompose keeps only the ops this path takes
+        raise BuildError(f"lowering: {op.name} has no native lowering here ({reason}); decompose expands it")
+    x = op.operand(0)
+    k, axis = op.attrs["k"], op.attrs["axis"]
+    shape, dt = x.type.shape, x.type.dtype
+    n = shape[axis]
+    rows = math.prod(shape) // n
+    perm = tuple(d for d in range(len(shape)) if d != axis) + (axis,)
+    src, _ = _rows_view(ctx, ctx.home(x), perm, rows, n, copy_in=True)
+    outs = []
+    for r in op.results:
+        home, back = _rows_view(ctx, ctx.home_for_store(r), perm, rows, k, copy_in=False)
+        outs.append((home, back))
+    _emit(ctx, src, outs[0][0], outs[1][0], n, k, dt)
+    for (_home, back), r in zip(outs, op.results):
+        if back is not None:
+            copy_home(ctx, back, ctx.home(r))
+
+
+def _emit(ctx: LowerContext, src: HbmHome, out_v: HbmHome, out_i: HbmHome, n: int, k: int, dt) -> None:
+    b, t = ctx.b, ctx.target
+    w = t.top8_width
+    rounds, size, nchunks, cands, keyed = _topk_plan(n, k, dt, t)
+    x_view, v_view, i_view = ctx.view(src), ctx.view(out_v), ctx.view(out_i)  # outside the loops
+    f32, u32, i32 = float32, uint32, int32
+
+    def block(_bi: Affine, r0: Affine, p: int) -> None:
+        cv = b.alloc((p, cands), f32, "sbuf", name="cand_v")
+        ci = b.alloc((p, 1, cands), f32, "sbuf", name="cand_i")
+        idx8 = b.alloc((p, w), u32, "sbuf", name="pos8")
+
+        def chunk(ci_index: Affine, c0: Affine, size_c: int) -> None:
+            tile = b.alloc((p, size_c), dt, "sbuf", name="chunk")
+            b.dma_copy(dst=tile, src=Access(x_view, (DimSlice(r0, p, 1), DimSlice(c0, size_c, 1))))
+            data = tile
+            if keyed:
+                data = b.alloc((p, size_c), f32, "sbuf", name="keys")
+                b.tensor_scalar(dst=data, data=tile, op0="maximum", operand0=NEG_FLT_MAX)
+            start = b.alloc((p, 1), f32, "sbuf", name="chunk_start")
+            b.iota(dst=start, pattern=[[0, 1]], offset=c0)
+            for r in range(rounds):
+                slot = ci_index * (rounds * w) + r * w
+                vals = Access(cv, (DimSlice(0, p, 1), DimSlice(slot, w, 1)))
+                b.max8(dst=vals, src=data)
+                b.find_index8(dst=idx8, data=data, vals=vals)
+                gidx = Access(ci, (DimSlice(0, p, 1), DimSlice(0, 1, 1), DimSlice(slot, w, 1)))
+                b.tensor_scalar(dst=gidx, data=idx8, op0="add", operand0=start)
+                if r < rounds - 1:
+                    b.match_replace8(dst=data, data=data, vals=vals, imm=float("-inf"))
+
+        _chunks(ctx, n, size, chunk)
+        ov = b.alloc((p, k), dt, "sbuf", name="top_v")
+        oi = b.alloc((p, k), i32, "sbuf", name="top_i")
+        if nchunks == 1:  # the chunk's candidates are the answer
+            _finish_values(ctx, ov, _tile(cv, p, (0, k, 1)), p, 0, k, keyed and dt.is_float)
+            b.tensor_copy(dst=oi, src=_tile(ci, p, (0, 1, 1), (0, k, 1)))
+        else:
+            _merge(ctx, cv, ci, ov, oi, p, k, rounds, cands, keyed and dt.is_float)
+        b.dma_copy(dst=Access(v_view, (DimSlice(r0, p, 1), DimSlice(0, k, 1))), src=ov)
+        b.dma_copy(dst=Access(i_view, (DimSlice(r0, p, 1), DimSlice(0, k, 1))), src=oi)
+
+    rows = src.shape[0]
+    _chunks(ctx, rows, ctx.partitions, block)
+
+
+def _merge(ctx, cv, ci, ov, oi, p: int, k: int, rounds: int, m: int, map_back: bool) -> None:
+    """The top k of the (p, m) candidates ``cv`` (indices in ``ci``) into ``ov`` / ``oi``."""
+    b, w = ctx.b, ctx.target.top8_width
+    f32, u32 = float32, uint32
+    pos = b.alloc((p, w, 1), u32, "sbuf", name="merge_pos")
+    posf = b.alloc((p, w, 1), f32, "sbuf", name="merge_posf")
+    iot = b.alloc((p, 1, m), f32, "sbuf", name="cand_pos")
+    b.iota(dst=iot, pattern=[[1, m]])
+    onehot = b.alloc((p, w, m), f32, "sbuf", name="onehot")
+    mv = b.alloc((p, w), f32, "sbuf", name="merge_v")
+    gi = b.alloc((p, w), f32, "sbuf", name="merge_i")
+    for r in range(rounds):
+        b.max8(dst=mv, src=cv)
+        b.find_index8(dst=pos, data=cv, vals=mv)
+        if r < rounds - 1:
+            b.match_replace8(dst=cv, data=cv, vals=mv, imm=float("-inf"))
+        b.tensor_copy(dst=posf, src=pos)
+        b.tensor_tensor(
+            dst=onehot,
+            data1=_tile(iot, p, (0, w, 0), (0, m, 1)),
+            data2=_tile(posf, p, (0, w, 1), (0, m, 0)),
+            op="equal",
+        )
+        b.tensor_tensor(dst=onehot, data1=onehot, data2=_tile(ci, p, (0, w, 0), (0, m, 1)), op="multiply")
+        b.tensor_reduce(dst=gi, op="add", data=onehot, axis=(2,))
+        take = min(w, k - r * w)
+        _finish_values(ctx, ov, _tile(mv, p, (0, take, 1)), p, r * w, take, map_back)
+        b.tensor_copy(dst=_tile(oi, p, (r * w, take, 1)), src=_tile(gi, p, (0, take, 1)))
+
+
+def _finish_values(ctx, ov, keys: Access, p: int, at: int, count: int, map_back: bool) -> None:
+    """ov[:, at:at+count] = the values of fp32 ``keys`` (-FLT_MAX back to -inf when keyed)."""
+    b = ctx.b
+    dst = _tile(ov, p, (at, count, 1))
+    if not map_back:
+        b.tensor_copy(dst=dst, src=keys)
+        return
+    pred = b.alloc((p, count), uint8, "sbuf", name="finite")
+    b.tensor_scalar(dst=pred, data=keys, op0="greater", operand0=NEG_FLT_MAX)
+    b.select(dst=dst, predicate=pred, on_true=keys, on_false=float("-inf"))
