@@ -155,3 +155,33 @@ def test_vocabulary_topk_matches_stable_argsort(dtype):
     kern = nk.compile(_graph(x.shape, dtype, 8))
     _check(kern.run({"x": x}), x, 8, -1)
     _check(nk.simulate(kern, {"x": x}), x, 8, -1)
+
+
+@pytest.mark.parametrize(
+    "shape,dtype,axis,keepdims",
+    [
+        ((3, 40000), nk.float32, -1, False),
+        ((16, 20), nk.bfloat16, 0, True),
+        ((2, 5, 300), nk.int16, 2, False),
+    ],
+)
+def test_argmax_runs_on_the_native_topk(shape, dtype, axis, keepdims):
+    """b.argmax becomes the index of topk(x, 1) (ArgmaxToTopk): the first maximum, as np.argmax."""
+    x = _data(shape, dtype, 11)
+    b = nk.Builder("argmax")
+    xv = b.add_input("x", shape, dtype)
+    b.set_outputs({"y": b.argmax(xv, axis=axis, keepdims=keepdims)})
+    kern = nk.compile(b.graph)
+    assert _native(kern) and "tensor.argmax" not in kern.ir("decompose")
+    want = np.argmax(np.asarray(x, np.float64), axis=axis, keepdims=keepdims)
+    for got in (nk.run(b.graph, {"x": x}), kern.run({"x": x}), nk.simulate(kern, {"x": x})):
+        assert got["y"].dtype == np.int32
+        np.testing.assert_array_equal(got["y"], want)
+
+
+def test_greedy_argmax_reads_the_logits_once():
+    b = nk.Builder("greedy")
+    xv = b.add_input("x", (1, 151936), nk.float32)
+    b.set_outputs({"y": b.argmax(xv, axis=-1)})
+    s = nk.compile(b.graph).stats()
+    assert s.dma_bytes <= 1.1 * (151936 * 4 + 4)

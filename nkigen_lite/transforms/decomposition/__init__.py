@@ -12,7 +12,7 @@ from .composite import ExpandComposite
 from .contraction import DegenerateMatmul
 from .division import FloorDivideMod
 from .indexed import INDEXED_PATTERNS
-from .ordering import ExpandTopk
+from .ordering import ArgmaxToTopk, ExpandTopk
 from .reductions import MeanToSum, ProdByTree, ReduceKeepdims, VarStdTwoPass
 from .rounding import CeilByFloorOrTrunc, FloorByTrunc
 from .trig import ArctanRangeReduction, CosViaSin, SinRangeReduction
@@ -30,6 +30,7 @@ PATTERN_CLASSES = (
     CosViaSin,
     SinRangeReduction,
     ArctanRangeReduction,
+    ArgmaxToTopk,
     ExpandComposite,
     DegenerateMatmul,
     ExpandTopk,

@@ -70,10 +70,13 @@ def _topk_plan(n: int, k: int, dtype, target):
 
 def native_topk_refusal(op, target) -> str | None:
     """Why the native lowering cannot take ``op`` (a tensor.topk) on ``target``, or None."""
+    return topk_refusal(op.operand(0).type, op.attrs["k"], op.attrs["axis"], target)
+
+
+def topk_refusal(x, k: int, axis: int, target) -> str | None:
+    """Why the native lowering cannot take topk(x, k, axis) (``x`` a TensorType), or None."""
     if getattr(target, "top8_width", None) is None:
-        return f"{target.name} has no max8 / find_index8 / match_replace8"
-    x = op.operand(0).type
-    k, axis = op.attrs["k"], op.attrs["axis"]
+        return f"{getattr(target, 'name', 'the target')} has no max8 / find_index8 / match_replace8"
     n = x.shape[axis]
     if x.dtype.name not in RAW_DTYPES:
         return f"{x.dtype} values are not all exact in fp32 (the top-8 instructions compare in fp32)"

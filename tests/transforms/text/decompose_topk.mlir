@@ -26,3 +26,32 @@ graph @topk_f(%x: tensor<3x5xbf16>) {
 // CHECK: %not_equal = tensor.not_equal %x, %x : tensor<3x5xbool>
 // CHECK: tensor.reduce %not_equal {axes = [0], kind = any, keepdims = true} : tensor<1x5xbool>
 // CHECK-NOT: tensor.topk
+
+// -----
+// the native lowering (transforms/lower/topk.py) takes an f32 row of 8+ elements with k <= 8:
+// decompose keeps the op
+graph @topk_native(%x: tensor<4x64xf32>) {
+  %v, %i = tensor.topk %x {k = 3, axis = 1} : tensor<4x3xf32>, tensor<4x3xi32>
+  return v = %v, i = %i
+}
+// CHECK: tensor.topk %x {k = 3, axis = 1} : tensor<4x3xf32>, tensor<4x3xi32>
+// CHECK-NOT: tensor.reduce
+
+// -----
+// f32 with k > 8 has no fp32 sentinel below -inf: expanded
+graph @topk_f32_k9(%x: tensor<2x64xf32>) {
+  %v, %i = tensor.topk %x {k = 9, axis = 1} : tensor<2x9xf32>, tensor<2x9xi32>
+  return v = %v, i = %i
+}
+// CHECK: tensor.reduce
+// CHECK-NOT: tensor.topk
+
+// -----
+// argmax over an axis the native topk takes: the index of topk(x, 1), the axis dropped
+graph @argmax(%x: tensor<4x64xbf16>) {
+  %a = tensor.argmax %x : tensor<4xi32>
+  return y = %a
+}
+// CHECK: %argmax_topk, %argmax_topk_1 = tensor.topk %x {k = 1, axis = 1} : tensor<4x1xbf16>, tensor<4x1xi32>
+// CHECK-NEXT: %reshape = tensor.reshape %argmax_topk_1 {shape = [4]} : tensor<4xi32>
+// CHECK-NOT: tensor.argmax
