@@ -60,8 +60,13 @@ def every_op_graph() -> nk.Graph:
         b.tensor_copy(dst=sq[:, 0:64], src=ps[:, 0:64], engine="scalar")
         b.nc_transpose(dst=ps[0:64, :], data=t)
         b.nc_transpose(dst=sq[0:32, ds(i * 32, 32)], data=t[0:32, 0:32], engine="vector")
+        m8 = b.alloc((128, 8), nk.float32, name="m8")
+        p8 = b.alloc((128, 8), nk.uint32, name="p8")
+        b.max8(dst=m8, src=t)
+        b.find_index8(dst=p8, data=t, vals=m8)
+        b.match_replace8(dst=u, data=t, vals=m8, imm=-1.0)
         b.dma_copy(dst=y[i * 128 : i * 128 + 128, :], src=t)
-        for v in (t, u, col, ps, sq, pr):
+        for v in (t, u, col, ps, sq, pr, m8, p8):
             b.dealloc(v)
     with b.fori_loop(0, 1) as i:
         with b.fori_loop(0, 2, step=1) as j:
