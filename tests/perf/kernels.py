@@ -111,7 +111,11 @@ def every_op() -> nk.Graph:
     b.iota(rows, [[0, 1]], channel_multiplier=1)
     b.dma_gather(dst=u, src=x, index=rows)
     b.dma_scatter(dst=y, src=u, index=rows)
-    for v in (t, u, col, idx, pred, ps, rows):
+    m8, p8 = b.alloc((128, 8)), b.alloc((128, 8), nk.uint32)
+    b.max8(dst=m8, src=u)
+    b.find_index8(dst=p8, data=u, vals=m8)
+    b.match_replace8(dst=t, data=u, vals=m8, imm=0.0)
+    for v in (t, u, col, idx, pred, ps, rows, m8, p8):
         b.dealloc(v)
     b.set_outputs({"y": y})
     return b.graph

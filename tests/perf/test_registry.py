@@ -8,6 +8,7 @@ from nkigen_lite.nki.ops import (
     COLLECTIVE_OPS,
     COMPUTE_OPS,
     INDIRECT_OPS,
+    TOP8_OPS,
     CollectiveOp,
     DmaCopyOp,
     ForiLoopOp,
@@ -20,7 +21,7 @@ from .kernels import every_op
 
 
 def test_every_instruction_has_a_cost_rule():
-    assert set(COST_RULES) == set(COMPUTE_OPS) | {DmaCopyOp, *INDIRECT_OPS} | set(COLLECTIVE_OPS)
+    assert set(COST_RULES) == set(COMPUTE_OPS) | {DmaCopyOp, *INDIRECT_OPS, *TOP8_OPS} | set(COLLECTIVE_OPS)
 
 
 def test_every_nki_op_is_costed_free_or_a_loop():
