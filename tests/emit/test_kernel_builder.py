@@ -57,6 +57,9 @@ EXPECTED = {
         {"dst": "dst", "predicate": "predicate", "on_true": "on_true", "on_false": "on_false"},
     ),
     K.AffineSelectOp: ("affine_select", {"dst": "dst", "on_true_tile": "on_true_tile"}),
+    K.Max8Op: ("max8", {"dst": "dst", "src": "src"}),
+    K.FindIndex8Op: ("nc_find_index8", {"dst": "dst", "data": "data", "vals": "vals"}),
+    K.MatchReplace8Op: ("nc_match_replace8", {"dst": "dst", "data": "data", "vals": "vals"}),
 }
 
 
