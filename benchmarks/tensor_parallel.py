@@ -6,12 +6,17 @@ collectives read and write in HBM), the DMA bytes, the collectives and the bytes
 in them (communication volume), the modelled time, the part of it the collectives take (the
 communication fraction) and the modelled speed-up over TP = 1.
 
-Part 2, LNC=2 (``nk.split_cores``) for the softmax and rmsnorm of a 2048 x 4096 f32 tensor: DMA
+Part 2, the Qwen3-30B-A3B MoE block (the ``moe`` workload: 128 experts, top-8, bf16, a few
+tokens) at TP = 1, 2, 4 with MOE_TP_PLAN (experts split along their intermediate dimension,
+router replicated, one all_reduce): the same columns plus the rank's stated minimum traffic
+(its share of the selected experts' weights once per selection, the router, the activations).
+
+Part 3, LNC=2 (``nk.split_cores``) for the softmax and rmsnorm of a 2048 x 4096 f32 tensor: DMA
 bytes per core and the modelled time, against the one-core kernel.
 
 Figures come from the cost model, never from wall-clock time. Run:
 
-    uv run python benchmarks/tensor_parallel.py [--seq 128 512] [--markdown FILE]
+    uv run python benchmarks/tensor_parallel.py [--seq 128 512] [--moe-tokens 1 8] [--markdown FILE]
 """
 
 from __future__ import annotations
@@ -23,16 +28,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import nkigen_lite as nk  # noqa: E402
+from nkigen_lite.parallel.moe import MOE_TP_PLAN  # noqa: E402
 from nkigen_lite.parallel.qwen3 import QWEN3_TP_PLAN, build_qwen3_layer  # noqa: E402
+from nkigen_lite.workloads.moe import build_moe  # noqa: E402
 
 
-def tp_rows(seq: int) -> list[dict]:
-    """One row per TP degree for the Qwen3-0.6B layer of ``seq`` tokens (rank 0's kernel; every
-    rank's kernel has the same shapes)."""
-    g = build_qwen3_layer(seq=seq, dtype=nk.bfloat16)
+def tp_rows(seq: int, g=None, plan=QWEN3_TP_PLAN) -> list[dict]:
+    """One row per TP degree for the Qwen3-0.6B layer of ``seq`` tokens (or graph ``g`` sharded
+    by ``plan``; rank 0's kernel; every rank's kernel has the same shapes)."""
+    g = build_qwen3_layer(seq=seq, dtype=nk.bfloat16) if g is None else g
     rows, base = [], None
     for tp in (1, 2, 4):
-        graph = g if tp == 1 else nk.shard(g, world=tp, plan=QWEN3_TP_PLAN).graphs[0]
+        graph = g if tp == 1 else nk.shard(g, world=tp, plan=plan).graphs[0]
         k = nk.compile(graph)
         s, e = k.stats(), k.estimate()
         comm = e.by_engine_ns.get("collective", 0.0)
@@ -42,6 +49,7 @@ def tp_rows(seq: int) -> list[dict]:
                 "seq": seq,
                 "tp": tp,
                 "hbm_bytes": s.hbm_bytes,
+                "min_hbm_bytes": s.min_hbm_bytes,
                 "dma_bytes": s.dma_bytes,
                 "collectives": s.collective_count,
                 "comm_bytes": s.collective_bytes,
@@ -52,6 +60,12 @@ def tp_rows(seq: int) -> list[dict]:
             }
         )
     return rows
+
+
+def moe_rows(tokens: int) -> list[dict]:
+    """One row per TP degree for the Qwen3-30B-A3B MoE block of ``tokens`` tokens (compiled
+    only: the expert tables are never allocated)."""
+    return tp_rows(tokens, build_moe(tokens=tokens), MOE_TP_PLAN)
 
 
 def _softmax(n, m):
@@ -108,6 +122,12 @@ TP_COLS = [
     ("comm fraction", "comm_fraction", ".3f"),
     ("speed-up vs TP=1", "speedup", ".2f"),
 ]
+MOE_COLS = [
+    ("tokens", "seq", "d"),
+    *TP_COLS[1:3],
+    ("stated minimum / rank (B)", "min_hbm_bytes", ",d"),
+    *TP_COLS[3:],
+]
 LNC_COLS = [
     ("kernel", "kernel", "s"),
     ("DMA bytes, LNC=1", "bytes_lnc1", ",d"),
@@ -121,10 +141,13 @@ LNC_COLS = [
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seq", type=int, nargs="+", default=[128, 512])
+    ap.add_argument("--moe-tokens", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--markdown", help="also write the tables to this file")
     args = ap.parse_args()
     lines = ["Qwen3-0.6B layer, bf16, per rank:", ""]
     lines += _table([r for s in args.seq for r in tp_rows(s)], TP_COLS)
+    lines += ["", "Qwen3-30B-A3B MoE block, bf16, per rank:", ""]
+    lines += _table([r for t in args.moe_tokens for r in moe_rows(t)], MOE_COLS)
     lines += ["", "LNC=2:", ""] + _table(lnc_rows(), LNC_COLS)
     text = "\n".join(lines)
     print(text)

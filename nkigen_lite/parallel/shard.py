@@ -155,6 +155,10 @@ class _Sharder:
         dists = [self.env[v][1] for v in op.operands]
         if isinstance(op, (T.AddOp, T.SubOp)) and all(d == PARTIAL for d in dists):
             return self.emit(op, [self.env[v][0] for v in op.operands]), PARTIAL
+        if isinstance(op, T.MulOp) and len(dists) == 2 and PARTIAL in dists and None in dists:
+            return self.emit(op, [self.env[v][0] for v in op.operands]), PARTIAL  # linear
+        if isinstance(op, T.CastOp) and dists == [PARTIAL] and _widening(op):
+            return self.emit(op, [self.env[op.operands[0]][0]]), PARTIAL  # exact
         k = op.results[0].type.rank
         axes = {k - v.type.rank + d for v, d in zip(op.operands, dists) if isinstance(d, int)}
         if len(axes) == 1 and PARTIAL not in dists:
@@ -207,6 +211,8 @@ class _Sharder:
     def reduce(self, op):
         v, d = self.env[op.operands[0]]
         axes = op.attrs["axes"]
+        if d == PARTIAL and op.attrs["kind"] == "sum":
+            return self.emit(op, [v]), PARTIAL  # a sum of partial sums
         if not isinstance(d, int) or d in axes:
             return self.fallback(op)
         return self.emit(op, [v]), (d if op.attrs["keepdims"] else d - sum(a < d for a in axes))
@@ -241,6 +247,23 @@ class _Sharder:
                 return self.emit(op, ops_), axis
         return self.fallback(op)
 
+    def gather_rows(self, op):
+        """Rows of a table sharded along a row axis (d >= 1) picked by replicated ids: each rank
+        gathers its block of every selected row; the result is sharded on that axis."""
+        (t, dt), (ids, di) = (self.env[v] for v in op.operands)
+        if isinstance(dt, int) and dt >= 1 and di is None:
+            return self.emit(op, [t, ids]), op.operands[1].type.rank + dt - 1
+        return self.fallback(op)
+
+    def multi(self, op) -> None:
+        """An op with several results (topk): run on whole operands, results replicated."""
+        types = [r.type for r in op.results] if ExplicitResultTypes in type(op).traits else None
+        new = type(op)([self.replicated(v) for v in op.operands], dict(op.attrs), types)
+        self.b.graph.body.append(new)
+        for old, r in zip(op.results, new.results):
+            r.name_hint, r._builder = old.name_hint, self.b
+            self.env[old] = (r, None)
+
     def run(self) -> Graph:
         for name, old in zip(self.g.input_names, self.g.inputs):
             axis = self.specs.get(name)
@@ -251,6 +274,9 @@ class _Sharder:
                 continue
             if isinstance(op, CollectiveOp):
                 raise BuildError(f"shard: graph @{self.g.name} already contains {op.name}")
+            if len(op.results) > 1:
+                self.multi(op)
+                continue
             rule = next((r for cls, r in _RULES if isinstance(op, cls)), _Sharder.fallback)
             self.env[op.results[0]] = rule(self, op)
         self.b.set_outputs({n: self.replicated(v) for n, v in self.g.outputs.items()})
@@ -266,7 +292,14 @@ _RULES = (
     (T.SliceOp, _Sharder.slice),
     (T.BroadcastToOp, _Sharder.broadcast_to),
     (T.ConcatOp, _Sharder.concat),
+    (T.GatherRowsOp, _Sharder.gather_rows),
 )
+
+
+def _widening(op) -> bool:
+    """A float cast that represents every value of its operand exactly (bf16 -> f32, f32 -> f32)."""
+    src, dst = op.operands[0].type.dtype, op.results[0].type.dtype
+    return src.is_float and dst.is_float and (src == dst or (dst.name == "f32" and src.itemsize <= 2))
 
 
 def shard(graph: Graph, world: int, plan: Mapping[str, object]) -> ShardedGraph:
