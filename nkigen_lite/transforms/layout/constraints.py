@@ -24,6 +24,7 @@ from ...parallel.collective_ops import CollectiveOp
 from ...tensor import ops as T
 from ..lower.custom import has_own_lowering
 from .ops import LayoutConvertOp
+from .policy import is_column_reduction
 
 # one operand constraint: ("res", dim, result_dim) | ("opd", dim, other_operand, other_dim)
 #                         | ("req", dim, role)
@@ -164,7 +165,10 @@ def _topk(_op: Op, _c: OpConstraints) -> None:
 def _reduce(op: Op, c: OpConstraints) -> None:
     axes, keep = op.attrs["axes"], op.attrs["keepdims"]
     kept = [d for d in range(op.operand(0).ndim) if d not in axes]
-    cons: list[tuple] = [("req", d, "F") for d in axes]
+    if is_column_reduction(op.operand(0).shape, axes):  # reduced dims on partitions / loops
+        cons: list[tuple] = [("req", op.operand(0).ndim - 1, "F")]
+    else:
+        cons = [("req", d, "F") for d in axes]
     if keep:
         cons += [("res", d, d) for d in kept]
         c.results = [(d, "F") for d in axes]

@@ -40,6 +40,25 @@ class DefaultRoles:
         return "P" if self.partitions // self.rows >= 2 else "I"
 
 
+COLUMN_REDUCTION_MIN = 128
+"""A reduction keeping its operand's last dim is a *column reduction* when that dim and the
+reduced elements both number at least this many (see ``is_column_reduction``)."""
+
+
+def is_column_reduction(shape, axes) -> bool:
+    """True when a reduction over ``axes`` of an operand of ``shape`` keeps the (contiguous)
+    last dim and reduces many rows: its reduced dims go on the partitions and loops, the last
+    dim stays free, and the partials are combined across partitions (a ones-matmul or a
+    TensorE transpose) instead of reading the operand through a transposing, element-wise
+    view with the reduced dims free."""
+    if not shape or (len(shape) - 1) in axes or shape[-1] < COLUMN_REDUCTION_MIN:
+        return False
+    red = 1
+    for d in axes:
+        red *= shape[d]
+    return red >= COLUMN_REDUCTION_MIN
+
+
 def default_roles(extents, fixed, partitions: int) -> list[str]:
     """Roles of dims of ``extents``: ``fixed[d]`` where it is not None, else the default."""
     roles = list(fixed)

@@ -94,6 +94,7 @@ def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict):
         if v in producers and v not in ctx.homes:
             ctx.at(f"output {name}")
             ctx.homes[v] = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name)
+    _place_reshaped_outputs(ctx, outputs, producers)
     plan_concats(ctx, graph, producers, set(outputs.values()))
     _lower_items(ctx, part, plans, row_local, set(outputs.values()), pairs)
     check_tile_knobs_applied(ctx)
@@ -115,6 +116,22 @@ def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict):
     b.set_outputs({n: final[n] for n in outputs}, aliases)
     b.graph.dce()  # views a lowering family prepared but did not use
     return b.graph, ctx.constants
+
+
+def _place_reshaped_outputs(ctx: LowerContext, outputs: dict, producers: set) -> None:
+    """An output that is a reshape of a value the kernel computes (a reduction's keepdims
+    result reshaped to drop the reduced dims) gets its buffer first and the computed value is
+    stored straight into it (a reshaped view), instead of into a scratch buffer copied to the
+    output by an HBM -> HBM DMA."""
+    for name, v in outputs.items():
+        op = v.defining_op
+        if v in ctx.homes or not isinstance(op, T.ReshapeOp):
+            continue
+        src = op.operand(0)
+        if src not in producers or src in ctx.homes or src in ctx.spilled:
+            continue
+        ctx.at(f"output {name}")
+        ctx.homes[src] = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name).reshape(src.type.shape)
 
 
 def _spilled_values(alone: set) -> set[Value]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ...ir.errors import BuildError
 from ...tensor import ops as T
 from ..layout.policy import default_roles as policy_roles
-from ..layout.policy import partition_tile
+from ..layout.policy import is_column_reduction, partition_tile
 from .groups import FusionGroup, domain_axes
 
 
@@ -96,6 +96,8 @@ def is_row_local(op: T.ReduceOp, free_limit: int, small: int = 2048) -> bool:
             red *= n
         else:
             kept *= n
+    if is_column_reduction(shape, axes):  # accumulated over partitions (layout/policy.py)
+        return False
     return red <= free_limit and (kept > 1 or red <= small)
 
 
