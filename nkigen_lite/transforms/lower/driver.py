@@ -40,6 +40,7 @@ from .pipeline import RowPipeline, emit_pipeline, group_member, matmul_member
 from .plan import RowTooWide, fold_rows, is_row_local, make_plan
 from .remat import rematerialize
 from .row_sequence import emit_row_pair, find_row_pairs
+from .row_split import emit_row_split, find_row_splits
 from .rules import ITEM_RULES, item_rule, rule_for
 from .views import VIEW_OPS, copy_home, is_layout_convert, plan_concats
 
@@ -75,7 +76,7 @@ def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict):
     if layout is not None:
         ctx.tile_knobs = dict(layout.tile_knobs)
     ctx.alone, ctx.spilled = alone, _spilled_values(alone)
-    part, plans, row_local, pairs = _partition_and_plan(ctx, graph, free_limit)
+    part, plans, row_local, pairs, splits = _partition_and_plan(ctx, graph, free_limit)
     ctx.printer = Printer(graph)  # rematerialization may have added ops
     for name, v in zip(graph.input_names, graph.inputs):
         if any(d == 0 for d in v.type.shape):
@@ -96,7 +97,7 @@ def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict):
             ctx.homes[v] = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name)
     _place_reshaped_outputs(ctx, outputs, producers)
     plan_concats(ctx, graph, producers, set(outputs.values()))
-    _lower_items(ctx, part, plans, row_local, set(outputs.values()), pairs)
+    _lower_items(ctx, part, plans, row_local, set(outputs.values()), pairs, splits)
     check_tile_knobs_applied(ctx)
     final = {}
     claimed = {id(ctx.homes[i].base) for i in graph.inputs if i in ctx.homes}
@@ -177,7 +178,10 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
     SBUF is formed again with those reductions accumulating over free-dim chunks (they then end
     their group, and what reads them runs in a group of its own)."""
     demoted: set = set()
-    recomputed: set = set()
+    budget = (ctx.target.sbuf_bytes_per_partition * 3) // 4
+    splits = find_row_splits(graph, ctx.partitions, budget)  # each op alone until emitted
+    claimed = {op for rs in splits for op in rs.ops}
+    recomputed: set = {op.result for op in claimed}
 
     def row_local(op) -> bool:
         return op not in demoted and is_row_local(op, free_limit)
@@ -193,7 +197,7 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
             graph,
             is_barrier=accumulating,
             reads_barrier=lambda d, op: reads_running_max(d, op, accumulating),
-            alone=ctx.alone,
+            alone=ctx.alone | claimed,
         )
         plans = {}
         try:
@@ -208,16 +212,16 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
                 raise
             demoted |= more
             continue
-        budget = (ctx.target.sbuf_bytes_per_partition * 3) // 4
         pairs = find_row_pairs(part, plans, row_local, planner, budget)
+        pairs = {g: p for g, p in pairs.items() if not claimed & {*p.first.ops, *p.second.ops}}
         for pair in pairs.values():  # passed on chip: not worth recomputing
             recomputed.update(pair.passed)
         if rematerialize(graph, part, recomputed):
             continue
-        return part, plans, row_local, pairs
+        return part, plans, row_local, pairs, splits
 
 
-def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs: dict) -> None:
+def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs: dict, splits=()) -> None:
     """Emit the partition's items in order, fusing runs of row-compatible matmuls and fusion
     groups into row pipelines (pipeline.py) and pairs of groups into row sequences
     (row_sequence.py)."""
@@ -240,8 +244,14 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
         pipe = RowPipeline()
 
     seconds = {id(p.second) for p in pairs.values()}  # emitted with their pair's first group
+    claimed = {op: rs for rs in splits for op in rs.ops}
+    done: set = set()
     for item in (it for it in part.items if id(it) not in seconds):
         member = None
+        rs = claimed.get(item.ops[0]) if isinstance(item, FusionGroup) else None
+        if rs is not None:  # few long rows spread over the partitions (row_split.py)
+            _emit_row_split(ctx, rs, part, plans, row_local, done, flush)
+            continue
         if isinstance(item, (FusionGroup, T.MatmulOp)):
             member, plan = _pipeline_member(ctx, item, plans, row_local, budget)
             if member is None:
@@ -262,6 +272,20 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
         flush()
         _lower_op(ctx, item)
     flush()
+
+
+def _emit_row_split(ctx: LowerContext, rs, part, plans, row_local, done: set, flush) -> None:
+    """A claimed softmax over few long rows, at its first op's item (``done``: those emitted);
+    when its input or output cannot be viewed as per-partition chunks, its ops one by one (each
+    a fusion group, through HBM)."""
+    if id(rs) in done:
+        return
+    flush()
+    done.add(id(rs))
+    if emit_row_split(ctx, rs):
+        return
+    for g in (it for it in part.items if isinstance(it, FusionGroup) and it.ops[0] in rs.ops):
+        _emit_group(ctx, g, plans[g][0], part, row_local)
 
 
 def _emit_alone(ctx: LowerContext, item, plan, part, row_local, pair, outputs: set) -> None:

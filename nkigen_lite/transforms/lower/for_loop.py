@@ -105,7 +105,7 @@ def lower_body(ctx, g: Graph) -> list[HbmHome]:
     free_limit = (ctx.target.sbuf_bytes_per_partition * 3 // 4) // 16
     saved = ctx.printer
     try:
-        part, plans, row_local, pairs = driver._partition_and_plan(ctx, g, free_limit)
+        part, plans, row_local, pairs, splits = driver._partition_and_plan(ctx, g, free_limit)
         ctx.printer = Printer(g)
         driver.add_constant_inputs(ctx, g)
         producers = driver._produced_in_kernel(g, part)
@@ -115,7 +115,7 @@ def lower_body(ctx, g: Graph) -> list[HbmHome]:
             if v in producers and v not in ctx.homes:
                 ctx.homes[v] = ctx.alloc_hbm(v.type.shape, v.type.dtype)
         driver.plan_concats(ctx, g, producers, set(outputs))
-        driver._lower_items(ctx, part, plans, row_local, set(outputs), pairs)
+        driver._lower_items(ctx, part, plans, row_local, set(outputs), pairs, splits)
         return [ctx.home(v) for v in outputs]
     finally:
         ctx.printer = saved
