@@ -332,3 +332,74 @@ def put_along_axis(b, arr, indices, values, axis):
     s = b.scatter_rows(b.reshape(v, (total, 1)), b.reshape(flat, (k,)), b.reshape(u, (k, 1)))
     arr.rebind(b.reshape(s, x.shape), w)
     return None
+
+
+def getitem_multi(b, v, key: tuple, what: str):
+    """``v[key]`` with several index arrays (traced or static; ints join them, as in NumPy):
+    the indexed dims are moved to the front and flattened, the arrays broadcast and combined
+    into one row-major row index, and one gather_rows picks the rows. The broadcast dims land
+    where the first index array is when the arrays (and ints) are adjacent, else in front."""
+    require(
+        all(k is not None for k in key),
+        what,
+        "None (np.newaxis) next to several index arrays is not supported when tracing",
+    )
+    key = _expand(key, v.ndim, what)
+    adv = [d for d, k in enumerate(key) if not isinstance(k, slice)]
+    w = b.value_getitem(v, tuple(slice(None) if d in adv else k for d, k in enumerate(key)))
+    shapes = []
+    for d in adv:
+        k = key[d]
+        if isinstance(k, np.ndarray):
+            require(k.dtype.kind in "iu", what, f"indices must be integers, got dtype {k.dtype}")
+        shapes.append(tuple(np.shape(k)))
+    try:
+        bshape = tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise TraceError(
+            f"{what}: shape mismatch: the index arrays of shapes {shapes} could not be broadcast together"
+        ) from None
+    sizes = [w.shape[d] for d in adv]
+    total = math.prod(sizes)
+    flat, ok = None, None
+    for j, d in enumerate(adv):
+        k, n = key[d], sizes[j]
+        stride = math.prod(sizes[j + 1 :])
+        if isinstance(k, TracedArray):
+            raw = index_value(b, k, what)
+            good = (
+                b.less(raw, n)
+                if raw.dtype.numpy_name == "uint32"
+                else b.logical_and(b.greater_equal(raw, -n), b.less(raw, n))
+            )
+            ok = (
+                good
+                if ok is None
+                else b.logical_and(b.broadcast_to(ok, bshape), b.broadcast_to(good, bshape))
+            )
+            i = b.cast(wrap(b, raw, n), int32)
+        else:
+            a = np.asarray(k, np.int64)
+            bad = a[(a < -n) | (a >= n)]
+            require(
+                not bad.size,
+                what,
+                f"index {int(bad.flat[0]) if bad.size else 0} is out of bounds for axis {d} with size {n}",
+            )
+            i = b.constant((a % n).astype(np.int32)) if a.ndim else b.full((), int(a % n), int32)
+        term = b.mul(i, stride) if stride != 1 else i
+        flat = (
+            b.broadcast_to(term, bshape)
+            if flat is None
+            else b.add(b.broadcast_to(flat, bshape), b.broadcast_to(term, bshape))
+        )
+    if ok is not None:
+        flat = b.where(b.broadcast_to(ok, bshape), flat, total)
+    rest = [d for d in range(w.ndim) if d not in adv]
+    table = b.reshape(b.transpose(w, adv + rest), (total,) + tuple(w.shape[d] for d in rest))
+    r = b.gather_rows(table, flat)  # bshape + rest
+    if adv == list(range(adv[0], adv[-1] + 1)) and adv[0] > 0:
+        k, lead = len(bshape), adv[0]
+        perm = list(range(k, k + lead)) + list(range(k)) + list(range(k + lead, r.ndim))
+        r = b.transpose(r, perm)
+    return r

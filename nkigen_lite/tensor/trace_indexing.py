@@ -19,7 +19,7 @@ from . import rules
 from .trace_array import TracedArray, TraceError
 from .trace_assign import is_strided, strided_setitem
 from .trace_functions import implements, require, value
-from .trace_gather import getitem_scalars, setitem_rows, setitem_scalars, take_traced
+from .trace_gather import getitem_multi, getitem_scalars, setitem_rows, setitem_scalars, take_traced
 from .trace_shape import slices
 
 
@@ -124,10 +124,7 @@ def getitem(arr: TracedArray, key) -> TracedArray:
     if not arrays:
         return arr.view(b.value_getitem(v, key))
     if len(arrays) > 1:
-        raise TraceError(
-            f"{what}: more than one integer-array index (traced or static) is not supported when "
-            "tracing; index one axis at a time or use np.take"
-        )
+        return TracedArray(getitem_multi(b, v, key, what))
     pos = arrays[0]
     idx = key[pos]
     if isinstance(idx, TracedArray):

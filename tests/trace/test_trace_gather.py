@@ -92,6 +92,15 @@ READS = {
     "x[:, t, None, 1:3] 3-D": (lambda x, t: x[:, t, None, 1:3], X3, i32(3)),
     "x[t, s] (two traced scalars)": (lambda x, t, s: x[t, s], X, i32(5), i32(-1)),
     "cache[:, pos] (a KV-cache read)": (lambda c, p: c[:, p], CACHE, i32(11)),
+    "x[arange, ids] (several index arrays)": (lambda x, i: x[np.arange(6), i], X, i32([9, 0, 3, -1, 5, 5])),
+    "x[ids, :, jds] (apart: to the front)": (
+        lambda x, i, j: x[i, :, j],
+        X3,
+        i32([[0, 2], [1, -1]]),
+        i32([3, -4]),
+    ),
+    "x[:, ids, jds] (adjacent)": (lambda x, i, j: x[:, i, j], X3, i32([[0, 4], [1, -1]]), i32([3, 0])),
+    "x[t, :, ids] (0-d with an array)": (lambda x, t, j: x[t, :, j], X3, i32(-1), i32([2, 0, 1])),
     "np.take_along_axis axis 1": (
         lambda x, i: np.take_along_axis(x, i, axis=1),
         X,
@@ -268,15 +277,18 @@ def test_an_out_of_range_traced_position_write_fails_at_run_time():
 
 
 def _two_traced(x, i):
-    return x[i, i]
+    y = x.copy()
+    y[i, i] = 0.0
+    return y
 
 
 @pytest.mark.parametrize(
     "fn, args, match",
     [
         (lambda x: x[x], (X,), r"x\[\.\.\.\]: indices must be integers"),
-        (_two_traced, (X, i32([0, 1])), "more than one integer-array index"),
-        (lambda x, i: x[i, [0, 1]], (X, i32([0, 1])), "more than one integer-array index"),
+        (lambda x, i: x[i, [0, 1, 2]], (X, i32([0, 1])), "could not be broadcast together"),
+        (lambda x, i: x[i, None, i], (X, i32([0, 1])), "None .np.newaxis. next to several index arrays"),
+        (_two_traced, (X, i32([0, 1])), "assignment through more than one index array"),
         (
             _set_t(lambda t: (t, slice(None, None, 2)), lambda x, t: 0.0),
             (X, i32(0)),

@@ -178,7 +178,7 @@ def test_in_place_update_after_the_view_is_gone_is_allowed():
         (lambda x: _set(x.copy(), (7,), 0.0), "index 7 is out of bounds"),
         (lambda x: x[x], "indices must be integers"),
         (lambda x: x[x > 0], "traced boolean mask"),
-        (lambda x: x[[0, 1], [1, 2]], "more than one integer-array index"),
+        (lambda x: x[[0, 1], [1, 2, 3]], "could not be broadcast together"),
         (lambda x: x[np.ones((4, 5), bool)], r"boolean index of shape \(4, 5\)"),
         (lambda x: x[1.5], "unsupported index 1.5"),
         (lambda x: x[0, 0, 0, 0], "too many indices"),
