@@ -110,11 +110,30 @@ def softplus(x):
     return _activation("softplus", x)
 
 
-def topk(x, k, axis=-1):
+def topk(x, k, axis=-1, largest=True):
     """The ``k`` largest elements along ``axis``, descending, and their int32 indices (equal
     values: lower index first; NaN above every number): ``(values, indices)``. NumPy arrays in,
-    NumPy arrays out; inside @nk.trace (or on Builder Values) one ``tensor.topk`` op."""
+    NumPy arrays out; inside @nk.trace (or on Builder Values) one ``tensor.topk`` op.
+    ``largest=False`` gives the ``k`` smallest, ascending (equal values: lower index first; NaN
+    still counts as the extreme, as ``np.argmin`` does): ``tensor.topk`` of ``-x`` (floats) or
+    ``~x`` (integers: order-reversing without overflow), its values flipped back."""
+    if not isinstance(largest, (bool, np.bool_)):
+        raise BuildError(f"nk.topk: largest must be True or False, got {largest!r}")
     b, traced = _builder_of((x,))
+    if not largest:
+        if b is None:
+            kind = np.asarray(x).dtype.kind
+        else:
+            dt = _unwrap(b, x).dtype
+            kind = "b" if dt.is_bool else "f" if dt.is_float else "i"
+        if kind == "b":
+            raise BuildError("nk.topk: largest=False is not defined for bool arrays")
+
+        def flip(v):
+            return ~v if kind in "iu" else -v
+
+        values, indices = topk(flip(np.asarray(x) if b is None else x), k, axis)
+        return flip(values), indices
     if b is None:
         a = np.asarray(x)
         if a.ndim == 0:

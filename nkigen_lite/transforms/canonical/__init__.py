@@ -2,6 +2,7 @@
 
 from .empty import EMPTY_PATTERNS
 from .folding import FOLDING_PATTERNS
+from .gather_shapes import GATHER_SHAPE_PATTERNS
 from .identities import IDENTITY_PATTERNS
 from .masks import MASK_PATTERNS
 from .recompose import RECOMPOSE_PATTERNS
@@ -16,6 +17,7 @@ PATTERNS = (
     + RECOMPOSE_PATTERNS
     + MASK_PATTERNS
     + SOFTMAX_SCALE_PATTERNS
+    + GATHER_SHAPE_PATTERNS
 )
 
 __all__ = ["PATTERNS"]
