@@ -58,3 +58,6 @@ def get_workload(name: str) -> Workload:
 
 def _load_all() -> None:
     from . import attention, elementwise, embedding, mlp, moe, norms, qwen3, softmax  # noqa: F401  (registration)
+    from .greedy import GREEDY  # noqa: F401  (registration: the issue 13 decode workloads)
+    from .qwen3_decode import QWEN3_DECODE  # noqa: F401
+    from .sink_attention import SINK_ATTENTION  # noqa: F401

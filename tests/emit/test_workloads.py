@@ -32,6 +32,13 @@ CASES = [
     ("embedding", {"vocab": 3001, "hidden": 200, "tokens": 300, "dtype": nk.bfloat16}),
     ("moe", {"tokens": 4, "hidden": 256, "experts": 16, "inter": 128, "dtype": nk.float32}),
     ("moe", {"tokens": 3, "hidden": 192, "experts": 12, "inter": 160, "dtype": nk.bfloat16}),
+    ("greedy_sampling", {"rows": 3, "vocab": 5000}),
+    (
+        "qwen3_decode",
+        {"hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "inter": 512, "max_seq": 256},
+    ),
+    ("gptoss_sink_attention", {"seq": 128, "heads": 4, "kv_heads": 2, "head_dim": 64}),
+    ("gptoss_sink_attention_sliding", {"seq": 200, "heads": 2, "kv_heads": 1, "head_dim": 64}),
     ("matmul", {"m": 256, "k": 384, "n": 1024}),
     ("matmul", {"m": 200, "k": 300, "n": 700, "dtype": nk.bfloat16}),
     (
