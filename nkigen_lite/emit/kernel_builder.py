@@ -58,7 +58,10 @@ def emit_kb(graph, nb, target: str = "trn2", unroll: bool = DEFAULT_UNROLL):
     if not isinstance(unroll, bool):
         raise BuildError(f"emit_kb: unroll must be True or False, got {unroll!r}")
     func_name, names = kernel_names(graph)
-    outputs = {v: names[v] for v in graph.outputs.values()}
+    # an output aliasing an input is that input (nk.nki.verify): the kernel updates the input
+    # parameter in place, so it gets no output parameter of its own
+    params = set(graph.inputs)  # values hash by identity
+    outputs = {v: names[v] for v in graph.outputs.values() if v not in params}
 
     def spec(v):
         return getattr(nb, T.TENSOR_SPEC)(kernel_shape(v.type), _dtype(nb, v.type.dtype, names[v]))
