@@ -1,6 +1,7 @@
 """Greedy sampling: the int32 index of the largest of each row of fp32 logits (the Qwen3 vocab:
-151,936 columns), ties to the lower index as ``np.argmax``. Built on ``b.argmax`` (a row max,
-then the lowest column holding it)."""
+151,936 columns), ties to the lower index as ``np.argmax``. Built on ``b.argmax``, which
+compiles to the native top-1 (max8 / find_index8 per chunk of the row): one pass over the
+logits."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Greedy sampling (nkigen_lite/workloads/greedy.py): argmax over the 151,936 fp32 logits of the
 Qwen3 vocabulary, full size, one row and four rows, on the tensor interpreter, the NKI
 interpreter and the simulator; int32 indices equal to np.argmax exactly (ties to the lower
-index). Traffic asserted as a byte count."""
+index). Traffic asserted as a byte count (one pass)."""
 
 import numpy as np
 import pytest
@@ -52,12 +52,12 @@ def test_ties_go_to_the_lower_index(kernel):
         np.testing.assert_array_equal(got, want)
 
 
-def test_traffic_reads_the_logits_at_most_twice(kernel):
-    """Measured: the row max and the first index holding it are two passes over the logits
-    (b.argmax is a max, then a compare with an index min), so 2x the minimum."""
+def test_traffic_reads_the_logits_once(kernel):
+    """argmax runs as the native top-1 (max8 / find_index8 per chunk): one pass over the
+    logits; beyond the minimum (logits in, ids out) only a few bytes of index per row move
+    (measured: 12 B per row)."""
     g, k = kernel
     rows = g.inputs[0].type.shape[0]
     s = k.stats()
-    logits = rows * VOCAB * 4
-    assert s.min_hbm_bytes == logits + rows * 4
-    assert s.hbm_bytes <= 2 * logits + 64 * rows, (s.hbm_bytes, logits)
+    assert s.min_hbm_bytes == rows * VOCAB * 4 + rows * 4
+    assert s.min_hbm_bytes <= s.hbm_bytes <= s.min_hbm_bytes + 16 * rows, (s.hbm_bytes, s.min_hbm_bytes)
