@@ -14,6 +14,7 @@ from ...tensor import ops as T
 from ..layout.ops import LayoutConvertOp
 from .context import LowerContext
 from .homes import HbmHome
+from .permute_copy import copy_permuted
 from .rules import item_rule
 
 VIEW_OPS = (T.ReshapeOp, T.TransposeOp, T.BroadcastToOp, T.SliceOp)
@@ -24,7 +25,10 @@ def is_layout_convert(op: Op) -> bool:
 
 
 def copy_home(ctx: LowerContext, src: HbmHome, dst: HbmHome) -> None:
-    """HBM -> HBM DMA of a whole value (row-major element pairing)."""
+    """HBM -> HBM DMA of a whole value (row-major element pairing); a permuting copy goes
+    through TensorE transposes instead (permute_copy.py)."""
+    if copy_permuted(ctx, src, dst):
+        return
     ctx.b.dma_copy(dst=Access.whole(ctx.view(dst)), src=Access.whole(ctx.view(src)))
 
 
