@@ -65,3 +65,11 @@ def test_integer_permute_keeps_the_dma():
     k = _compile(lambda a: a.T.copy(), x)
     assert not any(isinstance(op, TransposeOp) for op in k.nki.walk())
     assert np.array_equal(k.run({"a": x})["y"], x.T)
+
+
+def test_reshaping_copy_of_a_permuted_view():
+    """A reshape of a transposed view needs a copy with different shapes on both sides: the
+    row-major element pairing of the plain DMA stays, and the values match NumPy."""
+    x = RNG.standard_normal((4, 8, 128)).astype(np.float32)
+    k = _compile(lambda a: a.transpose(1, 0, 2).reshape(8, 512), x)
+    assert np.array_equal(k.run({"a": x})["y"], x.transpose(1, 0, 2).reshape(8, 512))

@@ -41,7 +41,9 @@ def copy_permuted(ctx, src: HbmHome, dst: HbmHome) -> bool:
     shape = src.shape
     rank = len(shape)
     dt = src.base.type.dtype
-    if rank < 2 or not dt.is_float or dt.itemsize not in (2, 4) or dst.base.type.dtype is not dt:
+    if rank < 2 or tuple(dst.shape) != tuple(shape):  # a reshaping copy pairs elements row-major
+        return False
+    if not dt.is_float or dt.itemsize not in (2, 4) or dst.base.type.dtype is not dt:
         return False
     last = rank - 1
     if dst.strides[last] != 1 or shape[last] < 2:
