@@ -122,6 +122,10 @@ TARGETS = [
     ("x.sum() 512x512 f32", lambda: _trace(lambda x: x.sum(), np.zeros((512, 512), np.float32))),
     ("x.sum(0) 1024x256 f32", lambda: _trace(lambda x: x.sum(0), np.zeros((1024, 256), np.float32))),
     ("softmax 4x151936 f32", lambda: get_workload("softmax").graph(shape=(4, 151936))),
+    (
+        "transpose(2,0,1).copy() 64x128x256 f32",
+        lambda: _trace(lambda x: x.transpose(2, 0, 1).copy(), np.zeros((64, 128, 256), np.float32)),
+    ),
     ("Qwen3-0.6B layer bf16 seq 128", lambda: _qwen(128)),
     ("Qwen3-0.6B layer bf16 seq 512", lambda: _qwen(512)),
     ("Qwen3-0.6B layer bf16 seq 2048", lambda: _qwen(2048)),
