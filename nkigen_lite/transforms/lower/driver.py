@@ -42,6 +42,7 @@ from .remat import rematerialize
 from .row_sequence import emit_row_pair, find_row_pairs
 from .row_split import emit_row_split, find_row_splits
 from .rules import ITEM_RULES, item_rule, rule_for
+from .operand_cast import is_operand_cast
 from .views import VIEW_OPS, copy_home, is_layout_convert, plan_concats
 
 
@@ -343,7 +344,7 @@ def _touches_matmul(g: FusionGroup) -> bool:
 def _emits_nothing_dependent(op: Op) -> bool:
     """Items that may be lowered in the middle of a pipeline being collected: views, aliases and
     constants (they only read HBM values that exist already)."""
-    if isinstance(op, (T.ConstantOp,) + VIEW_OPS) or is_layout_convert(op):
+    if isinstance(op, (T.ConstantOp,) + VIEW_OPS) or is_layout_convert(op) or is_operand_cast(op):
         return True
     if isinstance(op, T.FullOp):
         return all(_consumed_as_immediate(u.op) for u in op.result.uses)

@@ -20,13 +20,16 @@ from ...ir.graph import Graph, ReturnOp, stable_topological_order
 from ...ir.op import Op
 from ...ir.value import Value
 from ...tensor import ops as T
+from .operand_cast import is_operand_cast
 
 FUSIBLE = (T.UnaryOp, T.BinaryOp, T.WhereOp, T.CastOp, T.ReduceOp, T.IotaOp)
 
 
 def is_fusible(op: Op) -> bool:
     """True for ops a fusion group can compute on tiles."""
-    return isinstance(op, FUSIBLE) and not (isinstance(op, T.ReduceOp) and not op.attrs["keepdims"])
+    if isinstance(op, T.ReduceOp) and not op.attrs["keepdims"]:
+        return False
+    return isinstance(op, FUSIBLE) and not is_operand_cast(op)  # operand casts: operand_cast.py
 
 
 def op_domain(op: Op) -> tuple[int, ...]:

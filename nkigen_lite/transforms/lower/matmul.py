@@ -25,6 +25,7 @@ from .homes import HbmHome
 from .instance import LoopSpec
 from .loopnest import run_loop_nest
 from .matmul_stage import natural_slice_bytes, stage_a_natural
+from .operand_cast import narrow_matmul_dtypes
 from .psum_plan import matmul_block_banks
 
 
@@ -77,7 +78,7 @@ def lower_matmul(
     ctx.at_op(op)
     a_v, b_v = op.operands
     c_v = op.result
-    ca, cb = _compute_dtypes(ctx.target, a_v.type.dtype, b_v.type.dtype)
+    ca, cb = narrow_matmul_dtypes(op) or _compute_dtypes(ctx.target, a_v.type.dtype, b_v.type.dtype)
     a_shape = (1,) + a_v.type.shape if a_v.type.rank == 1 else a_v.type.shape
     hb = ctx.home(b_v)
     if b_v.type.rank == 1:
@@ -348,9 +349,11 @@ class MatmulEmitter:
         if not self.transpose[which]:
             self.b.dma_copy(dst=dst, src=self._window(which + "_km", idx, k0, kt, x0, xw))
             return
+        src_dt = self.views[which + "_nat"].type.dtype  # an operand cast: transpose 16-bit, cast after
+        nat_dt = src_dt if dt.name == "f32" and src_dt.name in ("bf16", "f16") else dt
         for j in range(0, xw, self.p):
             w = min(self.p, xw - j)
-            nat = self.b.alloc((self.p, kt), dt, "sbuf", name=which + "_nat")
+            nat = self.b.alloc((self.p, kt), nat_dt, "sbuf", name=which + "_nat")
             self.b.dma_copy(
                 dst=_tile_acc(nat, _ds(0, w), _ds(0, kt)),
                 src=self._window(which + "_nat", idx, Affine.of(x0) + j, w, k0, kt),
