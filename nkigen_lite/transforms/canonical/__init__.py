@@ -3,6 +3,7 @@
 from .empty import EMPTY_PATTERNS
 from .folding import FOLDING_PATTERNS
 from .gather_shapes import GATHER_SHAPE_PATTERNS
+from .gqa import GQA_PATTERNS
 from .identities import IDENTITY_PATTERNS
 from .masks import MASK_PATTERNS
 from .recompose import RECOMPOSE_PATTERNS
@@ -18,6 +19,7 @@ PATTERNS = (
     + MASK_PATTERNS
     + SOFTMAX_SCALE_PATTERNS
     + GATHER_SHAPE_PATTERNS
+    + GQA_PATTERNS
 )
 
 __all__ = ["PATTERNS"]

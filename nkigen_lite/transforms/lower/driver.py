@@ -43,6 +43,7 @@ from .row_sequence import emit_row_pair, find_row_pairs
 from .row_split import emit_row_split, find_row_splits
 from .rules import ITEM_RULES, item_rule, rule_for
 from .operand_cast import is_operand_cast
+from .output_views import place_reshaped_outputs
 from .views import VIEW_OPS, copy_home, is_layout_convert, plan_concats
 
 
@@ -92,6 +93,7 @@ def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict):
     producers = _produced_in_kernel(graph, part)
     outputs = {n: v for n, v in graph.outputs.items() if n not in empty}
     aliases = place_aliased_outputs(ctx, graph, outputs, producers)
+    place_reshaped_outputs(ctx, outputs, producers, skip=aliases)
     for name, v in outputs.items():
         if v in producers and v not in ctx.homes:
             ctx.at(f"output {name}")

@@ -188,16 +188,35 @@ class MatmulEmitter:
 
     # ---- participant of a loop nest ----------------------------------------------------------------
     def prepare(self) -> None:
+        if self.resident and self.resident_level() == 0:
+            self._load_resident([0] * len(self.batch))
+
+    def _load_resident(self, idx: list) -> None:
         self.ctx.at(self.label)
-        if self.resident:
-            nk = -(-self.k // self.p)
-            self.b_resident = self.b.alloc((self.p, nk, self.n), self.b_dt, "sbuf", name="w_resident")
-            self._load_b_cache(self.b_resident, [0] * len(self.batch), 0, self.n)
+        nk = -(-self.k // self.p)
+        self.b_resident = self.b.alloc((self.p, nk, self.n), self.b_dt, "sbuf", name="w_resident")
+        self._load_b_cache(self.b_resident, idx, 0, self.n)
+
+    def resident_level(self) -> int:
+        """The loop level B is loaded at when resident: after the last batch loop along which
+        B varies (0: before the nest; GQA: per KV head, shared by its query heads)."""
+        level = 0
+        for i, lp in enumerate(self.loops):
+            if lp.kind == "I" and self.hb.strides[lp.dim] != 0:
+                level = i + 1
+        return level
+
+    def resident_reuse(self) -> int:
+        """How many loop instances read one resident copy of B."""
+        trips = 1
+        for lp in self.loops[self.resident_level() :]:
+            trips *= lp.n_full + (1 if lp.kind == "P" and lp.rem else 0)
+        return trips
 
     def resident_bytes(self) -> int | None:
-        """SBUF bytes per partition of B resident for the whole loop nest, or None when B
-        varies along a batch loop (a different B per instance) or there is one row tile."""
-        if self.m <= self.p or any(s != 0 for s, e in zip(self.hb.strides, self.batch) if e > 1):
+        """SBUF bytes per partition of B resident while the loops inside its level run, or
+        None when only one loop instance would read it."""
+        if self.resident_reuse() < 2:
             return None
         return -(-self.k // self.p) * self.n * self.b_dt.itemsize
 
@@ -221,6 +240,8 @@ class MatmulEmitter:
         return out
 
     def before(self, level: int, inst: dict) -> None:
+        if self.resident and level == self.resident_level() and level > 0:
+            self._load_resident(inst["idx"])
         if level == len(self.loops):
             self.ctx.at(self.label)
             self._m_tile(inst["idx"], inst["m0"], inst["mt"])

@@ -31,7 +31,7 @@ def choose_resident(emitters: list, used_bytes: int, sbuf_bytes: int) -> list:
     for em in emitters:
         size = em.resident_bytes()
         if size is not None and size <= room:
-            cands.append((em, size, em.b_bytes() * (em.m_tiles() - 1)))
+            cands.append((em, size, em.b_bytes() * (em.resident_reuse() - 1)))
     best: tuple = (0, ())
     if len(cands) <= EXHAUSTIVE_LIMIT:
         for r in range(1, len(cands) + 1):
