@@ -36,14 +36,14 @@ from .limits import LoweringLimit
 from .liveness import peak_live_bytes
 from .matmul import lower_matmul
 from .online import reads_running_max
+from .operand_cast import is_operand_cast
+from .output_views import place_reshaped_outputs
 from .pipeline import RowPipeline, emit_pipeline, group_member, matmul_member
 from .plan import RowTooWide, fold_rows, is_row_local, make_plan
 from .remat import rematerialize
 from .row_sequence import emit_row_pair, find_row_pairs
 from .row_split import emit_row_split, find_row_splits
 from .rules import ITEM_RULES, item_rule, rule_for
-from .operand_cast import is_operand_cast
-from .output_views import place_reshaped_outputs
 from .views import VIEW_OPS, copy_home, is_layout_convert, plan_concats
 
 
