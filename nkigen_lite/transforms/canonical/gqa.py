@@ -32,20 +32,32 @@ _ELEMENTWISE = (T.UnaryOp, T.BinaryOp, T.WhereOp, T.CastOp)
 
 def match_repeat(v: Value):
     """(x, axis, r) when ``v`` = reshape(broadcast_to(reshape(x))) repeats each index of x's
-    ``axis`` r times (``np.repeat(x, r, axis)``), else None."""
+    ``axis`` r times (``np.repeat(x, r, axis)``), else None. ``x`` is a Value, or (src, shape)
+    when the first reshape also reshaped ``src`` (reshapes of reshapes are folded): then x is
+    ``reshape(src, shape)``, built by ``_source``."""
     merge = def_op(v, T.ReshapeOp)
     bcast = def_op(merge.operand(0), T.BroadcastToOp) if merge is not None else None
     unit = def_op(bcast.operand(0), T.ReshapeOp) if bcast is not None else None
     if unit is None:
         return None
-    x = unit.operand(0)
-    xs, us, bs = x.type.shape, unit.result.type.shape, bcast.result.type.shape
-    for a in range(len(xs)):
-        if us == xs[: a + 1] + (1,) + xs[a + 1 :]:
-            r = bs[a + 1]
-            if bs == xs[: a + 1] + (r,) + xs[a + 1 :] and v.type.shape == xs[:a] + (xs[a] * r,) + xs[a + 1 :]:
-                return x, a, r
+    src = unit.operand(0)
+    us, bs = unit.result.type.shape, bcast.result.type.shape
+    for a in range(len(us) - 1):
+        xs = us[: a + 1] + us[a + 2 :]
+        if us[a + 1] != 1 or len(bs) != len(us):
+            continue
+        r = bs[a + 1]
+        if bs == xs[: a + 1] + (r,) + xs[a + 1 :] and v.type.shape == xs[:a] + (xs[a] * r,) + xs[a + 1 :]:
+            return (src if src.type.shape == xs else (src, xs)), a, r
     return None
+
+
+def _source(rw, x) -> Value:
+    """The un-repeated value of ``match_repeat`` (a reshape of its source when needed)."""
+    if isinstance(x, Value):
+        return x
+    src, shape = x
+    return make(rw, T.ReshapeOp, [src], {"shape": shape})
 
 
 def _repeat(rw, x: Value, a: int, r: int) -> Value:
@@ -65,7 +77,7 @@ class RepeatBelowCast(RewritePattern):
         if found is None:
             return False
         x, a, r = found
-        c = make(rw, T.CastOp, [x], dict(op.attrs))
+        c = make(rw, T.CastOp, [_source(rw, x)], dict(op.attrs))
         return replace(rw, op, _repeat(rw, c, a, r))
 
 
@@ -80,7 +92,7 @@ class RepeatBelowTranspose(RewritePattern):
             return False
         x, a, r = found
         perm = tuple(op.attrs["perm"])
-        t = make(rw, T.TransposeOp, [x], {"perm": perm})
+        t = make(rw, T.TransposeOp, [_source(rw, x)], {"perm": perm})
         return replace(rw, op, _repeat(rw, t, perm.index(a), r))
 
 
@@ -98,10 +110,11 @@ class GroupedMatmul(RewritePattern):
         rank = b_v.type.rank
         if a >= rank - 2 or a_v.type.rank != rank or a_v.type.shape[a] != b_v.type.shape[a]:
             return False
-        g = x.type.shape[a]
-        ash, xs = a_v.type.shape, x.type.shape
+        src = x if isinstance(x, Value) else x[0]
+        xs = x.type.shape if isinstance(x, Value) else x[1]
+        g, ash = xs[a], a_v.type.shape
         a4 = make(rw, T.ReshapeOp, [a_v], {"shape": ash[:a] + (g, r) + ash[a + 1 :]})
-        x4 = make(rw, T.ReshapeOp, [x], {"shape": xs[: a + 1] + (1,) + xs[a + 1 :]})
+        x4 = make(rw, T.ReshapeOp, [src], {"shape": xs[: a + 1] + (1,) + xs[a + 1 :]})
         mm = make(rw, T.MatmulOp, [a4, x4])
         return replace(rw, op, make(rw, T.ReshapeOp, [mm], {"shape": op.result.type.shape}))
 
