@@ -154,3 +154,47 @@ def test_cast_operand_with_other_uses_is_still_computed():
     x64 = np.asarray(x, np.float64)
     assert_close(out["y0"], x64 @ w, nk.float32, what="matmul")
     assert_close(out["y1"], x64 * 2.0, nk.float32, what="elementwise")
+
+
+def _layer(h, w_in, w_q, w_k, w_v, w_o, w_qn, w_kn, cos, sin, heads=4, kv_heads=2):
+    """A Qwen3-style attention block written as benchmarks/model_targets.py writes the layer:
+    per-head q / k rmsnorm, RoPE, np.repeat of the KV heads along the heads axis, causal mask."""
+    from tests.trace.numpy_workloads import rmsnorm, rope, softmax
+
+    _, seq, _ = h.shape
+    hd = w_qn.shape[0]
+    x = rmsnorm(h, w_in)
+    q = rmsnorm((x @ w_q).reshape(1, seq, heads, hd), w_qn)
+    k = rmsnorm((x @ w_k).reshape(1, seq, kv_heads, hd), w_kn)
+    v = (x @ w_v).reshape(1, seq, kv_heads, hd)
+    q, k = rope(q, k, cos, sin)
+    k = np.repeat(k, heads // kv_heads, axis=2)
+    v = np.repeat(v, heads // kv_heads, axis=2)
+    q, k, v = (t.transpose(0, 2, 1, 3) for t in (q, k, v))
+    s = (q @ k.transpose(0, 1, 3, 2)) / np.sqrt(hd)
+    s = s + np.triu(np.full((seq, seq), -1e4, np.float32), 1)[None, None]
+    p = softmax(s.astype(np.float32)).astype(h.dtype)
+    return (p @ v).transpose(0, 2, 1, 3).reshape(1, seq, heads * hd) @ w_o + h
+
+
+def test_layer_with_repeat_is_grouped_and_matches_float64():
+    """The np.repeat layer form (4 q / 2 kv heads, seq 256, head dim 64, bf16): no repeat is
+    materialised in HBM, and nk.run, Kernel.run and nk.simulate match the same NumPy program
+    evaluated in float64 (bf16 tolerance x4: bf16 activations through two matmul chains)."""
+    from .scale_helpers import check_three_ways
+
+    rng = np.random.default_rng(5)
+    seq, d, hd = 256, 128, 64
+    shapes = [(1, seq, d), (d,), (d, 4 * hd), (d, 2 * hd), (d, 2 * hd), (4 * hd, d), (hd,), (hd,)]
+    args = [rng.standard_normal(s) / (np.sqrt(s[0]) if len(s) == 2 else 1) for s in shapes]
+    args[1], args[6], args[7] = (1 + 0.1 * rng.standard_normal(a.shape) for a in (args[1], args[6], args[7]))
+    ang = np.arange(seq)[:, None] * 1e4 ** (-np.arange(hd // 2) / (hd // 2))[None, :]
+    args += [np.cos(ang), np.sin(ang)]
+    args = [a.astype(BF16) for a in args]
+    graph = nk.trace(_layer).trace(*args)
+    kern = nk.compile(graph)
+    warnings = [str(w) for w in kern.warnings()]
+    assert not any("np.repeat" in w for w in warnings), warnings
+    ref = _layer(*(np.asarray(a, np.float64) for a in args))
+    feeds = dict(zip(graph.input_names, args))
+    check_three_ways(graph, feeds, {"y": ref}, scale=4.0, kernel=kern)
