@@ -4,7 +4,8 @@
 - ``sum_F(f(...))`` -> the activation's fused ``reduce_res``;
 - a reduction whose only use is ``y - r`` folded into a bias -> ``tensor_reduce(negate=True)``;
 - exact widening casts read their operand's tile; a narrowing of an fp32 intermediate used only
-  by the cast is folded into the producer's write.
+  by the cast is folded into the producer's write;
+- a band mask ``where(cmp(iota_col - iota_row, k), a, b)`` -> one ``affine_select`` (affine_mask.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from ...ir.op import Op
 from ...ir.value import Value
 from ...tensor import ops as T
+from .affine_mask import mask_operands, plan_masks
 from .frame import TileFrame, immediate_of
 from .groups import domain_axes
 from .tile_common import ACT_FUNC, REDUCE_ALU
@@ -38,9 +40,12 @@ class FoldPlan:
     negated: set = field(default_factory=set)
     aliased: set = field(default_factory=set)  # casts emitted as no instruction (same tile)
     narrowed: dict = field(default_factory=dict)  # producer op -> dtype its tile is written in
+    masks: dict = field(default_factory=dict)  # where op -> MaskSpec (affine_mask.py)
 
     def operands_of(self, op: Op) -> list[Value]:
         """The values an op's emitted instruction(s) read."""
+        if op in self.masks:
+            return mask_operands(self.masks[op])
         spec = self.act.get(op)
         if spec is None:
             return list(op.operands)
@@ -62,6 +67,7 @@ class FoldPlan:
     @staticmethod
     def build(em: TileFrame) -> FoldPlan:
         fp = FoldPlan()
+        plan_masks(em, fp)
         _fold_activation_operands(em, fp)
         _negate_bias_reductions(em, fp)
         _fuse_row_sums(em, fp)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...ir.errors import BuildError
 from ...ir.op import Op
 from . import elementwise, reduce, select, sources  # noqa: F401  (they register TILE_RULES)
+from .affine_mask import emit_mask
 from .frame import TileFrame
 from .rules import TILE_RULES, rule_for
 
@@ -14,6 +15,8 @@ def emit_op(em: TileFrame, op: Op, inst) -> None:
     """Emit the instruction(s) computing ``op`` for one loop-nest instance."""
     if op in em.fold.act:
         return elementwise.activation(em, op, inst)
+    if op in em.fold.masks:
+        return emit_mask(em, op, inst)
     rule = rule_for(TILE_RULES, type(op))
     if rule is None:
         raise BuildError(
