@@ -13,6 +13,7 @@ from ...ir.passes import Pass, PassContext
 from ...nki.ops import AllocOp, DeallocOp
 from ...nki.target import TRN2
 from ...nki.types import TileType
+from .interleave import interleave_loops
 from .rotation import plan_rotation
 
 
@@ -41,11 +42,13 @@ def insert_deallocs(block: Block) -> int:
 
 @dataclass(frozen=True)
 class InsertDeallocs(Pass):
-    """Insert ``nki.dealloc`` after the last use of every tile (liveness per block), then give
-    loop-body tiles rotating buffers where SBUF and PSUM still fit (rotation.py)."""
+    """Insert ``nki.dealloc`` after the last use of every tile (liveness per block), run pairs
+    of independent loop iterations interleaved (interleave.py), then give loop-body tiles
+    rotating buffers where SBUF and PSUM still fit (rotation.py)."""
 
     name = "deallocs"
 
     def run(self, graph: Graph, ctx: PassContext) -> None:
         insert_deallocs(graph.body)
+        interleave_loops(graph, ctx.target or TRN2)
         plan_rotation(graph, ctx.target or TRN2)

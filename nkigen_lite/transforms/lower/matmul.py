@@ -182,6 +182,15 @@ class MatmulEmitter:
         # B streamed per K chunk and transposed on chip shares PSUM with them
         banks = matmul_block_banks(ctx.target, n, transposes=self.transpose["b"])
         self.block = min(n, banks * self.fmax)
+        if not self.transpose["b"] and k % self.p == 0 and k > self.p:  # B's K chunks in one DMA
+            sk, nk = hb.strides[-2], k // self.p
+            chunks = HbmHome(
+                hb.base,
+                hb.offset,
+                hb.shape[:-2] + (self.p, nk, n),
+                hb.strides[:-2] + (sk, self.p * sk, hb.strides[-1]),
+            )
+            self.views["b_chunks"] = ctx.view(chunks)
         self.loops = [LoopSpec("I", d, 1, e, 0) for d, e in enumerate(batch) if e > 1]
         if m > self.p:
             self.loops.append(LoopSpec("P", len(batch), self.p, m // self.p, m % self.p))
@@ -325,7 +334,17 @@ class MatmulEmitter:
         self._instances(self.m, self.p, m_tile)
 
     def _load_b_cache(self, cache, idx, n0, w: int) -> None:
-        """B's columns [n0, n0 + w) into ``cache`` [p, nk, w], K on the partitions."""
+        """B's columns [n0, n0 + w) into ``cache`` [p, nk, w], K on the partitions (one DMA per
+        N block when B is read K-major and K is a multiple of the partitions)."""
+        view = self.views.get("b_chunks")
+        if view is not None:
+            nk = self.k // self.p
+            for j in range(0, w, self.block):
+                wj = min(self.block, w - j)
+                src = [_ds(i, 1) for i in idx] + [_ds(0, self.p), _ds(0, nk), _ds(Affine.of(n0) + j, wj)]
+                dst = Access(cache, (_ds(0, self.p), _ds(0, nk), _ds(j, wj)))
+                self.b.dma_copy(dst=dst, src=Access(view, tuple(src)))
+            return
 
         def load(k0, kt, _first):
             for j in range(0, w, self.block):
