@@ -11,7 +11,8 @@ axis its only free dim with extent > 1, the whole chain is one instruction:
 
 (``p`` the partition, ``f`` the free index; the offset carries the instance's row / column
 offsets, so one instruction serves every row tile). ``a`` is the on_true tile (an immediate
-``a`` is a memset tile first) and ``b`` an immediate; with a tile ``b`` and an immediate ``a``
+``a`` reads a tile of that value the group fills once, before its loops) and ``b`` an
+immediate; with a tile ``b`` and an immediate ``a``
 the comparison is negated. The iotas, the subtract and the compare are folded away when the
 mask is their only use. ``affine_select`` compares an int32 value exactly and writes on_true
 bit for bit, so results are unchanged.
@@ -167,10 +168,9 @@ def emit_mask(em: TileFrame, op, inst) -> None:
     acc = em.access(op.result, inst)
     if isinstance(spec.on_true, Value):
         src = em.access(spec.on_true, inst, em.ext(op.result))
-    else:
-        src = acc
-        em.b.memset(dst=acc, value=spec.on_true)
-        em.note("vector", inst.extents[col_d])
+    else:  # the group's tile of that value, filled once before the loops
+        const = em.const_tiles[(spec.on_true, op.result.type.dtype.name)]
+        src = em.tile_access(const, inst, em.ext(op.result))
     col_ext = em.ext(op.result)[col_d]
     n = inst.extents[col_d] if col_ext > 1 else 1
     offset = Affine.of(inst.offsets[row_d]) * spec.row_coef - spec.k

@@ -55,6 +55,15 @@ class FoldPlan:
                 out.append(x)
         return out
 
+    def const_tiles(self) -> list[tuple]:
+        """(value, dtype name, result) of the masks whose on_true is an immediate: one tile of
+        that value, filled once before the loops (affine_mask.py)."""
+        return [
+            (spec.on_true, op.result.type.dtype.name, op.result)
+            for op, spec in self.masks.items()
+            if not isinstance(spec.on_true, Value)
+        ]
+
     def const_columns(self) -> list[tuple]:
         keys = []
         for spec in self.act.values():

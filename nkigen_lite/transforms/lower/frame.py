@@ -45,6 +45,7 @@ class TileFrame:
         self.busy: dict[str, float] = {}
         self.tiles: dict[Value, Value] = {}
         self.const_cols: dict[tuple, Value] = {}
+        self.const_tiles: dict[tuple, Value] = {}  # (value, dtype name) -> a tile filled with it
         self.fold = None  # the group's FoldPlan, set by the group emitter
         # values held in a full-row SBUF buffer (row_sequence.py): the buffer, read at the
         # instance's free-dim offsets instead of from offset 0

@@ -194,6 +194,11 @@ class GroupEmitter(TileFrame):
                 t = self.b.alloc((inst.rows(), 1), "f32", "sbuf", name="cst")
                 self.b.memset(dst=t, value=float(value))
                 self.const_cols[(value, dtype_name)] = t
+            for value, dtype_name, like in self.fold.const_tiles():
+                if (value, dtype_name) not in self.const_tiles:
+                    t = self.scratch_tile(like, inst, like.type.dtype)
+                    self.b.memset(dst=t, value=float(value))
+                    self.const_tiles[(value, dtype_name)] = t
         for u in self.externals:
             if self.levels[u] == level:
                 if u in self.provided:
