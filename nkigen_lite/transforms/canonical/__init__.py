@@ -1,5 +1,6 @@
 """The canonicalization rules, grouped by kind; ``PATTERNS`` is the full set in a fixed order."""
 
+from .attention import ATTENTION_PATTERNS
 from .empty import EMPTY_PATTERNS
 from .folding import FOLDING_PATTERNS
 from .gather_shapes import GATHER_SHAPE_PATTERNS
@@ -20,6 +21,7 @@ PATTERNS = (
     + SOFTMAX_SCALE_PATTERNS
     + GATHER_SHAPE_PATTERNS
     + GQA_PATTERNS
+    + ATTENTION_PATTERNS
 )
 
 __all__ = ["PATTERNS"]

@@ -22,6 +22,7 @@ from ...tensor import ops as T
 from . import (
     collective,  # noqa: F401  (registers the collectives' item rule)
     custom,  # noqa: F401  (registers the custom-kernel rule)
+    flash_attention,  # noqa: F401  (registers tensor.flash_attention's lowering)
     indexed,  # noqa: F401  (registers the gather / scatter item rules)
     topk,  # noqa: F401  (registers the native topk item rule)
 )
