@@ -95,3 +95,15 @@ def test_intermediate_used_elsewhere_is_not_fused(monkeypatch):
     q, k, v = _inputs((), 128, 512, 32, 32)
     kern = nk.compile(fn, q, k, v)
     assert "tensor.flash_attention" not in kern.ir("cleanup")
+
+
+def test_unsupported_shapes_are_a_clear_error():
+    """flash_attention built directly with a head dim over 128: one BuildError naming the op
+    and the rule, not a broken kernel."""
+    b = nk.Builder("fa")
+    q = b.add_input("q", (128, 192), nk.float32)
+    k = b.add_input("k", (256, 192), nk.float32)
+    v = b.add_input("v", (256, 64), nk.float32)
+    b.set_outputs({"o": b.flash_attention(q, k, v, scale=0.1)})
+    with pytest.raises(nk.BuildError, match=r"tensor.flash_attention .*D <= 128"):
+        nk.compile(b.graph)

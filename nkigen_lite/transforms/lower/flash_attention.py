@@ -18,6 +18,7 @@ per group and updates every tile of it, so K and V are read ⌈M / (128·QUERY_G
 from __future__ import annotations
 
 from ...ir.dtypes import get_dtype
+from ...ir.errors import BuildError
 from ...nki.builder import Builder
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor.composites_attention import FlashAttentionOp
@@ -275,6 +276,12 @@ def _chunk(col0) -> Affine:
 
 def flash_attention_body(types, attrs):
     """The NKI kernel of one ``tensor.flash_attention`` with operand types ``types``."""
+    if not supported(*types):
+        shapes = ", ".join(f"{n} {t}" for n, t in zip("qkv", types))
+        raise BuildError(
+            f"tensor.flash_attention ({shapes}): the kernel takes f32 q (..., M, D), k (..., N, D) "
+            f"and v (..., N, Dv) with equal batch dims, D <= {MAX_HEAD_DIM} and Dv <= {MAX_VALUE_DIM}"
+        )
     return _Kernel(types, float(attrs["scale"])).build()
 
 
