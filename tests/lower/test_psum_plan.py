@@ -52,10 +52,7 @@ def _inputs():
     )
 
 
-def test_matmuls_and_transposes_share_eight_banks_by_liveness(monkeypatch):
-    # the depths below are those of the row loop as the lowering emits it: interleave.py, which
-    # would run its two row tiles as interleaved copies sharing the banks, is off here
-    monkeypatch.setattr("nkigen_lite.transforms.lower.interleave.ROUNDS", 0)
+def test_matmuls_and_transposes_share_eight_banks_by_liveness():
     args = _inputs()
     k = nk.compile(_several_matmuls, *args)
     ops = list(k.nki.walk())

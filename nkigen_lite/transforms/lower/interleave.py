@@ -10,8 +10,10 @@ unroll-and-jam by 2): while A's next instruction waits for its producer, the eng
 An odd trip count runs the last iteration alone after the loop; a loop of 2 trips becomes its
 two iterations straight.
 
-A loop is transformed only when the result is certainly the same: its body (nested loops
-included) runs a Tensor-engine instruction; every instruction in it writes only tiles
+A loop is transformed when its body (nested loops included) runs a Tensor-engine instruction
+and a ScalarE activation or VectorE reduction — a chain across engines; the loads, matmuls and
+copies of a plain matmul overlap through rotating buffers instead, which the doubled tiles would
+crowd out — and only when the result is certainly the same: every instruction in it writes only tiles
 allocated inside the body or HBM tensors nothing in the loop reads, and the windows of one HBM
 tensor written in different iterations are disjoint (one view, and a dim in which all its
 writers move together by at least their joint span per iteration); the body holds only
@@ -29,6 +31,7 @@ from __future__ import annotations
 from ...ir.graph import Block, Graph, Region
 from ...nki.access import AffineSpec, pack
 from ...nki.ops import (
+    ActivationOp,
     AllocOp,
     CollectiveOp,
     DeallocOp,
@@ -37,6 +40,7 @@ from ...nki.ops import (
     ForiLoopOp,
     MatmulOp,
     NkiOp,
+    TensorReduceOp,
     TransposeOp,
 )
 from ...nki.target import Target
@@ -44,6 +48,7 @@ from ...nki.types import Access, Affine, DimSlice, IndexType, MemorySpace, TileT
 from .rotation import _peaks
 
 _TENSOR_OPS = (MatmulOp, TransposeOp)
+_CHAIN_OPS = (ActivationOp, TensorReduceOp)
 
 
 class _Unsupported(Exception):
@@ -209,7 +214,10 @@ def _interleaved(loop: ForiLoopOp) -> list:
 
 
 def _has_tensor_work(loop: ForiLoopOp) -> bool:
-    return any(isinstance(op, _TENSOR_OPS) for op in loop.body.walk())
+    """The body runs the Tensor engine and a ScalarE activation or a VectorE reduction: a chain
+    across engines (a plain matmul's loads, matmuls and copies rotate buffers instead)."""
+    ops = list(loop.body.walk())
+    return any(isinstance(op, _TENSOR_OPS) for op in ops) and any(isinstance(op, _CHAIN_OPS) for op in ops)
 
 
 def _candidates(block: Block, live: tuple[int, int], out: list) -> tuple[int, int]:
