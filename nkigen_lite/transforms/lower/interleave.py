@@ -14,14 +14,14 @@ A loop is transformed when its body (nested loops included) runs a Tensor-engine
 and a ScalarE activation or VectorE reduction — a chain across engines; the loads, matmuls and
 copies of a plain matmul overlap through rotating buffers instead, which the doubled tiles would
 crowd out — and only when the result is certainly the same: every instruction in it writes
-only tiles allocated inside the body or HBM tensors nothing in the loop reads, and the windows of one HBM
-tensor written in different iterations are disjoint (one view, and a dim in which all its
-writers move together by at least their joint span per iteration); the body holds only
+only tiles allocated inside the body or HBM tensors nothing in the loop reads, and the windows
+of one HBM tensor written in different iterations are disjoint (one view, and a dim in which
+all its writers move together by at least their joint span per iteration); the body holds only
 allocations, deallocations, loops and NKI instructions (no collectives, no indirect DMAs); and
 the kernel's SBUF and PSUM still fit with both iterations' tiles live (counted as the verifier
-counts them). Each round transforms the innermost qualifying loops; ``ROUNDS`` rounds (a loop unrolled whole leaves its parent innermost, a pair loop may be
-paired again) bound the growth of a nest to 2^ROUNDS copies, so the work stays linear in the
-kernel.
+counts them). Each round transforms the innermost qualifying loops; ``ROUNDS`` rounds (a loop
+unrolled whole leaves its parent innermost, a pair loop may be paired again) bound the growth
+of a nest to 2^ROUNDS copies, so the work stays linear in the kernel.
 Runs after ``insert_deallocs`` and before rotating buffers are chosen.
 """
 
