@@ -22,31 +22,39 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import nkigen_lite as nk  # noqa: E402
 from nkigen_lite.transforms import capabilities  # noqa: E402
+from nkigen_lite.transforms.decomposition import ordering  # noqa: E402
 
-# (label, shape, dtype, k): vocabulary-sized rows, a MoE router, greedy sampling (k = 1)
+# (label, shape, dtype, k): vocabulary-sized rows, a MoE router, greedy sampling (k = 1, and
+# b.argmax, which becomes topk(x, 1) when the native path takes it); k = 0 marks b.argmax
 GRAPHS = [
     ("vocab 128x151936 f32 k=8", (128, 151936), nk.float32, 8),
     ("vocab 128x151936 bf16 k=8", (128, 151936), nk.bfloat16, 8),
     ("vocab 128x151936 bf16 k=16", (128, 151936), nk.bfloat16, 16),
     ("router 128x128 f32 k=8", (128, 128), nk.float32, 8),
     ("greedy 1x151936 f32 k=1", (1, 151936), nk.float32, 1),
+    ("greedy argmax 1x151936 f32", (1, 151936), nk.float32, 0),
+    ("argmax 8x151936 bf16", (8, 151936), nk.bfloat16, 0),
 ]
 
 
 @contextmanager
 def decomposed_only():
-    """Make decompose expand every topk (the path before the native lowering)."""
-    saved = capabilities.native_topk_refusal
-    capabilities.native_topk_refusal = lambda _op, _target: "forced: the decomposed path"
+    """Make decompose expand every topk and argmax (the paths before the native lowering)."""
+    saved = capabilities.native_topk_refusal, ordering.topk_refusal
+    capabilities.native_topk_refusal = lambda *_: "forced: the decomposed path"
+    ordering.topk_refusal = lambda *_: "forced: the decomposed path"
     try:
         yield
     finally:
-        capabilities.native_topk_refusal = saved
+        capabilities.native_topk_refusal, ordering.topk_refusal = saved
 
 
 def _graph(shape, dtype, k):
     b = nk.Builder("topk")
     x = b.add_input("x", shape, dtype)
+    if k == 0:
+        b.set_outputs({"i": b.argmax(x, axis=-1)})
+        return b.graph
     v, i = b.topk(x, k)
     b.set_outputs({"v": v, "i": i})
     return b.graph

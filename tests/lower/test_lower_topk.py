@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
+from nkigen_lite.nki.target import TRN2
+from nkigen_lite.transforms.lower.topk import fold_factor
 
 NEG_INF = float("-inf")
 
@@ -51,32 +53,39 @@ def _data(shape, dtype, seed, *, ties=True, neg_inf=0.0):
     return x.astype(dtype.np_dtype)
 
 
-# (shape, dtype, k, axis, -inf fraction): rows of 40,000 are 3 chunks of 13,334 / 13,334 /
-# 13,332 (not a multiple of the chunk); 130 rows are a full 128-row block and a peeled 2
-CASES = [
-    ((4, 40000), nk.float32, 8, -1, 0.0),
-    ((4, 40000), nk.float32, 1, -1, 0.0),
-    ((4, 40000), nk.bfloat16, 16, -1, 0.0),
-    ((4, 40000), nk.bfloat16, 9, -1, 0.999),  # fewer finite values than k in most rows
-    ((2, 40000), nk.float16, 8, -1, 0.5),
-    ((130, 300), nk.float32, 8, -1, 0.3),
-    ((130, 300), nk.bfloat16, 16, -1, 0.0),
-    ((3, 12), nk.bfloat16, 12, -1, 0.2),  # k = n > 8: the whole stable order
-    ((6, 9, 20), nk.float32, 5, 1, 0.0),  # axis in the middle: rows through a copy
-    ((50, 6), nk.float32, 3, 0, 0.0),  # axis 0: rows read with a stride
-    ((5, 1000), nk.int16, 9, -1, 0.0),
-    ((5, 1000), nk.uint8, 4, -1, 0.0),
-    ((5, 1000), nk.int8, 16, -1, 0.0),
+# (shape, dtype, k, axis, -inf fraction). One row per partition: 70 rows of 33,001 are 3 chunks
+# of 11,001 / 11,001 / 10,999 (not a multiple of the chunk); 130 rows are a full 128-row block
+# and a peeled 2. Folded (few long rows, each spread over q partitions): 4 rows of 40,000 run on
+# 125 partitions of 320 elements each.
+CASES = [  # (shape, dtype, k, axis, -inf fraction, folded)
+    ((70, 33001), nk.float32, 8, -1, 0.0, False),
+    ((70, 33001), nk.bfloat16, 16, -1, 0.3, False),
+    ((70, 33001), nk.float32, 1, -1, 0.0, False),
+    ((4, 40000), nk.float32, 8, -1, 0.0, True),
+    ((4, 40000), nk.float32, 1, -1, 0.0, True),
+    ((4, 40000), nk.bfloat16, 16, -1, 0.0, True),
+    ((4, 40000), nk.bfloat16, 9, -1, 0.999, True),  # fewer finite values than k in most rows
+    ((2, 40000), nk.float16, 8, -1, 0.5, True),
+    ((130, 300), nk.float32, 8, -1, 0.3, False),
+    ((130, 300), nk.bfloat16, 16, -1, 0.0, False),
+    ((3, 12), nk.bfloat16, 12, -1, 0.2, False),  # k = n > 8: the whole stable order
+    ((6, 9, 20), nk.float32, 5, 1, 0.0, False),  # axis in the middle: rows through a copy
+    ((50, 6), nk.float32, 3, 0, 0.0, False),  # axis 0: rows read with a stride
+    ((5, 1000), nk.int16, 9, -1, 0.0, True),
+    ((70, 1000), nk.uint8, 4, -1, 0.0, False),
+    ((5, 1000), nk.int8, 16, -1, 0.0, True),
 ]
 
 
-@pytest.mark.parametrize("shape,dtype,k,axis,neg_inf", CASES)
-def test_native_topk_matches_stable_argsort_everywhere(shape, dtype, k, axis, neg_inf):
+@pytest.mark.parametrize("shape,dtype,k,axis,neg_inf,folded", CASES)
+def test_native_topk_matches_stable_argsort_everywhere(shape, dtype, k, axis, neg_inf, folded):
     x = _data(shape, dtype, sum(shape) + k, neg_inf=neg_inf)
     if not dtype.is_float:
         x = np.random.default_rng(k).integers(np.iinfo(dtype.np_dtype).min, 5, shape).astype(dtype.np_dtype)
     kern = nk.compile(_graph(shape, dtype, k, axis))
     assert _native(kern)
+    rows, n = int(np.prod(shape)) // shape[axis], shape[axis]
+    assert (fold_factor(rows, n, k, dtype, TRN2) > 1) == folded  # both layouts are exercised
     _check(nk.run(_graph(shape, dtype, k, axis), {"x": x}), x, k, axis)
     _check(kern.run({"x": x}), x, k, axis)
     _check(nk.simulate(kern, {"x": x}), x, k, axis)
@@ -88,19 +97,19 @@ def test_distinct_values_and_negatives():
     _check(kern.run({"x": x}), x, 8, -1)
 
 
-def test_ties_across_chunks_go_to_the_lower_index():
-    """Every row is one value: the answer is indices 0..k-1, which lie in the first chunk;
-    then the maximum appears once per chunk, at its end: one index per chunk, ascending."""
-    x = np.full((2, 40000), 7.0, np.float32)
+@pytest.mark.parametrize("rows", [2, 70])  # folded over partitions / one row per partition
+def test_ties_across_chunks_go_to_the_lower_index(rows):
+    """Every row is one value: the answer is indices 0..k-1, which lie in the first chunk (or
+    partition); then the maximum appears a few times far apart: ascending indices."""
+    x = np.full((rows, 33001), 7.0, np.float32)
     for k in (8, 16):
-        kern = nk.compile(_graph(x.shape, nk.bfloat16 if k > 8 else nk.float32, k))
         xin = x.astype(nk.bfloat16.np_dtype) if k > 8 else x
+        kern = nk.compile(_graph(x.shape, nk.bfloat16 if k > 8 else nk.float32, k))
         _check(kern.run({"x": xin}), xin, k, -1)
-    y = np.zeros((2, 40000), np.float32)
-    y[:, [13333, 26667, 39999]] = 5.0
-    kern = nk.compile(_graph(y.shape, nk.float32, 4))
-    got = kern.run({"x": y})
-    np.testing.assert_array_equal(got["i"][0], [13333, 26667, 39999, 0])
+    y = np.zeros((rows, 33001), np.float32)
+    y[:, [11000, 11001, 22003, 33000]] = 5.0
+    got = nk.compile(_graph(y.shape, nk.float32, 5)).run({"x": y})
+    np.testing.assert_array_equal(got["i"][-1], [11000, 11001, 22003, 33000, 0])
 
 
 @pytest.mark.parametrize(
@@ -179,9 +188,21 @@ def test_argmax_runs_on_the_native_topk(shape, dtype, axis, keepdims):
         np.testing.assert_array_equal(got["y"], want)
 
 
-def test_greedy_argmax_reads_the_logits_once():
+def test_greedy_argmax_reads_the_logits_once_over_every_partition():
+    """argmax of one 151,936-logit row: folded over 128 partitions of 1,187 logits, the 128
+    candidates merged on one partition; HBM traffic within 1.1x the logits read once (the
+    partition-to-partition candidate moves are SBUF -> SBUF)."""
     b = nk.Builder("greedy")
     xv = b.add_input("x", (1, 151936), nk.float32)
     b.set_outputs({"y": b.argmax(xv, axis=-1)})
-    s = nk.compile(b.graph).stats()
-    assert s.dma_bytes <= 1.1 * (151936 * 4 + 4)
+    kern = nk.compile(b.graph)
+    assert fold_factor(1, 151936, 1, nk.float32, TRN2) == 128
+    hbm = sum(
+        op.access("src").size * 4
+        for op in kern.nki.walk()
+        if op.name == "nki.dma_copy" and op.access("src").space.value == "hbm"
+    )
+    assert hbm <= 1.1 * 151936 * 4
+    x = _data((1, 151936), nk.float32, 3, ties=False)
+    x[0, [7, 150000]] = 1e6  # the first of two maxima
+    np.testing.assert_array_equal(kern.run({"x": x})["y"], [7])

@@ -52,6 +52,8 @@ KEYED_DTYPES = RAW_DTYPES - {"f32"}
 """Dtypes that may use k > 8: fp32 keys max(x, -FLT_MAX) keep their order with -inf free."""
 INDEX_LIMIT = 2**24  # fp32 holds every index below this exactly
 NEG_FLT_MAX = float(-np.finfo(np.float32).max)
+MERGE_MAX = 4096  # candidates one partition merges: candidates, indices, positions, one-hot in SBUF
+ONEHOT_BYTES = 64 * 1024  # per partition, the one-hot tile of one merge step
 
 
 def _topk_plan(n: int, k: int, dtype, target):
@@ -65,7 +67,7 @@ def _topk_plan(n: int, k: int, dtype, target):
     nchunks = -(-n // cmax)
     size = -(-n // nchunks)
     nchunks = -(-n // size)
-    return rounds, size, nchunks, nchunks * rounds * w, keyed
+    return rounds, size, nchunks, nchunks * k, keyed
 
 
 def native_topk_refusal(op, target) -> str | None:
@@ -87,8 +89,8 @@ def topk_refusal(x, k: int, axis: int, target) -> str | None:
     rounds, size, nchunks, cands, keyed = _topk_plan(n, k, x.dtype, target)
     if keyed and x.dtype.name not in KEYED_DTYPES:
         return f"k = {k} > {target.top8_width} on {x.dtype}: no fp32 sentinel lies below every value"
-    if nchunks > 1 and cands > target.top8_free_max:
-        return f"{cands:,} candidates per row exceed max8's {target.top8_free_max:,} elements"
+    if nchunks > 1 and cands > MERGE_MAX:
+        return f"{cands:,} candidates per row exceed the merge's {MERGE_MAX:,}"
     if n - (nchunks - 1) * size < target.top8_free_min:
         return "the last chunk would hold fewer than 8 elements"
     return None
@@ -122,7 +124,9 @@ def _rows_view(ctx: LowerContext, h: HbmHome, perm, rows: int, cols: int, copy_i
 
 def _tile(t, p: int, *dims) -> Access:
     """An access of tile ``t``: partitions [0, p) then (offset, size, stride) per free dim."""
-    return Access(t, (DimSlice(0, p, 1),) + tuple(DimSlice(Affine.of(o), n, s) for o, n, s in dims))
+    return Access(
+        t, (DimSlice(0, p, 1),) + tuple(DimSlice(Affine.of(o), n, s if n > 1 else 1) for o, n, s in dims)
+    )
 
 
 @item_rule(T.TopkOp)
@@ -148,77 +152,146 @@ def lower_topk(ctx: LowerContext, op: T.TopkOp) -> None:
 
 
 def _emit(ctx: LowerContext, src: HbmHome, out_v: HbmHome, out_i: HbmHome, n: int, k: int, dt) -> None:
+    rows = src.shape[0]
+    v_view, i_view = ctx.view(out_v), ctx.view(out_i)  # views are made outside the loops
+    q = fold_factor(rows, n, k, dt, ctx.target)
+    if q > 1:
+        _emit_folded(ctx, src.reshape((rows * q, n // q)), v_view, i_view, rows, q, n // q, k, dt)
+        return
     b, t = ctx.b, ctx.target
-    w = t.top8_width
-    rounds, size, nchunks, cands, keyed = _topk_plan(n, k, dt, t)
-    x_view, v_view, i_view = ctx.view(src), ctx.view(out_v), ctx.view(out_i)  # outside the loops
-    f32, u32, i32 = float32, uint32, int32
+    x_view = ctx.view(src)
+    rounds, _, nchunks, _, keyed = _topk_plan(n, k, dt, t)
 
     def block(_bi: Affine, r0: Affine, p: int) -> None:
-        cv = b.alloc((p, cands), f32, "sbuf", name="cand_v")
-        ci = b.alloc((p, 1, cands), f32, "sbuf", name="cand_i")
-        idx8 = b.alloc((p, w), u32, "sbuf", name="pos8")
-
-        def chunk(ci_index: Affine, c0: Affine, size_c: int) -> None:
-            tile = b.alloc((p, size_c), dt, "sbuf", name="chunk")
-            b.dma_copy(dst=tile, src=Access(x_view, (DimSlice(r0, p, 1), DimSlice(c0, size_c, 1))))
-            data = tile
-            if keyed:
-                data = b.alloc((p, size_c), f32, "sbuf", name="keys")
-                b.tensor_scalar(dst=data, data=tile, op0="maximum", operand0=NEG_FLT_MAX)
-            start = b.alloc((p, 1), f32, "sbuf", name="chunk_start")
-            b.iota(dst=start, pattern=[[0, 1]], offset=c0)
-            for r in range(rounds):
-                slot = ci_index * (rounds * w) + r * w
-                vals = Access(cv, (DimSlice(0, p, 1), DimSlice(slot, w, 1)))
-                b.max8(dst=vals, src=data)
-                b.find_index8(dst=idx8, data=data, vals=vals)
-                gidx = Access(ci, (DimSlice(0, p, 1), DimSlice(0, 1, 1), DimSlice(slot, w, 1)))
-                b.tensor_scalar(dst=gidx, data=idx8, op0="add", operand0=start)
-                if r < rounds - 1:
-                    b.match_replace8(dst=data, data=data, vals=vals, imm=float("-inf"))
-
-        _chunks(ctx, n, size, chunk)
+        cv, ci, width = _candidates(ctx, x_view, r0, p, n, k, dt, stride=0, pad=True)
         ov = b.alloc((p, k), dt, "sbuf", name="top_v")
-        oi = b.alloc((p, k), i32, "sbuf", name="top_i")
+        oi = b.alloc((p, k), int32, "sbuf", name="top_i")
         if nchunks == 1:  # the chunk's candidates are the answer
             _finish_values(ctx, ov, _tile(cv, p, (0, k, 1)), p, 0, k, keyed and dt.is_float)
             b.tensor_copy(dst=oi, src=_tile(ci, p, (0, 1, 1), (0, k, 1)))
         else:
-            _merge(ctx, cv, ci, ov, oi, p, k, rounds, cands, keyed and dt.is_float)
+            _merge(ctx, cv, ci, ov, oi, p, k, rounds, width, keyed and dt.is_float)
         b.dma_copy(dst=Access(v_view, (DimSlice(r0, p, 1), DimSlice(0, k, 1))), src=ov)
         b.dma_copy(dst=Access(i_view, (DimSlice(r0, p, 1), DimSlice(0, k, 1))), src=oi)
 
-    rows = src.shape[0]
     _chunks(ctx, rows, ctx.partitions, block)
 
 
+def fold_factor(rows: int, n: int, k: int, dt, target) -> int:
+    """Partitions one row is spread over (1: rows stay one per partition). Few long rows are
+    folded: each row runs alone on ``q`` partitions, a segment of n / q elements each (``q``
+    the largest divisor of n with 16 <= q <= 128 that keeps a segment >= 8 elements and the
+    q x (candidates per segment) merge row within max8's 16,384), when rows <= q / 2."""
+    p, w = target.num_partitions, target.top8_width
+    for q in range(p, 15, -1):
+        if n % q or rows * 2 > q or n // q < target.top8_free_min:
+            continue
+        _, _, nchunks, _, _ = _topk_plan(n // q, k, dt, target)
+        if w <= q * nchunks * k <= MERGE_MAX:
+            return q
+    return 1
+
+
+def _emit_folded(ctx, xq: HbmHome, v_view, i_view, rows: int, q: int, seg: int, k: int, dt) -> None:
+    """Each row on ``q`` partitions (xq: the input as (rows * q, seg)): per partition the top k
+    of its segment (global index = partition * seg + position, an iota channel multiplier),
+    then the q x k candidates moved onto one partition in partition order (one SBUF -> SBUF DMA
+    each, so equal values stay in index order) and merged there."""
+    b, t = ctx.b, ctx.target
+    x_view = ctx.view(xq)
+    rounds, _, _, _, keyed = _topk_plan(seg, k, dt, t)
+
+    def one_row(ri: Affine, _r: Affine, _one: int) -> None:
+        cv, ci, width = _candidates(ctx, x_view, ri * q, q, seg, k, dt, stride=seg, pad=False)
+        total = q * width
+        cv1 = b.alloc((1, total), float32, "sbuf", name="row_cand_v")
+        ci1 = b.alloc((1, 1, total), float32, "sbuf", name="row_cand_i")
+        b.dma_copy(dst=cv1, src=cv)
+        b.dma_copy(dst=ci1, src=ci)
+        ov = b.alloc((1, k), dt, "sbuf", name="top_v")
+        oi = b.alloc((1, k), int32, "sbuf", name="top_i")
+        _merge(ctx, cv1, ci1, ov, oi, 1, k, rounds, total, keyed and dt.is_float)
+        b.dma_copy(dst=Access(v_view, (DimSlice(ri, 1, 1), DimSlice(0, k, 1))), src=ov)
+        b.dma_copy(dst=Access(i_view, (DimSlice(ri, 1, 1), DimSlice(0, k, 1))), src=oi)
+
+    _chunks(ctx, rows, 1, one_row)
+
+
+def _candidates(ctx, x_view, r0: Affine, p: int, length: int, k: int, dt, stride: int, pad: bool):
+    """Per partition of rows [r0, r0 + p) of ``x_view``, the top k of each chunk of its
+    ``length`` elements: (candidate values (p, width) fp32, their global indices (p, 1, width)
+    fp32, width). Partition c's elements start at index c * ``stride``. With ``pad``, fewer than
+    8 candidates are padded to 8 with -inf (index 0) after the real ones."""
+    b, t = ctx.b, ctx.target
+    w = t.top8_width
+    rounds, size, nchunks, _, keyed = _topk_plan(length, k, dt, t)
+    m = nchunks * k
+    width = max(m, w) if pad else m
+    cv = b.alloc((p, width), float32, "sbuf", name="cand_v")
+    ci = b.alloc((p, 1, width), float32, "sbuf", name="cand_i")
+    if width > m:
+        b.memset(dst=_tile(cv, p, (m, width - m, 1)), value=float("-inf"))
+        b.memset(dst=_tile(ci, p, (0, 1, 1), (m, width - m, 1)), value=0.0)
+    v8 = b.alloc((p, w), float32, "sbuf", name="max8")
+    idx8 = b.alloc((p, w), uint32, "sbuf", name="pos8")
+
+    def chunk(j: Affine, c0: Affine, size_c: int) -> None:
+        tile = b.alloc((p, size_c), dt, "sbuf", name="chunk")
+        b.dma_copy(dst=tile, src=Access(x_view, (DimSlice(r0, p, 1), DimSlice(c0, size_c, 1))))
+        data = tile
+        if keyed:
+            data = b.alloc((p, size_c), float32, "sbuf", name="keys")
+            b.tensor_scalar(dst=data, data=tile, op0="maximum", operand0=NEG_FLT_MAX)
+        start = b.alloc((p, 1), float32, "sbuf", name="chunk_start")
+        b.iota(dst=start, pattern=[[0, 1]], offset=c0, channel_multiplier=stride)
+        for r in range(rounds):
+            take = min(w, k - r * w)
+            slot = j * k + r * w
+            b.max8(dst=v8, src=data)
+            b.find_index8(dst=idx8, data=data, vals=v8)
+            b.tensor_copy(
+                dst=Access(cv, (DimSlice(0, p, 1), DimSlice(slot, take, 1))), src=_tile(v8, p, (0, take, 1))
+            )
+            gidx = Access(ci, (DimSlice(0, p, 1), DimSlice(0, 1, 1), DimSlice(slot, take, 1)))
+            b.tensor_scalar(dst=gidx, data=_tile(idx8, p, (0, take, 1)), op0="add", operand0=start)
+            if r < rounds - 1:
+                b.match_replace8(dst=data, data=data, vals=v8, imm=float("-inf"))
+
+    _chunks(ctx, length, size, chunk)
+    return cv, ci, width
+
+
 def _merge(ctx, cv, ci, ov, oi, p: int, k: int, rounds: int, m: int, map_back: bool) -> None:
-    """The top k of the (p, m) candidates ``cv`` (indices in ``ci``) into ``ov`` / ``oi``."""
+    """The top k of the (p, m) candidates ``cv`` (indices in ``ci``) into ``ov`` / ``oi``: per
+    round max8, find_index8 (positions), then index = sum(ci * (iota == position)) for ``g``
+    positions at a time (the one-hot tile within ONEHOT_BYTES)."""
     b, w = ctx.b, ctx.target.top8_width
-    f32, u32 = float32, uint32
-    pos = b.alloc((p, w, 1), u32, "sbuf", name="merge_pos")
-    posf = b.alloc((p, w, 1), f32, "sbuf", name="merge_posf")
-    iot = b.alloc((p, 1, m), f32, "sbuf", name="cand_pos")
+    g = max(1, min(w, ONEHOT_BYTES // (4 * m)))
+    pos = b.alloc((p, w, 1), uint32, "sbuf", name="merge_pos")
+    posf = b.alloc((p, w, 1), float32, "sbuf", name="merge_posf")
+    iot = b.alloc((p, 1, m), float32, "sbuf", name="cand_pos")
     b.iota(dst=iot, pattern=[[1, m]])
-    onehot = b.alloc((p, w, m), f32, "sbuf", name="onehot")
-    mv = b.alloc((p, w), f32, "sbuf", name="merge_v")
-    gi = b.alloc((p, w), f32, "sbuf", name="merge_i")
+    onehot = b.alloc((p, g, m), float32, "sbuf", name="onehot")
+    mv = b.alloc((p, w), float32, "sbuf", name="merge_v")
+    gi = b.alloc((p, w), float32, "sbuf", name="merge_i")
     for r in range(rounds):
         b.max8(dst=mv, src=cv)
         b.find_index8(dst=pos, data=cv, vals=mv)
         if r < rounds - 1:
             b.match_replace8(dst=cv, data=cv, vals=mv, imm=float("-inf"))
         b.tensor_copy(dst=posf, src=pos)
-        b.tensor_tensor(
-            dst=onehot,
-            data1=_tile(iot, p, (0, w, 0), (0, m, 1)),
-            data2=_tile(posf, p, (0, w, 1), (0, m, 0)),
-            op="equal",
-        )
-        b.tensor_tensor(dst=onehot, data1=onehot, data2=_tile(ci, p, (0, w, 0), (0, m, 1)), op="multiply")
-        b.tensor_reduce(dst=gi, op="add", data=onehot, axis=(2,))
         take = min(w, k - r * w)
+        for j0 in range(0, take, g):
+            gj = min(g, take - j0)
+            hot = _tile(onehot, p, (0, gj, 1), (0, m, 1))
+            b.tensor_tensor(
+                dst=hot,
+                data1=_tile(iot, p, (0, gj, 0), (0, m, 1)),
+                data2=_tile(posf, p, (j0, gj, 1), (0, m, 0)),
+                op="equal",
+            )
+            b.tensor_tensor(dst=hot, data1=hot, data2=_tile(ci, p, (0, gj, 0), (0, m, 1)), op="multiply")
+            b.tensor_reduce(dst=_tile(gi, p, (j0, gj, 1)), op="add", data=hot, axis=(2,))
         _finish_values(ctx, ov, _tile(mv, p, (0, take, 1)), p, r * w, take, map_back)
         b.tensor_copy(dst=_tile(oi, p, (r * w, take, 1)), src=_tile(gi, p, (0, take, 1)))
 
