@@ -4,14 +4,18 @@ The operand is viewed as ``(rows, n)`` with the topk axis last (a copy only when
 is not such a view). Per block of up to 128 rows (rows on the partitions; full blocks in a
 ``fori_loop``, the remainder peeled) the axis is read in chunks of at most ``top8_free_max``
 elements that fit the SBUF budget (full chunks in a ``fori_loop``, the remainder peeled), each
-chunk exactly once. Per chunk, ``R = ceil(k / 8)`` rounds: ``max8`` writes the chunk's next 8
-largest values into a candidate row, ``find_index8`` their positions (a value repeated among
-the 8 takes successive positions in ascending order: documented), and the positions plus the
-chunk's start (an ``iota`` column) become global indices (fp32, exact below 2**24); between
+chunk exactly once. Per chunk, ``R = ceil(k / 8)`` rounds: ``max8`` gives the chunk's next 8
+largest values, ``find_index8`` their positions (a value repeated among the 8 takes successive
+positions in ascending order: documented), and the first k become candidates, their positions
+plus the chunk's start (an ``iota`` column) global indices (fp32, exact below 2**24); between
 rounds ``match_replace8`` replaces the 8 taken elements by ``-inf``. After the last chunk the
-candidates (8R per chunk, in chunk order) are merged by the same rounds, and each merged
+candidates (k per chunk, in chunk order) are merged by the same rounds, and each merged
 value's index is picked from the candidates by a one-hot compare (``iota == position``, times
 the candidate indices, summed). The values and indices (int32) are stored once.
+
+Few long rows are folded (``fold_factor``): each row alone on q partitions, a segment of n / q
+per partition (the iota's channel multiplier adds the segment's start), its q x k candidates
+moved onto one partition by an SBUF -> SBUF DMA in partition order and merged there.
 
 **Ties go to the lower index by construction.** Within a chunk, equal values among the 8 get
 ascending positions (find_index8's documented order for repeated values; the replaced elements
