@@ -373,6 +373,41 @@ def test_a_transfer_ready_early_fills_an_idle_gap_of_the_dma_engines():
     assert times["store a"][1] == pytest.approx(work_end + ENGINE_TO_DMA + ISSUE + L + T, rel=1e-12)
 
 
+def test_transfers_are_served_in_order_of_readiness_not_program_order():
+    """load a (small); short VectorE work; store a; load b (large, independent, later in
+    program order). b's transfer is ready before the store's and does not fit any idle gap:
+    the DMA engines serve it first (first ready, first served across queues), then the store.
+    Under program-order booking the load would queue behind the store."""
+    b = nk.nki.Builder("ready_order")
+    x = b.add_input("x", (128, 256), nk.float32)
+    z = b.add_input("z", (128, 8192), nk.float32)
+    y = b.alloc((128, 256), nk.float32, "hbm", name="y")
+    t, u = b.alloc((128, 256)), b.alloc((128, 8192))
+    b.loc = "load a"
+    b.dma_copy(t, x)
+    b.loc = "work"
+    b.tensor_scalar(t, t, "multiply", 2.0)
+    b.loc = "store a"
+    b.dma_copy(y, t)
+    b.loc = "load b"
+    b.dma_copy(u, z)
+    b.loc = "use b"
+    b.tensor_scalar(u, u, "multiply", 2.0)
+    b.dealloc(t)
+    b.dealloc(u)
+    b.set_outputs({"y": y})
+    g = b.graph
+    ta, tb = _transfer(g, "load a"), _transfer(g, "load b")
+    times = _times(_schedule(g))
+    load_a_end = ISSUE + L + ta
+    work_end = load_a_end + DMA_TO_ENGINE + 256 / V
+    store_ready = work_end + ENGINE_TO_DMA + ISSUE + L
+    load_b_ready = 2 * ISSUE + L  # third DMA, queue 0 (free at 600 ns)
+    assert load_b_ready < store_ready < max(load_b_ready, load_a_end) + tb  # no gap fits b
+    assert times["load b"] == pytest.approx((ISSUE, max(load_b_ready, load_a_end) + tb), rel=1e-12)
+    assert times["store a"][1] == pytest.approx(times["load b"][1] + ta, rel=1e-12)
+
+
 def test_the_shared_port_is_critical_only_when_busier_than_gpsimd():
     # fp32: VectorE at its base rate does not use the port, so it is exactly GpSimd's busy time
     e = estimate(_port(nk.float32))
