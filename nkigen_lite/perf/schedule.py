@@ -368,6 +368,24 @@ class Scheduler:
                 free[DMA] = last
         return free, w, r
 
+    def _advance(self, li: _LoopInfo, before: tuple, after: tuple) -> float:
+        """The largest advance over one iteration of the times the loop touches."""
+        period = 0.0
+        queues = {queue_name(q) for q in range(self.target.dge_instances)}
+        for old, new in zip(before, after):
+            for key, t in new.items():
+                if key in old and key not in queues:
+                    # a buffer of a tile rotating over this loop was last touched ``bufs``
+                    # iterations before: its advance spans that many periods
+                    period = max(period, (t - old[key]) / li.own.get(key, 1))
+        # the HW-DGE queues as one: with an odd number of DMAs per iteration round robin uses a
+        # queue every other iteration, so one queue's advance spans two periods
+        q_old = [before[0][q] for q in queues if q in before[0]]
+        q_new = [after[0][q] for q in queues if q in after[0]]
+        if q_old and q_new:
+            period = max(period, max(q_new) - max(q_old))
+        return period
+
     def _loop(self, loop: ForiLoopOp) -> None:
         trips = loop.trip_count
         k = min(trips, STEADY_STATE_ITERATIONS)
@@ -385,13 +403,7 @@ class Scheduler:
             return
         rest = trips - k
         after = self._snapshot(li)
-        period = 0.0
-        for old, new in zip(before, after):
-            for key, t in new.items():
-                if key in old:
-                    # a buffer of a tile rotating over this loop was last touched ``bufs``
-                    # iterations before: its advance spans that many periods
-                    period = max(period, (t - old[key]) / li.own.get(key, 1))
+        period = self._advance(li, before, after)
         for r, n in runs_before.items():  # the extrapolated iterations run the allocs too
             self.executions[r] += rest * (self.executions[r] - n)
             self.key[r] = (r, (self.executions[r] - 1) % self.bufs[r])

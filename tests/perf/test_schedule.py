@@ -18,6 +18,7 @@ from nkigen_lite.nki import ts
 from nkigen_lite.nki.ops import DmaCopyOp
 from nkigen_lite.nki.target import TRN2
 from nkigen_lite.perf import estimate
+from nkigen_lite.perf import schedule as sched_mod
 from nkigen_lite.perf.instruction_cost import instruction_cost
 from nkigen_lite.perf.schedule import STEADY_STATE_ITERATIONS, Scheduler
 
@@ -337,6 +338,37 @@ def test_scheduling_work_does_not_grow_with_trip_counts():
     # the steady-state period is at least the busiest resource's work per iteration
     busiest = max(e1000.by_resource_ns.values()) / 1000
     assert per_iteration >= busiest * (1 - 1e-9)
+
+
+def _one_dma_per_iteration(trips: int) -> nk.Graph:
+    """load t (2 rotating buffers); acc += t on VectorE: one DMA per iteration, so round robin
+    puts consecutive iterations' loads on alternate HW-DGE queues."""
+    b = nk.nki.Builder("odd_dmas")
+    x = b.add_input("x", (128 * trips, 2048), nk.float32)
+    z = b.alloc((128, 2048), nk.float32, "hbm", name="z")
+    acc = b.alloc((128, 2048))
+    b.memset(acc, 0.0)
+
+    with b.fori_loop(0, trips) as i:
+        t = b.alloc((128, 2048), bufs=2)
+        b.dma_copy(t, x[ts(i, 128), :])
+        b.tensor_tensor(acc, acc, t, "add")
+        b.dealloc(t)
+    b.dma_copy(z, acc)
+    b.dealloc(acc)
+    b.set_outputs({"z": z})
+    return b.graph
+
+
+def test_extrapolation_with_one_dma_per_iteration_matches_the_full_schedule(monkeypatch):
+    """A queue used every other iteration advances by two periods per iteration: the
+    steady-state period takes the queues together, so 8 scheduled iterations extrapolate to the
+    schedule of all 40 (the loop scheduled in full, STEADY_STATE_ITERATIONS raised)."""
+    g = _one_dma_per_iteration(40)
+    extrapolated = estimate(g).scheduled_ns
+    monkeypatch.setattr(sched_mod, "STEADY_STATE_ITERATIONS", 1000)
+    full = estimate(g).scheduled_ns
+    assert extrapolated == pytest.approx(full, rel=0.01)
 
 
 def test_a_transfer_ready_early_fills_an_idle_gap_of_the_dma_engines():
