@@ -15,11 +15,16 @@ tensors only carry RAW dependencies (the lowering writes disjoint windows of the
 latest write of any window.
 
 A ``dma_copy`` is issued on one of the HW-DGE queues (round robin in execution order), which it
-occupies for ``dge_issue_ns``; its transfer starts ``dma_first_byte_latency_ns`` later (the
-latency overlaps other in-flight DMAs) and occupies the DMA engines for its transfer time:
-transfers do not overlap each other, but one may fill an earlier idle gap of the DMA engines
-(the queues feed them independently). VectorE instructions in performance mode and every
-GpSimd instruction also occupy the SBUF bus those two engines share (facts §1.4).
+occupies for ``dge_issue_ns``; its transfer is ready ``dma_first_byte_latency_ns`` later (the
+latency overlaps other in-flight DMAs) and occupies the DMA engines for its transfer time.
+Transfers do not overlap each other; the engines serve ready transfers first come, first
+served across queues (in order within a queue), not in program order: a transfer is booked
+only when an instruction depends on it (or at a loop's steady-state snapshot, or at the end),
+and then every pending transfer ready no later than it is booked first, in order of readiness.
+So the load of tile i+1, ready while tile i is computed, goes before the store of tile i that
+precedes it in program order. A transfer booked late may still fill an earlier idle gap of the
+DMA engines. VectorE instructions in performance mode and every GpSimd instruction also occupy
+the SBUF bus those two engines share (facts §1.4).
 
 Loops: the first ``STEADY_STATE_ITERATIONS`` iterations of a ``fori_loop`` are scheduled; every
 time the loop touches (engine, queue and buffer times) is then advanced by ``trips - k`` times
@@ -81,6 +86,17 @@ def _writes(op) -> list:
     return list(dict.fromkeys(_root(op.access(n).tensor) for n in op.writes if op.access(n) is not None))
 
 
+class _Pending:
+    """A DMA transfer issued but not yet booked on the DMA engines: ready time, transfer time,
+    the buffer keys it reads and writes (resolved at issue), and its trace slot."""
+
+    __slots__ = ("ready", "ns", "reads", "writes", "seq", "op", "issue", "slot")
+
+    def __init__(self, ready, ns, reads, writes, seq, op, issue):
+        self.ready, self.ns, self.reads, self.writes = ready, ns, reads, writes
+        self.seq, self.op, self.issue, self.slot = seq, op, issue, None
+
+
 class _LoopInfo:
     """Static facts of a loop body: the state keys it touches and its executed DMA count."""
 
@@ -120,6 +136,8 @@ class Scheduler:
         self.gaps: list[list[float]] = []  # idle [start, end) of the DMA engines before free[DMA]
         self.dependency_ns = 0.0
         self.trace: list | None = [] if trace else None  # (op, start, end) per scheduled instruction
+        self.pending: list[_Pending] = []  # issued transfers not yet booked, in issue order
+        self.pending_keys: dict = {}  # buffer key -> the pending transfers touching it
 
     # ---- static facts ----------------------------------------------------------------------
     def _op_info(self, op) -> _OpInfo:
@@ -190,36 +208,78 @@ class Scheduler:
     # ---- scheduling ---------------------------------------------------------------------------
     @property
     def makespan(self) -> float:
+        self.flush()
         return max(self.free.values(), default=0.0)
 
     def run(self, block: Block) -> None:
-        """Schedule every instruction of ``block`` (loops included) after the current state."""
+        """Schedule every instruction of ``block`` (loops included) after the current state,
+        booking every DMA transfer."""
+        self._run_block(block)
+        self.flush()
+
+    def _run_block(self, block: Block) -> None:
         for op in block:
             if isinstance(op, ForiLoopOp):
                 self._loop(op)
             elif isinstance(op, AllocOp) and op.bufs > 1:
                 self._next_buffer(op)
             elif not isinstance(op, (ReturnOp, *FREE_OPS)):
-                start, end = self._instruction(self._op_info(op))
-                if self.trace is not None:
+                start, end = self._instruction(self._op_info(op), op)
+                if self.trace is not None and end is not None:
                     self.trace.append((op, start, end))
 
-    def _instruction(self, info: _OpInfo) -> tuple[float, float]:
-        """Schedule one instruction; returns its start (a DMA: its issue) and end."""
+    def flush(self) -> None:
+        """Book every pending DMA transfer."""
+        if self.pending:
+            self._book_until(max(p.ready for p in self.pending))
+
+    def _book_until(self, ready: float) -> None:
+        """Book the pending transfers ready at or before ``ready``, first ready first."""
+        due = sorted((p for p in self.pending if p.ready <= ready), key=lambda p: (p.ready, p.seq))
+        if not due:
+            return
+        done = set(map(id, due))
+        self.pending = [p for p in self.pending if id(p) not in done]
+        for p in due:
+            for k in p.reads + [w for w, _ in p.writes]:
+                lst = self.pending_keys.get(k)
+                if lst is not None:
+                    lst.remove(p)
+                    if not lst:
+                        del self.pending_keys[k]
+            end = self._transfer(p.ready, p.ns)
+            self._record(p.reads, p.writes, "dma", end)
+            if self.trace is not None:
+                self.trace[p.slot] = (p.op, p.issue, end)
+
+    def _resolve(self, keys) -> None:
+        """Book the pending transfers an instruction touching ``keys`` depends on."""
+        need = None
+        for k in keys:
+            for p in self.pending_keys.get(k, ()):
+                need = p.ready if need is None else max(need, p.ready)
+        if need is not None:
+            self._book_until(need)
+
+    def _instruction(self, info: _OpInfo, op=None) -> tuple[float, float | None]:
+        """Schedule one instruction; returns its start (a DMA: its issue) and end (None for a
+        DMA: its transfer is booked later)."""
         eng, lat, key = info.engine, self.lat, self.key
+        reads = [key.get(root, root) for root, _hbm in info.reads]
+        writes = [(key.get(root, root), hbm) for root, hbm in info.writes]
+        if self.pending_keys:
+            self._resolve(reads + [k for k, hbm in writes if not hbm])
         w_end, w_eng, r_end, r_eng = self.w_end, self.w_eng, self.r_end, self.r_eng
         ready = 0.0
         dep = 0.0
-        for root, _hbm in info.reads:  # RAW
-            root = key.get(root, root)
+        for root in reads:  # RAW
             if root in w_end:
                 d = lat[w_eng[root], eng]
                 ready = max(ready, w_end[root] + d)
                 dep = max(dep, d)
-        for root, hbm in info.writes:
+        for root, hbm in writes:
             if hbm:
                 continue
-            root = key.get(root, root)
             if root in r_end:  # WAR
                 d = lat[r_eng[root], eng]
                 ready = max(ready, r_end[root] + d)
@@ -236,72 +296,95 @@ class Scheduler:
             self.dma_counter += 1
             start = max(ready, free.get(q, 0.0))
             free[q] = start + t.dge_issue_ns
-            end = self._transfer(start + t.dge_issue_ns + t.dma_first_byte_latency_ns, info.cost.ns)
-        else:
-            start = max(ready, free.get(eng, 0.0))
-            if info.port:
-                start = max(start, free.get(PORT, 0.0))
-            end = free[eng] = start + info.cost.ns
-            if info.port:
-                free[PORT] = end
-        self._record_accesses(info, end)
+            sbuf_reads = [k for k, (_, hbm) in zip(reads, info.reads) if not hbm]
+            p = _Pending(
+                start + t.dge_issue_ns + t.dma_first_byte_latency_ns,
+                info.cost.ns,
+                sbuf_reads,
+                writes,
+                self.dma_counter,
+                op,
+                start,
+            )
+            if self.trace is not None:
+                p.slot = len(self.trace)
+                self.trace.append((op, start, start))
+            self.pending.append(p)
+            for k in sbuf_reads + [w for w, _ in writes]:
+                self.pending_keys.setdefault(k, []).append(p)
+            return start, None
+        start = max(ready, free.get(eng, 0.0))
+        if info.port:
+            start = max(start, free.get(PORT, 0.0))
+        end = free[eng] = start + info.cost.ns
+        if info.port:
+            free[PORT] = end
+        self._record([k for k, (_, hbm) in zip(reads, info.reads) if not hbm], writes, eng, end)
         return start, end
 
-    def _record_accesses(self, info: _OpInfo, end: float) -> None:
-        """Remember the last read and write (end time, engine) of each buffer ``info`` touches."""
-        eng, w_end, w_eng, r_end, r_eng = info.engine, self.w_end, self.w_eng, self.r_end, self.r_eng
-        key = self.key
-        for root, hbm in info.reads:
-            if hbm:
-                continue
-            root = key.get(root, root)
+    def _record(self, reads: list, writes: list, eng: str, end: float) -> None:
+        """Remember the last read and write (end time, engine) of each buffer touched: ``reads``
+        the on-chip buffer keys read, ``writes`` (key, is_hbm) pairs."""
+        w_end, w_eng, r_end, r_eng = self.w_end, self.w_eng, self.r_end, self.r_eng
+        for root in reads:
             if end >= r_end.get(root, -1.0):
                 r_end[root] = end
                 r_eng[root] = eng
-        for root, hbm in info.writes:
+        for root, hbm in writes:
             if hbm:
                 if end >= w_end.get(root, -1.0):
                     w_end[root] = end
                     w_eng[root] = eng
                 continue
-            root = key.get(root, root)
             w_end[root] = end
             w_eng[root] = eng
             r_end.pop(root, None)
 
     def _transfer(self, ready: float, ns: float) -> float:
         """Place a DMA transfer of ``ns`` on the DMA engines at or after ``ready``: in the first
-        remembered idle gap it fits (transfers of different queues are served as they become
-        ready), else after the last transfer. Returns its end."""
-        for g in self.gaps:
-            start = max(ready, g[0])
-            if start + ns <= g[1]:
-                end = start + ns
-                if start > g[0] and end < g[1]:
-                    self.gaps.insert(self.gaps.index(g) + 1, [end, g[1]])
-                    g[1] = start
-                elif start > g[0]:
-                    g[1] = start
-                elif end < g[1]:
-                    g[0] = end
-                else:
-                    self.gaps.remove(g)
-                return end
-        last = self.free.get(DMA, 0.0)
-        start = max(ready, last)
-        if start > last:
-            self.gaps.append([last, start])
-            if len(self.gaps) > IDLE_GAPS_KEPT:
-                del self.gaps[0]
-        end = self.free[DMA] = start + ns
+        remembered idle gap it fits, else after the last transfer. Returns its end."""
+        end, self.free[DMA] = _place(self.gaps, self.free.get(DMA, 0.0), ready, ns)
         return end
 
     def _snapshot(self, li: _LoopInfo) -> tuple:
-        return (
-            {r: self.free[r] for r in li.resources if r in self.free},
-            {b: self.w_end[b] for b in li.written_roots if b in self.w_end},
-            {b: self.r_end[b] for b in li.read_roots if b in self.r_end},
-        )
+        """The times ``li`` touches, as they would be with the pending transfers booked (booked
+        on a copy: booking them now would put them ahead of transfers the next iteration makes
+        ready earlier)."""
+        free = {r: self.free[r] for r in li.resources if r in self.free}
+        w = {b: self.w_end[b] for b in li.written_roots if b in self.w_end}
+        r = {b: self.r_end[b] for b in li.read_roots if b in self.r_end}
+        if self.pending:
+            gaps = [g[:] for g in self.gaps]
+            last = self.free.get(DMA, 0.0)
+            for p in sorted(self.pending, key=lambda p: (p.ready, p.seq)):
+                end, last = _place(gaps, last, p.ready, p.ns)
+                for k, _ in p.writes:
+                    if k in li.written_roots:
+                        w[k] = max(w.get(k, end), end)
+                for k in p.reads:
+                    if k in li.read_roots:
+                        r[k] = max(r.get(k, end), end)
+            if DMA in li.resources:
+                free[DMA] = last
+        return free, w, r
+
+    def _advance(self, li: _LoopInfo, before: tuple, after: tuple) -> float:
+        """The largest advance over one iteration of the times the loop touches."""
+        period = 0.0
+        queues = {queue_name(q) for q in range(self.target.dge_instances)}
+        for old, new in zip(before, after):
+            for key, t in new.items():
+                if key in old and key not in queues:
+                    # a buffer of a tile rotating over this loop was last touched ``bufs``
+                    # iterations before: its advance spans that many periods
+                    period = max(period, (t - old[key]) / li.own.get(key, 1))
+        # the HW-DGE queues as one: with an odd number of DMAs per iteration round robin uses a
+        # queue every other iteration, so one queue's advance spans two periods
+        q_old = [before[0][q] for q in queues if q in before[0]]
+        q_new = [after[0][q] for q in queues if q in after[0]]
+        if q_old and q_new:
+            period = max(period, max(q_new) - max(q_old))
+        return period
 
     def _loop(self, loop: ForiLoopOp) -> None:
         trips = loop.trip_count
@@ -315,18 +398,12 @@ class Scheduler:
                 before = self._snapshot(li)
                 dep_before = self.dependency_ns
                 runs_before = {r: self.executions.get(r, 0) for r in li.rotating}
-            self.run(loop.body)
+            self._run_block(loop.body)
         if before is None:
             return
         rest = trips - k
         after = self._snapshot(li)
-        period = 0.0
-        for old, new in zip(before, after):
-            for key, t in new.items():
-                if key in old:
-                    # a buffer of a tile rotating over this loop was last touched ``bufs``
-                    # iterations before: its advance spans that many periods
-                    period = max(period, (t - old[key]) / li.own.get(key, 1))
+        period = self._advance(li, before, after)
         for r, n in runs_before.items():  # the extrapolated iterations run the allocs too
             self.executions[r] += rest * (self.executions[r] - n)
             self.key[r] = (r, (self.executions[r] - 1) % self.bufs[r])
@@ -336,12 +413,45 @@ class Scheduler:
         period = min(max(period, max(li.load.values(), default=0.0)), li.busy + dep_iter)
         shift = rest * period
         for r in after[0]:
-            self.free[r] += shift
+            if r in self.free:
+                self.free[r] += shift
         for b in after[1]:
-            self.w_end[b] += shift
+            if b in self.w_end:
+                self.w_end[b] += shift
         for b in after[2]:
-            self.r_end[b] += shift
+            if b in self.r_end:
+                self.r_end[b] += shift
+        for p in self.pending:  # transfers of the last scheduled iteration move with it
+            p.ready += shift
+            p.issue += shift
         self.dependency_ns += rest * dep_iter
         self.dma_counter += rest * li.dmas
         # idle gaps of the DMA engines inside the extrapolated iterations are not known: the
         # remembered ones all lie in the scheduled iterations or before
+
+
+def _place(gaps: list, last: float, ready: float, ns: float) -> tuple[float, float]:
+    """Place a transfer of ``ns`` ready at ``ready`` on DMA engines busy until ``last`` with the
+    idle intervals ``gaps`` (updated in place): in the first gap it fits (transfers of different
+    queues are served as they become ready), else after ``last``. Returns (its end, the new
+    ``last``)."""
+    for g in gaps:
+        start = max(ready, g[0])
+        if start + ns <= g[1]:
+            end = start + ns
+            if start > g[0] and end < g[1]:
+                gaps.insert(gaps.index(g) + 1, [end, g[1]])
+                g[1] = start
+            elif start > g[0]:
+                g[1] = start
+            elif end < g[1]:
+                g[0] = end
+            else:
+                gaps.remove(g)
+            return end, last
+    start = max(ready, last)
+    if start > last:
+        gaps.append([last, start])
+        if len(gaps) > IDLE_GAPS_KEPT:
+            del gaps[0]
+    return start + ns, start + ns

@@ -1,6 +1,7 @@
 """Rotating-buffer planning after lowering (transforms/lower/rotation.py): loop-body tiles get
-two buffers where the kernel's SBUF and PSUM peaks still fit, never where they do not, and the
-rotated kernels compute the same results on the NKI interpreter and on the simulator."""
+two buffers (loads three) where the kernel's SBUF and PSUM peaks still fit, never where they
+do not, and the rotated kernels compute the same results on the NKI interpreter and on the
+simulator."""
 
 import numpy as np
 import pytest
@@ -28,7 +29,7 @@ def test_softmax_rows_rotate_loads_and_stores_and_stay_exact():
     x = rng.standard_normal((512, 1024)).astype(np.float32)
     k = nk.compile(_softmax, x)
     bufs = _bufs(k.nki)
-    assert bufs["load %x"] == 2
+    assert bufs["load %x"] == 3  # loads rotate three deep where SBUF allows
     assert any(loc.startswith("tensor.mul") and n == 2 for loc, n in bufs.items())  # the stored tile
     assert k.stats().peak_sbuf_bytes <= nk.TRN2.sbuf_bytes_per_partition
     ref = _softmax(x.astype(np.float64))
@@ -51,11 +52,11 @@ def _loop_with_tile(cols: int) -> nk.Graph:
     return b.graph
 
 
-@pytest.mark.parametrize(("fraction", "expected"), [(0.4, 2), (0.6, 1)])
+@pytest.mark.parametrize(("fraction", "expected"), [(0.3, 3), (0.4, 2), (0.6, 1)])
 def test_rotation_only_where_the_extra_buffer_fits(fraction, expected):
     cols = int(nk.TRN2.sbuf_bytes_per_partition * fraction) // 4
     g = _loop_with_tile(cols)
-    assert plan_rotation(g, nk.TRN2) == (expected == 2)
+    assert plan_rotation(g, nk.TRN2) == (expected > 1)
     assert _bufs(g)["load"] == expected
     nk.nki.verify(g)
     x = np.arange(512 * 512, dtype=np.float32).reshape(512, 512)

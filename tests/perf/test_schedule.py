@@ -18,6 +18,7 @@ from nkigen_lite.nki import ts
 from nkigen_lite.nki.ops import DmaCopyOp
 from nkigen_lite.nki.target import TRN2
 from nkigen_lite.perf import estimate
+from nkigen_lite.perf import schedule as sched_mod
 from nkigen_lite.perf.instruction_cost import instruction_cost
 from nkigen_lite.perf.schedule import STEADY_STATE_ITERATIONS, Scheduler
 
@@ -339,6 +340,37 @@ def test_scheduling_work_does_not_grow_with_trip_counts():
     assert per_iteration >= busiest * (1 - 1e-9)
 
 
+def _one_dma_per_iteration(trips: int) -> nk.Graph:
+    """load t (2 rotating buffers); acc += t on VectorE: one DMA per iteration, so round robin
+    puts consecutive iterations' loads on alternate HW-DGE queues."""
+    b = nk.nki.Builder("odd_dmas")
+    x = b.add_input("x", (128 * trips, 2048), nk.float32)
+    z = b.alloc((128, 2048), nk.float32, "hbm", name="z")
+    acc = b.alloc((128, 2048))
+    b.memset(acc, 0.0)
+
+    with b.fori_loop(0, trips) as i:
+        t = b.alloc((128, 2048), bufs=2)
+        b.dma_copy(t, x[ts(i, 128), :])
+        b.tensor_tensor(acc, acc, t, "add")
+        b.dealloc(t)
+    b.dma_copy(z, acc)
+    b.dealloc(acc)
+    b.set_outputs({"z": z})
+    return b.graph
+
+
+def test_extrapolation_with_one_dma_per_iteration_matches_the_full_schedule(monkeypatch):
+    """A queue used every other iteration advances by two periods per iteration: the
+    steady-state period takes the queues together, so 8 scheduled iterations extrapolate to the
+    schedule of all 40 (the loop scheduled in full, STEADY_STATE_ITERATIONS raised)."""
+    g = _one_dma_per_iteration(40)
+    extrapolated = estimate(g).scheduled_ns
+    monkeypatch.setattr(sched_mod, "STEADY_STATE_ITERATIONS", 1000)
+    full = estimate(g).scheduled_ns
+    assert extrapolated == pytest.approx(full, rel=0.01)
+
+
 def test_a_transfer_ready_early_fills_an_idle_gap_of_the_dma_engines():
     """load a; long VectorE work on a; store a; load b (independent, later in program order):
     b's transfer runs while VectorE works, not after the store."""
@@ -371,6 +403,41 @@ def test_a_transfer_ready_early_fills_an_idle_gap_of_the_dma_engines():
     # ... in the gap before the store's transfer, scheduled earlier in program order
     assert times["load b"][1] <= times["store a"][1] - T
     assert times["store a"][1] == pytest.approx(work_end + ENGINE_TO_DMA + ISSUE + L + T, rel=1e-12)
+
+
+def test_transfers_are_served_in_order_of_readiness_not_program_order():
+    """load a (small); short VectorE work; store a; load b (large, independent, later in
+    program order). b's transfer is ready before the store's and does not fit any idle gap:
+    the DMA engines serve it first (first ready, first served across queues), then the store.
+    Under program-order booking the load would queue behind the store."""
+    b = nk.nki.Builder("ready_order")
+    x = b.add_input("x", (128, 256), nk.float32)
+    z = b.add_input("z", (128, 8192), nk.float32)
+    y = b.alloc((128, 256), nk.float32, "hbm", name="y")
+    t, u = b.alloc((128, 256)), b.alloc((128, 8192))
+    b.loc = "load a"
+    b.dma_copy(t, x)
+    b.loc = "work"
+    b.tensor_scalar(t, t, "multiply", 2.0)
+    b.loc = "store a"
+    b.dma_copy(y, t)
+    b.loc = "load b"
+    b.dma_copy(u, z)
+    b.loc = "use b"
+    b.tensor_scalar(u, u, "multiply", 2.0)
+    b.dealloc(t)
+    b.dealloc(u)
+    b.set_outputs({"y": y})
+    g = b.graph
+    ta, tb = _transfer(g, "load a"), _transfer(g, "load b")
+    times = _times(_schedule(g))
+    load_a_end = ISSUE + L + ta
+    work_end = load_a_end + DMA_TO_ENGINE + 256 / V
+    store_ready = work_end + ENGINE_TO_DMA + ISSUE + L
+    load_b_ready = 2 * ISSUE + L  # third DMA, queue 0 (free at 600 ns)
+    assert load_b_ready < store_ready < max(load_b_ready, load_a_end) + tb  # no gap fits b
+    assert times["load b"] == pytest.approx((ISSUE, max(load_b_ready, load_a_end) + tb), rel=1e-12)
+    assert times["store a"][1] == pytest.approx(times["load b"][1] + ta, rel=1e-12)
 
 
 def test_the_shared_port_is_critical_only_when_busier_than_gpsimd():

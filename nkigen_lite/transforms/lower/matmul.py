@@ -24,7 +24,8 @@ from .context import LowerContext
 from .homes import HbmHome
 from .instance import LoopSpec
 from .loopnest import run_loop_nest
-from .matmul_stage import natural_slice_bytes, stage_a_natural
+from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles, run_k_segments
+from .matmul_stage import b_chunk_home, load_b_part, natural_slice_bytes, stage_a_natural
 from .operand_cast import narrow_matmul_dtypes
 from .psum_plan import matmul_block_banks
 
@@ -172,6 +173,9 @@ class MatmulEmitter:
             homes.update({"a_nat": ha, "a_km": _swap_last(ha)})
         if hc is not None:
             homes["c"] = hc
+        chunks = b_chunk_home(hb, self.p, k)
+        if chunks is not None:
+            homes["b_chunks"] = chunks
         self.views = {key: ctx.view(h) for key, h in homes.items()}
         # transpose on chip when the operand's K dim is the contiguous one (and it is not fp8)
         self.transpose = {
@@ -182,15 +186,6 @@ class MatmulEmitter:
         # B streamed per K chunk and transposed on chip shares PSUM with them
         banks = matmul_block_banks(ctx.target, n, transposes=self.transpose["b"])
         self.block = min(n, banks * self.fmax)
-        if not self.transpose["b"] and k % self.p == 0 and k > self.p:  # B's K chunks in one DMA
-            sk, nk = hb.strides[-2], k // self.p
-            chunks = HbmHome(
-                hb.base,
-                hb.offset,
-                hb.shape[:-2] + (self.p, nk, n),
-                hb.strides[:-2] + (sk, self.p * sk, hb.strides[-1]),
-            )
-            self.views["b_chunks"] = ctx.view(chunks)
         self.loops = [LoopSpec("I", d, 1, e, 0) for d, e in enumerate(batch) if e > 1]
         if m > self.p:
             self.loops.append(LoopSpec("P", len(batch), self.p, m // self.p, m % self.p))
@@ -203,7 +198,9 @@ class MatmulEmitter:
     def _load_resident(self, idx: list) -> None:
         self.ctx.at(self.label)
         nk = -(-self.k // self.p)
-        self.b_resident = self.b.alloc((self.p, nk, self.n), self.b_dt, "sbuf", name="w_resident")
+        self.b_resident = ChunkTiles.alloc(
+            self.b, self.p, nk, self.n, self.b_dt, "w_resident", B_GROUP_CHUNKS
+        )
         self._load_b_cache(self.b_resident, idx, 0, self.n)
 
     def resident_level(self) -> int:
@@ -320,39 +317,27 @@ class MatmulEmitter:
 
     def _b_cached_block(self, idx, n0, w: int) -> None:
         """B's columns [n0, n0 + w) loaded once into SBUF (K on the partitions), then every M
-        tile: Aᵀ staged once and one PSUM block of up to ``block`` columns at a time."""
+        tile: Aᵀ staged once and one PSUM block of up to ``block`` columns at a time. The first
+        M tile is peeled and its Aᵀ staged before B is loaded, so its load is not served after
+        all of B (the DMA engines serve transfers in order of readiness)."""
         nk = -(-self.k // self.p)
-        cache = self.b.alloc((self.p, nk, w), self.b_dt, "sbuf", name="b_cache")
+        cache = ChunkTiles.alloc(self.b, self.p, nk, w, self.b_dt, "b_cache", B_GROUP_CHUNKS)
+        first_at = self._stage_a(idx, 0, min(self.m, self.p))
         self._load_b_cache(cache, idx, n0, w)
 
-        def m_tile(m0, mt, _first):
-            at = self._stage_a(idx, m0, mt)
+        def m_tile(m0, mt, first):
+            at = first_at if first else self._stage_a(idx, m0, mt)
             for j in range(0, w, self.block):
                 wj = min(self.block, w - j)
                 self._n_block(idx, at, m0, mt, Affine.of(n0) + j, wj, None, b_cache=(cache, j))
 
-        self._instances(self.m, self.p, m_tile)
+        self._instances(self.m, self.p, m_tile, peel_first=True)
 
     def _load_b_cache(self, cache, idx, n0, w: int) -> None:
-        """B's columns [n0, n0 + w) into ``cache`` [p, nk, w], K on the partitions (one DMA per
-        N block when B is read K-major and K is a multiple of the partitions)."""
-        view = self.views.get("b_chunks")
-        if view is not None:
-            nk = self.k // self.p
-            for j in range(0, w, self.block):
-                wj = min(self.block, w - j)
-                src = [_ds(i, 1) for i in idx] + [_ds(0, self.p), _ds(0, nk), _ds(Affine.of(n0) + j, wj)]
-                dst = Access(cache, (_ds(0, self.p), _ds(0, nk), _ds(j, wj)))
-                self.b.dma_copy(dst=dst, src=Access(view, tuple(src)))
-            return
-
-        def load(k0, kt, _first):
-            for j in range(0, w, self.block):
-                wj = min(self.block, w - j)
-                dst = Access(cache, (_ds(0, kt), DimSlice(_chunk_index(k0, self.p), 1, 1), _ds(j, wj)))
-                self._kmajor(dst, "b", idx, k0, kt, Affine.of(n0) + j, wj, self.b_dt)
-
-        self._instances(self.k, self.p, load)
+        """B's columns [n0, n0 + w) into ``cache`` (ChunkTiles of [p, chunks, w]), K on the
+        partitions: one DMA per tile for its full chunks (matmul_stage.load_b_part)."""
+        for tile, c0, c1 in cache.parts:
+            load_b_part(self, tile, c0, c1, idx, n0, w)
 
     # ---- loop helpers -----------------------------------------------------------------------------
     def _instances(self, n: int, size: int, body, *, peel_first: bool = False) -> None:
@@ -422,20 +407,23 @@ class MatmulEmitter:
         if key is not None and key in self.pipe:
             return self.pipe[key]
         nk = -(-self.k // self.p)
-        at = self.b.alloc((self.p, nk, mt), self.a_dt, "sbuf", name="a_t")
         a_tile = self.pipe.get(self.a_value) if self.a_value is not None else None
+        if a_tile is None and self.transpose["a"]:  # wide natural loads (matmul_stage.py)
+            at = stage_a_natural(self, idx, m0, mt)
+            if key is not None:
+                self.pipe[key] = at
+            return at
+        tile = self.b.alloc((self.p, nk, mt), self.a_dt, "sbuf", name="a_t")
 
         def stage(k0, kt, _first):
-            dst = Access(at, (_ds(0, kt), DimSlice(_chunk_index(k0, self.p), 1, 1), _ds(0, mt)))
+            dst = Access(tile, (_ds(0, kt), DimSlice(_chunk_index(k0, self.p), 1, 1), _ds(0, mt)))
             if a_tile is not None:
                 self._a_from_tile(dst, a_tile, k0, kt, mt)
             else:
                 self._kmajor(dst, "a", idx, k0, kt, m0, mt, self.a_dt)
 
-        if a_tile is None and self.transpose["a"]:
-            stage_a_natural(self, at, idx, m0, mt)  # wide natural loads (matmul_stage.py)
-        else:
-            self._instances(self.k, self.p, stage)
+        self._instances(self.k, self.p, stage)
+        at = ChunkTiles.one(tile, nk)
         if key is not None:
             self.pipe[key] = at
         return at
@@ -459,10 +447,13 @@ class MatmulEmitter:
         chunks = [(j, min(self.fmax, w - j)) for j in range(0, w, self.fmax)]
         banks = [self.b.alloc((self.p, self.fmax), "f32", "psum", name="acc") for _ in chunks]
 
-        def kstep(k0, kt, first):
-            kc = DimSlice(_chunk_index(k0, self.p), 1, 1)
+        nk, full = -(-self.k // self.p), self.k // self.p
+
+        def kstep(c, seg, first):
+            kt = self.p if seg < full else self.k - full * self.p
             if b_cache is None:
                 bt = self.b.alloc((self.p, w), self.b_dt, "sbuf", name="b_k")
+                k0 = c * self.p if not isinstance(c, int) else c * self.p
                 self._kmajor(_tile_acc(bt, _ds(0, kt), _ds(0, w)), "b", idx, k0, kt, n0, w, self.b_dt)
 
                 def moving(j, nj):
@@ -471,9 +462,9 @@ class MatmulEmitter:
                 cache, c0 = b_cache
 
                 def moving(j, nj):
-                    return Access(cache, (_ds(0, kt), kc, _ds(Affine.of(c0) + j, nj)))
+                    return cache.access(c, seg, kt, _ds(Affine.of(c0) + j, nj))
 
-            stat = Access(at, (_ds(0, kt), kc, _ds(0, mt)))
+            stat = at.access(c, seg, kt, _ds(0, mt))
             for (j, nj), ps in zip(chunks, banks):
                 self.b.nc_matmul(
                     dst=_tile_acc(ps, _ds(0, mt), _ds(0, nj)),
@@ -482,7 +473,7 @@ class MatmulEmitter:
                     accumulate=not first,
                 )
 
-        self._instances(self.k, self.p, kstep, peel_first=True)
+        run_k_segments(self.b, nk, full, (at, None if b_cache is None else b_cache[0]), kstep)
         if row is not None:
             for (j, nj), ps in zip(chunks, banks):
                 self.b.tensor_copy(

@@ -7,23 +7,36 @@ the DMA model) — and every 128-column block is transposed on TensorE into a sl
 One bank holds ``psum_bank_bytes / (128 x itemsize)`` transposed blocks (8 in bf16, 4 in fp32),
 evacuated to Aᵀ in SBUF by one copy. The PSUM tile is one bank, so the PSUM plan
 (psum_plan.py) counts it like any other transpose tile.
+
+B kept resident in SBUF ([128, ⌈K/128⌉, w], K on the partitions) is loaded by one DMA for all
+its full K chunks (a strided view of B whose partition stride is one row of B and whose chunk
+stride is 128 rows), instead of one DMA per K chunk and PSUM block: DMAs writing one tile wait
+for each other in the schedule, so 32 small ones pay 32 fixed costs in a row.
 """
 
 from __future__ import annotations
 
 from ...nki.types import Access, Affine, DimSlice
+from .homes import HbmHome
+from .matmul_chunks import ChunkTiles
 
 
 def _ds(off, size: int) -> DimSlice:
     return DimSlice(Affine.of(off), size, 1)
 
 
+WHOLE_ROW_BYTES = 16 * 1024  # a row tile of A up to this many bytes per partition: one DMA
+
+
 def slice_columns(target, k: int, itemsize: int) -> int:
-    """K columns one natural load of A moves: the DMA's saturating bytes per partition, a
-    multiple of the 128-column transpose block, at most K rounded up to a block."""
+    """K columns one natural load of A moves: all of K (rounded up to a 128-column transpose
+    block) when that is at most ``WHOLE_ROW_BYTES`` per partition — one DMA per M tile — else
+    the DMA's saturating bytes per partition, a multiple of the block."""
     p = target.pe_transpose_max
-    cols = max(p, (target.dma_saturating_bytes_per_partition // itemsize) // p * p)
-    return min(cols, -(-k // p) * p)
+    whole = -(-k // p) * p
+    if whole * itemsize <= WHOLE_ROW_BYTES:
+        return whole
+    return max(p, (target.dma_saturating_bytes_per_partition // itemsize) // p * p)
 
 
 def natural_slice_bytes(target, k: int, itemsize: int) -> int:
@@ -31,32 +44,37 @@ def natural_slice_bytes(target, k: int, itemsize: int) -> int:
     return slice_columns(target, k, itemsize) * itemsize
 
 
-def stage_a_natural(em, at, idx, m0, mt: int) -> None:
-    """Fill ``at`` [p, nk, mt] (Aᵀ, K chunk c at ``at[:, c, :]``) for the M tile at ``m0``
-    of ``mt`` rows of the emitter ``em`` (a MatmulEmitter), from natural slices of A."""
+def stage_a_natural(em, idx, m0, mt: int) -> ChunkTiles:
+    """Aᵀ for the M tile at ``m0`` of ``mt`` rows of the emitter ``em`` (a MatmulEmitter) from
+    natural slices of A: ChunkTiles of one PSUM bank's worth of transposed blocks each."""
     b, tg, p = em.b, em.ctx.target, em.p
     dt = em.a_dt
+    nk = -(-em.k // p)
     cols = slice_columns(tg, em.k, dt.itemsize)
     per_bank = max(1, tg.psum_bank_bytes // (p * dt.itemsize))
-
-    def one_slice(k0, kc: int, _first) -> None:
+    at = ChunkTiles.alloc(b, p, nk, mt, dt, "a_t", per_bank)
+    for k0 in range(0, em.k, cols):  # static: each slice fills its own Aᵀ tiles
+        kc = min(cols, em.k - k0)
         nat = b.alloc((p, cols), dt, "sbuf", name="a_nat")
         b.dma_copy(dst=Access(nat, (_ds(0, mt), _ds(0, kc))), src=em._window("a_nat", idx, m0, mt, k0, kc))
-        base = Affine.of(k0)
-        chunk0 = Affine(base.const // p, tuple((v, c // p) for v, c in base.terms))
         full, rem = kc // p, kc % p
         for g0 in range(0, full, per_bank):
             ng = min(per_bank, full - g0)
-            _transpose_group(em, at, nat, chunk0 + g0, g0, ng, p, mt, per_bank)
+            _transpose_group(em, _part(at, k0 // p + g0), nat, g0, ng, p, mt, per_bank)
         if rem:
-            _transpose_group(em, at, nat, chunk0 + full, full, 1, rem, mt, per_bank)
+            _transpose_group(em, _part(at, k0 // p + full), nat, full, 1, rem, mt, per_bank)
+    return at
 
-    em._instances(em.k, cols, one_slice)
+
+def _part(at: ChunkTiles, chunk: int):
+    """(tile, index within it) of K chunk ``chunk``."""
+    t, c0 = at.part(chunk)
+    return t, Affine.of(chunk - c0)
 
 
-def _transpose_group(em, at, nat, chunk, g0: int, ng: int, kt: int, mt: int, per_bank: int) -> None:
+def _transpose_group(em, dst, nat, g0: int, ng: int, kt: int, mt: int, per_bank: int) -> None:
     """Transpose ``ng`` blocks of ``kt`` columns of ``nat`` (starting at block ``g0``) into one
-    PSUM bank and copy them to ``at[:, chunk:chunk+ng, :]``."""
+    PSUM bank and copy them to ``dst`` = (tile, first chunk index)."""
     b, p = em.b, em.p
     ps = b.alloc((p, per_bank, p), nat.type.dtype, "psum", name="ps_t")
     for s in range(ng):
@@ -64,7 +82,38 @@ def _transpose_group(em, at, nat, chunk, g0: int, ng: int, kt: int, mt: int, per
             dst=Access(ps, (_ds(0, kt), _ds(s, 1), _ds(0, mt))),
             data=Access(nat, (_ds(0, mt), _ds((g0 + s) * p, kt))),
         )
+    tile, c = dst
     b.tensor_copy(
-        dst=Access(at, (_ds(0, kt), DimSlice(chunk, ng, 1), _ds(0, mt))),
+        dst=Access(tile, (_ds(0, kt), DimSlice(c, ng, 1), _ds(0, mt))),
         src=Access(ps, (_ds(0, kt), _ds(0, ng), _ds(0, mt))),
     )
+
+
+def b_chunk_home(hb: HbmHome, p: int, k: int) -> HbmHome | None:
+    """B (batch..., K, N) as (batch..., p, K // p, N): row r of chunk c at [r, c] (the view
+    ``load_b_whole`` reads); None when K has no full chunk."""
+    if k < p:
+        return None
+    *lead, sk, sn = hb.strides
+    shape = tuple(hb.shape[:-2]) + (p, k // p, hb.shape[-1])
+    return HbmHome(hb.base, hb.offset, shape, tuple(lead) + (sk, p * sk, sn))
+
+
+def load_b_part(em, tile, c0: int, c1: int, idx, n0, w: int) -> None:
+    """Fill ``tile`` [p, c1 - c0, w] with chunks [c0, c1) of B's columns [n0, n0 + w), K on the
+    partitions: one DMA for the full chunks (the emitter's ``b_chunks`` view), the partial last
+    chunk, or every chunk when B is transposed on chip, one at a time."""
+    p = em.p
+    full = min(c1, em.k // p)
+    if em.transpose["b"]:
+        full = c0
+    if full > c0:
+        src = Access(
+            em.views["b_chunks"],
+            tuple(_ds(i, 1) for i in idx) + (_ds(0, p), _ds(c0, full - c0), _ds(n0, w)),
+        )
+        em.b.dma_copy(dst=Access(tile, (_ds(0, p), _ds(0, full - c0), _ds(0, w))), src=src)
+    for c in range(full, c1):
+        kt = min(p, em.k - c * p)
+        dst = Access(tile, (_ds(0, kt), _ds(c - c0, 1), _ds(0, w)))
+        em._kmajor(dst, "b", idx, c * p, kt, Affine.of(n0), w, em.b_dt)

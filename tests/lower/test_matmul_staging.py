@@ -1,0 +1,83 @@
+"""Matmul operand staging (transforms/lower/matmul_stage.py, matmul_chunks.py): Aᵀ from wide
+natural loads of A with transposes packed per PSUM bank, resident B loaded by one DMA per
+group of K chunks, and the K loop split into segments where each operand is one tile. Counts
+are read off the NKI IR; results are compared with float64 NumPy."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import nkigen_lite as nk
+from nkigen_lite.nki.ops import AllocOp, DmaCopyOp, TransposeOp
+from nkigen_lite.perf import schedule as sched
+
+BF16 = ml_dtypes.bfloat16
+
+
+def _allocs(k, name):
+    return [
+        op.result.type.shape for op in k.nki.walk() if isinstance(op, AllocOp) and op.result.name_hint == name
+    ]
+
+
+def _dmas(k) -> int:
+    return k.stats().dma_count
+
+
+def test_a_row_tile_is_one_dma_and_b_one_dma_per_eight_chunks():
+    """1024x4096x1024 bf16: A's 8 row tiles are one 8 KiB/partition DMA each (not 32 blocks of
+    128 x 128), B (resident) is 4 DMAs of 8 K chunks, C is 8 stores. The first M tile is
+    peeled (its A staged before B is loaded), so its tiles appear twice in the IR."""
+    a = np.zeros((1024, 4096), BF16)
+    b = np.zeros((4096, 1024), BF16)
+    k = nk.compile(lambda a, b: a @ b, a, b)
+    assert _dmas(k) == 8 + 4 + 8
+    assert _allocs(k, "a_nat") == [(128, 4096)] * 2
+    assert _allocs(k, "b_cache") == [(128, 8, 1024)] * 4
+    # Aᵀ in 4 tiles of 8 chunks, one PSUM bank of 8 bf16 transposes each
+    assert _allocs(k, "a_t") == [(128, 8, 128)] * 8
+    assert _allocs(k, "ps_t") == [(128, 8, 128)] * 8
+    assert sum(isinstance(op, TransposeOp) for op in k.nki.walk()) == 2 * 32
+    assert k.stats().dynamic_by_engine["tensor"] == 8 * 32 + 8 * 32 * 2  # transposes + matmuls
+    assert k.stats().hbm_traffic_ratio == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("m", "kk", "n", "dtype", "tol"),
+    [
+        # f32, K = 35 x 128 + 20: A in 4 KiB slices (K rows > 16 KiB/partition), a partial
+        # last chunk, B resident in 5 groups; tf32-free fp32 matmul, K terms: rtol 1e-4
+        (256, 4500, 200, np.float32, 1e-4),
+        # bf16 operands, fp32 accumulation, bf16 result: one rounding of 2^-8
+        (384, 1100, 700, BF16, 1e-2),
+    ],
+)
+def test_staged_matmuls_match_numpy(m, kk, n, dtype, tol):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((m, kk)).astype(dtype)
+    b = (rng.standard_normal((kk, n)) / np.sqrt(kk)).astype(dtype)
+    k = nk.compile(lambda a, b: a @ b, a, b)
+    assert any(isinstance(op, TransposeOp) for op in k.nki.walk())  # A transposed on chip
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(ref).max()
+    np.testing.assert_allclose(k(a, b).astype(np.float64), ref, rtol=tol, atol=tol * scale)
+    out = nk.simulate(k, {"a": a, "b": b})["y"].astype(np.float64)
+    np.testing.assert_allclose(out, ref, rtol=tol, atol=tol * scale)
+
+
+def test_first_matmuls_wait_only_for_their_group_of_b():
+    """With B resident in groups, the schedule starts TensorE's matmuls before all of B has
+    arrived: the first matmul starts before the last B group's transfer ends."""
+    a = np.zeros((1024, 4096), BF16)
+    b = np.zeros((4096, 1024), BF16)
+    k = nk.compile(lambda a, b: a @ b, a, b)
+    s = sched.Scheduler(nk.TRN2, trace=True)
+    s.run(k.nki.body)
+    b_loads = [
+        end
+        for op, _, end in s.trace
+        if isinstance(op, DmaCopyOp) and "b_cache" in str(op.operand(0).name_hint)
+    ]
+    first_mm = min(start for op, start, _ in s.trace if op.name == "nki.nc_matmul")
+    assert len(b_loads) == 4
+    assert first_mm < max(b_loads)
