@@ -4,11 +4,11 @@
                                     # inside @nk.trace: one tensor.softmax op in the graph
                                     # on a Builder Value: b.softmax(x, axis=-1)
 
-Composite ops (defined with ``nk.define_op``; nkigen_lite/tensor/composites.py): softmax,
-log_softmax, logsumexp, rms_norm, layer_norm, gelu_tanh, and any op defined later
-(``nk.ops.<name>`` finds it). ``silu``, ``softplus`` and ``gelu`` (erf form) are single tensor
-ops with a ScalarE activation of their own, not composites; ``gelu(x, approximate="tanh")`` is
-``gelu_tanh``.
+Composite ops (defined with ``nk.define_op``; nkigen_lite/tensor/composites.py and
+tensor/ops/activations.py): silu, softplus, gelu (erf form), softmax, log_softmax, logsumexp,
+rms_norm, layer_norm, gelu_tanh, and any op defined later (``nk.ops.<name>`` finds it).
+``gelu(x, approximate="tanh")`` is ``gelu_tanh``. silu, softplus and gelu lower to the ScalarE
+activation of their name where the target has it, else to their expansion.
 """
 
 from __future__ import annotations
@@ -53,19 +53,6 @@ def apply(name: str, *operands, **attrs):
     return TracedArray(v) if traced else v
 
 
-def _activation(short: str, x):
-    b, traced = _builder_of((x,))
-    if b is None:
-        a = np.asarray(x)
-        is_float = np.issubdtype(a.dtype, np.floating) or a.dtype.type.__module__.startswith("ml_dtypes")
-        work = np.float64 if a.dtype == np.float64 else np.float32
-        with np.errstate(all="ignore"):
-            r = np.asarray(T.UNARY_OPS[short].reference(a.astype(work)), work)
-        return r.astype(a.dtype if is_float else np.float32)
-    v = b.unary(short, _unwrap(b, x))
-    return TracedArray(v) if traced else v
-
-
 def softmax(x, axis=-1):
     """exp(x - max) / sum(exp(x - max)) along ``axis``."""
     return apply("softmax", x, axis=axis)
@@ -97,17 +84,17 @@ def gelu(x, approximate: str = "none"):
         return apply("gelu_tanh", x)
     if approximate != "none":
         raise BuildError(f"nk.ops.gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return _activation("gelu", x)
+    return apply("gelu", x)
 
 
 def silu(x):
     """x * sigmoid(x) (``tensor.silu``)."""
-    return _activation("silu", x)
+    return apply("silu", x)
 
 
 def softplus(x):
     """log(1 + exp(x)) (``tensor.softplus``)."""
-    return _activation("softplus", x)
+    return apply("softplus", x)
 
 
 def topk(x, k, axis=-1, largest=True):

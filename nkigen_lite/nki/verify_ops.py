@@ -52,6 +52,24 @@ def _same_pf(ctx, op, name_a: str, name_b: str) -> None:
         )
 
 
+def _same_access_shape(ctx, op, name: str, ref: str = "dst") -> None:
+    """A full-tile input of a multi-operand instruction pairs element by element with ``ref``:
+    its access shape must equal ``ref``'s, dim by dim (stricter than the documented "same
+    partitions and elements per partition": a permuted or re-ranked shape, 43x1x3 against
+    43x3x1, is refused). The documented broadcast forms — an fp32 scalar or a (P, 1) column —
+    are separate operands with rules of their own (``_column``); a stride-0 broadcast access
+    still has the full shape."""
+    _same_pf(ctx, op, ref, name)
+    a, r = op.access(name), op.access(ref)
+    if a.shape != r.shape:
+        raise ctx.fail(
+            op,
+            f"{name} access shape {list(a.shape)} differs from {ref} access shape {list(r.shape)} "
+            "(operands pair element by element: equal shapes, no permuted or re-ranked dims; "
+            "the only broadcasts are a scalar or a (P, 1) column where documented)",
+        )
+
+
 def _column(ctx, op, name: str, like: str, dtypes=None) -> None:
     """``name`` must be a (P, 1) access on the partitions of ``like``."""
     a, ref = op.access(name), op.access(like)
@@ -257,8 +275,8 @@ def _check_bitvec(ctx, op, alu: str, names) -> None:
 @rule(ops.TensorTensorOp)
 def _tensor_tensor(ctx, op) -> None:
     check_compute_common(ctx, op)
-    _same_pf(ctx, op, "dst", "data1")
-    _same_pf(ctx, op, "dst", "data2")
+    _same_access_shape(ctx, op, "data1")
+    _same_access_shape(ctx, op, "data2")
     if op.access("data1").space is PSUM and op.access("data2").space is PSUM:
         raise ctx.fail(op, "data1 and data2 are both in PSUM; at most one input may be")
     alu = op.attrs["op"]
@@ -352,8 +370,8 @@ SELECT_ON_TRUE_EXCLUDED = frozenset({"tf32", "i32", "u32"})
 @rule(ops.SelectOp)
 def _select(ctx, op) -> None:
     check_compute_common(ctx, op)
-    _same_pf(ctx, op, "dst", "predicate")
-    _same_pf(ctx, op, "dst", "on_true")
+    _same_access_shape(ctx, op, "predicate")
+    _same_access_shape(ctx, op, "on_true")
     pred, on_true = op.access("predicate"), op.access("on_true")
     if pred.dtype.name not in SELECT_PREDICATE_DTYPES:
         raise ctx.fail(op, f"select_reduce predicate must be int8/uint8/int16/uint16, got {pred.dtype}")

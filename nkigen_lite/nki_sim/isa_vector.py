@@ -20,6 +20,7 @@ from .operands import (
     pick_engine,
     rows,
     same_layout,
+    same_shape,
     scalar_or_column,
     tile_arg,
 )
@@ -64,7 +65,7 @@ def tensor_tensor(dst, data1, data2, op, engine=E.engine.unknown, name=""):
     run = begin(where, name)
     dst, a, b = (tile_arg(t, where, r) for t, r in ((dst, "dst"), (data1, "data1"), (data2, "data2")))
     op = alu_op(op, where)
-    same_layout(where, "dst", dst, data1=a, data2=b)
+    same_shape(where, "dst", dst, data1=a, data2=b)
     ints = any(t.dtype.numpy_name in _EXACT_INT for t in (a, b))
     default = E.engine.gpsimd if not op.is_bitvec and (op.name == "power" or ints) else E.engine.vector
     eng = pick_engine(where, engine, (E.engine.vector, E.engine.gpsimd), default)
@@ -240,7 +241,7 @@ def select_reduce(
             f"{where}: on_true may not be {on_true.dtype.numpy_name} (tfloat32, "
             "int32 and uint32 are excluded) [ISA]"
         )
-    same_layout(where, "dst", dst, predicate=pred, on_true=on_true)
+    same_shape(where, "dst", dst, predicate=pred, on_true=on_true)
     p = dst.shape[0]
     if is_scalar(on_false):
         if not isinstance(on_false, (float, np.floating)):

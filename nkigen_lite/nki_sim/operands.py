@@ -88,6 +88,20 @@ def same_layout(where: str, ref_role: str, ref: NkiTensor, **others: NkiTensor) 
             )
 
 
+def same_shape(where: str, ref_role: str, ref: NkiTensor, **others: NkiTensor) -> None:
+    """Inputs that pair element by element with ``ref`` have its shape, dim by dim (stricter
+    than the documented equal partitions and elements per partition: a permuted or re-ranked
+    input is refused rather than paired in some order)."""
+    same_layout(where, ref_role, ref, **others)
+    for role, t in others.items():
+        if tuple(t.shape) != tuple(ref.shape):
+            raise NkiSimError(
+                f"{where}: {role} {t.describe()} has shape {list(t.shape)} but {ref_role} "
+                f"{ref.describe()} has shape {list(ref.shape)}; operands pair element by element "
+                "in equal shapes (no permuted or re-ranked dims, no broadcast)"
+            )
+
+
 def pick_engine(where: str, eng, allowed: tuple[engine, ...], default: engine) -> engine:
     """Resolve the engine= argument (engine.unknown picks the default)."""
     if not isinstance(eng, engine):

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ..ir.dtypes import get_dtype
+from .ops.activations import ACTIVATION_COMPOSITES
 from .ops.composite import define_op
 
 
@@ -83,7 +84,8 @@ RmsNormOp = define_op("rms_norm", _rms_norm, numpy="x / sqrt(mean(x**2, axis) + 
 LayerNormOp = define_op("layer_norm", _layer_norm, numpy="(x - mean(x, axis)) / sqrt(var(x, axis) + eps)")
 GeluTanhOp = define_op("gelu_tanh", _gelu_tanh, numpy="0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))")
 
-SHIPPED = (SoftmaxOp, LogSoftmaxOp, LogsumexpOp, RmsNormOp, LayerNormOp, GeluTanhOp)
+SHIPPED = (*ACTIVATION_COMPOSITES, SoftmaxOp, LogSoftmaxOp, LogsumexpOp, RmsNormOp, LayerNormOp, GeluTanhOp)
+"""silu, softplus and gelu (erf) are defined in tensor/ops/activations.py (they are unary ops too)."""
 
 from . import composites_index  # noqa: E402  (argmax, argmin, cumsum)
 

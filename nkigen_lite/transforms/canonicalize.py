@@ -18,11 +18,22 @@ class CanonicalizeCounts(RewriteCounts):
     """Rule name -> how often it fired in the last ``canonicalize`` pass (CSE included)."""
 
 
-def canonicalize(graph: Graph) -> dict[str, int]:
-    """Canonicalize ``graph`` in place; returns how often each rule fired (CSE included)."""
+def patterns_for(target=None) -> tuple:
+    """The rules for ``target`` (default trn2): all but those creating an op (``produces``)
+    that the target does not run natively."""
+    from .capabilities import capabilities
+
+    caps = capabilities(target)
+    return tuple(p for p in PATTERNS if getattr(p, "produces", None) is None or caps.has(p.produces.needs))
+
+
+def canonicalize(graph: Graph, target=None) -> dict[str, int]:
+    """Canonicalize ``graph`` in place for ``target`` (default trn2); returns how often each
+    rule fired (CSE included)."""
+    patterns = patterns_for(target)
     counts: dict[str, int] = {}
     for _ in range(MAX_ROUNDS):
-        for name, n in apply_patterns(graph, PATTERNS).items():
+        for name, n in apply_patterns(graph, patterns).items():
             counts[name] = counts.get(name, 0) + n
         merged = cse(graph)
         if not merged:
@@ -38,4 +49,4 @@ class Canonicalize(Pass):
     name = "canonicalize"
 
     def run(self, graph: Graph, ctx: PassContext) -> None:
-        ctx.record(CanonicalizeCounts(canonicalize(graph)))
+        ctx.record(CanonicalizeCounts(canonicalize(graph, ctx.target)))

@@ -83,6 +83,26 @@ CASES = {
         "predicate must be int8/uint8/int16/uint16",
         "predicate dtype must be int8",
     ),
+    "select.same_access_shape": (
+        lambda b, m: b.select(
+            dst=T(b, m, (43, 1, 3)),
+            predicate=T(b, m, (43, 1, 3), dtype=U8),
+            on_true=T(b, m, (43, 3, 1)),
+            on_false=0.0,
+        ),
+        r"select: on_true access shape \[43, 3, 1\] differs from dst access shape \[43, 1, 3\]",
+        r"on_true .* has shape \[43, 3, 1\] but dst .* has shape \[43, 1, 3\]",
+    ),
+    "select.predicate_same_access_shape": (
+        lambda b, m: b.select(
+            dst=T(b, m, (43, 1, 3)),
+            predicate=T(b, m, (43, 3, 1), dtype=U8),
+            on_true=T(b, m, (43, 1, 3)),
+            on_false=0.0,
+        ),
+        r"predicate access shape \[43, 3, 1\] differs from dst access shape \[43, 1, 3\]",
+        r"predicate .* has shape \[43, 3, 1\] but dst .* has shape \[43, 1, 3\]",
+    ),
     "select.predicate_not_float": (
         lambda b, m: b.select(dst=T(b, m), predicate=T(b, m), on_true=T(b, m), on_false=0.0),
         "predicate must be int8/uint8/int16/uint16",
@@ -190,6 +210,20 @@ CASES = {
         lambda b, m: b.tensor_tensor(dst=T(b, m), data1=T(b, m), data2=T(b, m, (128, 32)), op="add"),
         "dst has 128 partitions x 64 elements but data2 has 128 x 32",
         r"elements per partition \(32 vs 64\)",
+    ),
+    "tensor_tensor.same_access_shape": (
+        lambda b, m: b.tensor_tensor(
+            dst=T(b, m, (43, 1, 3)), data1=T(b, m, (43, 1, 3)), data2=T(b, m, (43, 3, 1)), op="add"
+        ),
+        r"tensor_tensor: data2 access shape \[43, 3, 1\] differs from dst access shape \[43, 1, 3\]",
+        r"data2 .* has shape \[43, 3, 1\] but dst .* has shape \[43, 1, 3\]",
+    ),
+    "tensor_tensor.same_access_shape_rank": (
+        lambda b, m: b.tensor_tensor(
+            dst=T(b, m, (64, 2, 32)), data1=T(b, m, (64, 64)), data2=T(b, m, (64, 2, 32)), op="multiply"
+        ),
+        r"data1 access shape \[64, 64\] differs from dst access shape \[64, 2, 32\]",
+        r"data1 .* has shape \[64, 64\] but dst .* has shape \[64, 2, 32\]",
     ),
     "tensor_tensor.one_psum_input": (
         lambda b, m: b.tensor_tensor(dst=T(b, m), data1=T(b, m, **PSUM), data2=T(b, m, **PSUM), op="add"),

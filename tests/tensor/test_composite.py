@@ -1,5 +1,6 @@
-"""Composite ops (``nk.define_op``) and the shipped ones (softmax, log_softmax, logsumexp,
-rms_norm, layer_norm, gelu_tanh), plus ``nk.ops`` on NumPy arrays, traced arrays and Values.
+"""Composite ops (``nk.define_op``) and the shipped ones (silu, softplus, gelu, softmax,
+log_softmax, logsumexp, rms_norm, layer_norm, gelu_tanh), plus ``nk.ops`` on NumPy arrays,
+traced arrays and Values.
 
 References are float64 NumPy formulas written here (``REF``), independent of the defining
 functions. Tolerances: f32 rtol = atol = 2e-5 against float64 (a few fp32 ops per element
@@ -71,7 +72,10 @@ def close(got, want, tol):
 
 
 def test_the_shipped_composites():
-    assert list(T.COMPOSITE_OPS)[:6] == [
+    assert list(T.COMPOSITE_OPS)[:9] == [
+        "silu",
+        "softplus",
+        "gelu",
         "softmax",
         "log_softmax",
         "logsumexp",
@@ -183,6 +187,47 @@ def test_activations_silu_softplus_gelu_erf():
         + REF["gelu_tanh"](x64)
     )
     close(nk.run(g, {"x": x})["y"], want, 1e-4)
+
+
+ACTS = {
+    "silu": lambda x: x / (1 + np.exp(-x)),
+    "softplus": lambda x: np.logaddexp(0, x),
+    "gelu": lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACTS))
+def test_activation_composites_are_composites_with_a_native_lowering(name):
+    """silu, softplus and gelu are composite ops (one op, defined by their NumPy expansion) and
+    unary ops: on trn2 decompose keeps them and each is one ScalarE activation of its name (one
+    instruction per tile, as before they were composites); on a target without that function
+    decompose inlines the expansion. Both kernels, the NKI simulator and both interpreter modes
+    match float64 NumPy (f32: 2e-5; the float64 oracle: 1e-12)."""
+    import dataclasses
+
+    cls = T.COMPOSITE_OPS[name]
+    assert issubclass(cls, T.CompositeOp) and issubclass(cls, T.UnaryOp) and cls is T.UNARY_OPS[name]
+    assert cls.needs == T.Needs("act", name)
+    x = data((128, 64), seed=8)
+    want = ACTS[name](x.astype(np.float64))
+    g = graph(name, {}, (128, 64))
+    close(nk.run(g, {"x": x})["y"], want, 2e-5)
+    close(nk.run(g, {"x": x}, mode="float64")["y"], want, 1e-12)
+
+    k = nk.compile(g)
+    assert f"tensor.{name} " in k.ir("decompose")
+    acts = [op.attrs["op"] for op in k.nki.walk() if op.name == "nki.activation"]
+    assert acts == [name], acts
+    assert f"op=nl.{name}," in k.nki_source()
+    assert k.stats().instructions_static == 3  # load, activation, store
+    close(k.run({"x": x})["y"], want, 2e-5)
+
+    bare = dataclasses.replace(nk.TRN2, activation_functions=nk.TRN2.activation_functions - {name})
+    kb = nk.compile(g, target=bare)
+    assert f"tensor.{name} " not in kb.ir("decompose")
+    assert all(op.attrs.get("op") != name for op in kb.nki.walk() if op.name == "nki.activation")
+    close(kb.run({"x": x})["y"], want, 2e-5)
+    close(nk.simulate(kb, {"x": x})["y"], want, 2e-5)
 
 
 # ---- nk.define_op --------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ bounds); the Builder turns NumPy-style arguments into that form. The registries
 (``TENSOR_OPS``, ``UNARY_OPS``, ``BINARY_OPS``) fill themselves as classes are defined.
 """
 
+from .activations import ACTIVATION_COMPOSITES, GeluOp, SiluOp, SoftplusOp  # noqa: F401  (in UNARY_OPS)
 from .base import TENSOR_OPS, Needs, TensorOp, elementwise_class, tensor_types
 from .binary import *  # noqa: F403  (every binary op class)
 from .binary import BINARY_OPS, CATEGORIES, BinaryOp
@@ -69,6 +70,7 @@ __all__ = [
     "ForLoopOp",
     "YieldOp",
     "COMPOSITE_OPS",
+    "ACTIVATION_COMPOSITES",
     "CompositeOp",
     "define_op",
     "INDEXED_OPS",

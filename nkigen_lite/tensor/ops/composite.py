@@ -80,11 +80,21 @@ class CompositeOp(TensorOp):
 
 
 def define_op(
-    name: str, fn: Callable, *, doc: str | None = None, numpy: str | None = None, dtype_doc: str | None = None
+    name: str,
+    fn: Callable,
+    *,
+    doc: str | None = None,
+    numpy: str | None = None,
+    dtype_doc: str | None = None,
+    native: tuple | None = None,
 ) -> type[CompositeOp]:
     """Register ``tensor.<name>`` as a composite op defined by the NumPy function ``fn`` (see
     the module docstring); returns the new op class. ``doc``: its one-line doc (default: the
-    first line of ``fn``'s docstring); ``numpy``: its semantics in words."""
+    first line of ``fn``'s docstring); ``numpy``: its semantics in words. ``native``: ``(base,
+    needs, facts)`` for an op that is also an op of class ``base`` (e.g. ``UnaryOp``) running
+    natively when the target provides ``needs`` (a ``Needs``): ``base`` comes first in the
+    bases, so its interpreter, layout and lowering rules apply, and decompose expands the op
+    only on a target without ``needs`` (``activations.py``); ``facts``: more class facts."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise BuildError(f"define_op: name {name!r} must be lower_case_with_underscores")
     if f"tensor.{name}" in TENSOR_OPS:
@@ -131,4 +141,13 @@ def define_op(
     }
     if dtype_doc:
         body["dtype_doc"] = dtype_doc
-    return type(cls_name, (CompositeOp,), body)
+    bases: tuple[type, ...] = (CompositeOp,)
+    if native is not None:
+        base, needs, facts = native
+        if not isinstance(needs, Needs):
+            raise BuildError(f"define_op({name}): native needs a Needs, got {needs!r}")
+        bases = (base, CompositeOp)
+        body["needs"] = needs
+        body["traits"] = base.traits
+        body.update(facts)
+    return type(cls_name, bases, body)

@@ -122,27 +122,6 @@ SigmoidOp = _float(
     "1 / (1 + np.exp(-x))",
     examples=(((0.0,), 0.5), ((2.0,), 1 / (1 + math.exp(-2.0)))),
 )
-SiluOp = _float(
-    "silu",
-    "x * sigmoid(x).",
-    special.silu,
-    "x * sigmoid(x)",
-    examples=(((0.0,), 0.0), ((2.0,), 2 / (1 + math.exp(-2.0)))),
-)
-GeluOp = _float(
-    "gelu",
-    "x * Phi(x) (exact, erf-based).",
-    special.gelu,
-    "0.5 x (1 + erf(x / √2))",
-    examples=(((0.0,), 0.0), ((1.0,), 0.5 * (1 + math.erf(1 / math.sqrt(2.0))))),
-)
-SoftplusOp = _float(
-    "softplus",
-    "log(1 + exp(x)).",
-    special.softplus,
-    "np.logaddexp(0, x)",
-    examples=(((0.0,), math.log(2.0)), ((1.0,), math.log1p(math.e))),
-)
 ErfOp = _float(
     "erf",
     "Gauss error function.",

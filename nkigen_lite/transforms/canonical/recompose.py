@@ -1,7 +1,9 @@
 """Canonicalization rules that recompose primitive chains into the ops the hardware has.
 
 Every rule fires only when the replacement has exactly the type (shape and dtype) of the
-value it replaces.
+value it replaces. ``produces`` names the op class a rule creates; ``canonicalize`` leaves out
+the rules whose op the target does not run natively (a target without ``silu`` keeps
+``x / (1 + exp(-x))`` as it is, which is also what decompose expands silu into there).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class DivOneToReciprocal(RewritePattern):
     """1 / x → reciprocal(x)"""
 
     root = T.DivOp
+    produces = T.ReciprocalOp
 
     def match_and_rewrite(self, op, rw):
         one, x = op.operands
@@ -47,6 +50,7 @@ class ReciprocalSqrtToRsqrt(RewritePattern):
     """reciprocal(sqrt(x)) → rsqrt(x)"""
 
     root = T.ReciprocalOp
+    produces = T.RsqrtOp
 
     def match_and_rewrite(self, op, rw):
         sq = def_op(op.operand(0), T.SqrtOp)
@@ -57,6 +61,7 @@ class DivSqrtToMulRsqrt(RewritePattern):
     """a / sqrt(x) → a * rsqrt(x)"""
 
     root = T.DivOp
+    produces = T.RsqrtOp
 
     def match_and_rewrite(self, op, rw):
         a, s = op.operands
@@ -73,6 +78,7 @@ class SubFromZeroToNeg(RewritePattern):
     """0 - x → neg(x)   (as -x; the sign of a zero result is not kept: 0 - 0 = +0, -(0) = -0)"""
 
     root = T.SubOp
+    produces = T.NegOp
 
     def match_and_rewrite(self, op, rw):
         zero, x = op.operands
@@ -83,6 +89,7 @@ class MulMinusOneToNeg(RewritePattern):
     """x * -1 → neg(x)"""
 
     root = T.MulOp
+    produces = T.NegOp
 
     def match_and_rewrite(self, op, rw):
         for x, m1 in commuted(op):
@@ -95,6 +102,7 @@ class SigmoidFromExp(RewritePattern):
     """reciprocal(1 + exp(-x)) → sigmoid(x)"""
 
     root = T.ReciprocalOp
+    produces = T.SigmoidOp
 
     def match_and_rewrite(self, op, rw):
         x = _one_plus_exp_neg(op.operand(0))
@@ -105,6 +113,7 @@ class SiluFromSigmoid(RewritePattern):
     """x * sigmoid(x) → silu(x)"""
 
     root = T.MulOp
+    produces = T.SiluOp
 
     def match_and_rewrite(self, op, rw):
         for x, s in commuted(op):
@@ -118,6 +127,7 @@ class SiluFromExp(RewritePattern):
     """x / (1 + exp(-x)) → silu(x)"""
 
     root = T.DivOp
+    produces = T.SiluOp
 
     def match_and_rewrite(self, op, rw):
         x, den = op.operands
@@ -128,6 +138,7 @@ class MulSelfToSquare(RewritePattern):
     """x * x → square(x)"""
 
     root = T.MulOp
+    produces = T.SquareOp
 
     def match_and_rewrite(self, op, rw):
         a, b = op.operands
