@@ -66,7 +66,7 @@ def _simple(name, shape, body, ref):
 
 
 def _chain():
-    def body(b, x):
+    def body(_b, x):
         y = x
         for i in range(1000):
             y = y * 1.0001 if i % 2 == 0 else y + 0.5
