@@ -1,5 +1,6 @@
-"""Benchmark the issue 13 decode workloads at full size: the Qwen3-0.6B decode step, greedy
-sampling over the Qwen3 vocabulary, and gpt-oss attention with sink logits.
+"""Benchmark the issue 13 decode workloads at full size: the token embedding gather, the
+Qwen3-0.6B decode step, greedy sampling over the Qwen3 vocabulary, and gpt-oss attention with
+sink logits.
 
 Per workload: compile time (best of 3), HBM traffic against the minimum (for the decode step,
 the minimum its docstring defines: weights once, the cache rows attention reads, one row
@@ -25,6 +26,7 @@ from nkigen_lite.workloads import get_workload
 from nkigen_lite.workloads.qwen3_decode import decode_min_hbm_bytes
 
 CASES = [
+    ("embedding", {}),
     ("qwen3_decode", {}),
     ("greedy_sampling", {"rows": 1}),
     ("greedy_sampling", {"rows": 8}),
