@@ -206,3 +206,15 @@ def test_greedy_argmax_reads_the_logits_once_over_every_partition():
     x = _data((1, 151936), nk.float32, 3, ties=False)
     x[0, [7, 150000]] = 1e6  # the first of two maxima
     np.testing.assert_array_equal(kern.run({"x": x})["y"], [7])
+
+
+@pytest.mark.parametrize("shape,axis", [((20000, 2), 0), ((3, 40000, 1), 1), ((2, 1000, 3), 1)])
+def test_few_long_strided_rows_fall_back_to_one_row_per_partition(shape, axis):
+    """Found by the long end-to-end fuzz: few long rows read with a stride (topk along a
+    non-last axis) cannot be folded over partitions without a copy; they run one row per
+    partition instead of crashing the lowering."""
+    x = _data(shape, nk.float32, 7)
+    kern = nk.compile(_graph(shape, nk.float32, 4, axis))
+    assert _native(kern)
+    _check(kern.run({"x": x}), x, 4, axis)
+    _check(nk.simulate(kern, {"x": x}), x, 4, axis)

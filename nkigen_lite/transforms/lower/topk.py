@@ -159,8 +159,11 @@ def _emit(ctx: LowerContext, src: HbmHome, out_v: HbmHome, out_i: HbmHome, n: in
     rows = src.shape[0]
     v_view, i_view = ctx.view(out_v), ctx.view(out_i)  # views are made outside the loops
     q = fold_factor(rows, n, k, dt, ctx.target)
-    if q > 1:
-        _emit_folded(ctx, src.reshape((rows * q, n // q)), v_view, i_view, rows, q, n // q, k, dt)
+    # folding needs each row's q pieces addressable as rows of one view (a strided source, e.g.
+    # topk along a non-last axis, may not reshape without a copy: then one row per partition)
+    folded = src.reshape((rows * q, n // q)) if q > 1 else None
+    if folded is not None:
+        _emit_folded(ctx, folded, v_view, i_view, rows, q, n // q, k, dt)
         return
     b, t = ctx.b, ctx.target
     x_view = ctx.view(src)
