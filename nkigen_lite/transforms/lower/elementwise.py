@@ -192,6 +192,11 @@ def _binary_into(em: TileFrame, op: Op, inst, alu: str, a, b, dst) -> None:
     else:  # arithmetic (P, 1) operands are fp32 columns (nki.isa.tensor_scalar page)
         bitwise = alu.startswith("bitwise")
         operand = em.access(scalar_side, inst) if bitwise else fp32_column(em, scalar_side, inst)
+        if bitwise and scalar_side.type.dtype.is_bool and not v.type.dtype.is_bool:
+            # the bitvector ALU takes integers only: the bool column widened to the result dtype
+            col = em.tile_access(em.scratch_tile(scalar_side, inst, v.type.dtype), inst, em.ext(scalar_side))
+            em.b.tensor_copy(dst=col, src=operand)
+            operand = col
     if eng == "vector" and alu in ("multiply", "add") and not rev and v.type.dtype.is_float:
         eng = em.pick_engine(("vector", "scalar"), dst.free_size)
     em.b.tensor_scalar(dst=dst, data=data, op0=alu, operand0=operand, reverse0=rev, engine=eng)
