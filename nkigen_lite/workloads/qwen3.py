@@ -106,26 +106,29 @@ def qwen3_layer_reference(
     return {"y": x1 + (g / (1 + np.exp(-g)) * (h2 @ a["w_up"])) @ a["w_down"]}
 
 
+def model_input(name: str, shape, rng, unit_names=("x",)) -> np.ndarray:
+    """One input at the scale of a trained model, by its name: RoPE tables ``cos``/``sin`` from
+    the usual frequencies (base 1e6), norm weights near 1, unit-scale ``unit_names``
+    (activations, caches), other weights ~ 1/sqrt(fan-in)."""
+    if name in ("cos", "sin"):
+        seq, half = shape
+        inv = 1e6 ** (-np.arange(half) / half)
+        ang = np.arange(seq)[:, None] * inv[None, :]
+        return np.cos(ang) if name == "cos" else np.sin(ang)
+    if "norm" in name:
+        return 1 + 0.1 * rng.standard_normal(shape)
+    if name in unit_names:
+        return rng.standard_normal(shape)
+    return rng.standard_normal(shape) / np.sqrt(shape[0])
+
+
 def qwen3_inputs(graph, seed: int = 0) -> dict[str, np.ndarray]:
-    """Inputs at the scale of a trained model: unit activations, weights ~ 1/sqrt(fan-in),
-    norm weights near 1, RoPE tables from the usual frequencies (base 1e6)."""
+    """Inputs at the scale of a trained model (``model_input`` per input)."""
     rng = np.random.default_rng(seed)
-    out = {}
-    for name, v in zip(graph.input_names, graph.inputs):
-        shape, npdt = v.type.shape, v.type.dtype.np_dtype
-        if name in ("cos", "sin"):
-            seq, half = shape
-            inv = 1e6 ** (-np.arange(half) / half)
-            ang = np.arange(seq)[:, None] * inv[None, :]
-            a = np.cos(ang) if name == "cos" else np.sin(ang)
-        elif "norm" in name:
-            a = 1 + 0.1 * rng.standard_normal(shape)
-        elif name == "x":
-            a = rng.standard_normal(shape)
-        else:
-            a = rng.standard_normal(shape) / np.sqrt(shape[0])
-        out[name] = np.asarray(a).astype(npdt)
-    return out
+    return {
+        name: np.asarray(model_input(name, v.type.shape, rng)).astype(v.type.dtype.np_dtype)
+        for name, v in zip(graph.input_names, graph.inputs)
+    }
 
 
 class _Qwen3Workload(Workload):

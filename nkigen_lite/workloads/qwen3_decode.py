@@ -29,7 +29,7 @@ import numpy as np
 
 from ..ir.dtypes import bfloat16, float32, get_dtype, int32
 from ..tensor.builder import Builder
-from .qwen3 import EPS, _rmsnorm
+from .qwen3 import EPS, _rmsnorm, model_input
 from .registry import Workload, register
 
 WEIGHTS = (
@@ -196,16 +196,8 @@ def decode_inputs(graph, seed: int = 0) -> dict[str, np.ndarray]:
         if name == "pos":
             max_seq = graph.inputs[graph.input_names.index("k_cache")].type.shape[1]
             a = rng.integers(max_seq // 2, max_seq)
-        elif name in ("cos", "sin"):
-            seq, half = shape
-            ang = np.arange(seq)[:, None] * (1e6 ** (-np.arange(half) / half))[None, :]
-            a = np.cos(ang) if name == "cos" else np.sin(ang)
-        elif "norm" in name:
-            a = 1 + 0.1 * rng.standard_normal(shape)
-        elif name in ("x", "k_cache", "v_cache"):
-            a = rng.standard_normal(shape)
         else:
-            a = rng.standard_normal(shape) / np.sqrt(shape[0])
+            a = model_input(name, shape, rng, unit_names=("x", "k_cache", "v_cache"))
         out[name] = np.asarray(a).astype(npdt)
     return out
 
