@@ -25,6 +25,7 @@ from .homes import HbmHome
 from .instance import LoopSpec
 from .loopnest import run_loop_nest
 from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles, run_k_segments
+from .matmul_prefetch import load_prefetch
 from .matmul_stage import b_chunk_home, load_b_part, natural_slice_bytes, stage_a_natural
 from .operand_cast import narrow_matmul_dtypes
 from .psum_plan import matmul_block_banks
@@ -166,6 +167,7 @@ class MatmulEmitter:
         self.cache_w: int | None = None  # B resident column block (n_outer_pays)
         self.resident = False  # B loaded once before the loop nest (weights of a row pipeline)
         self.b_resident = None  # that cache tile [p, nk, n]
+        self.prefetch = False  # B loaded whole at the start of the only M tile (matmul_prefetch.py)
         self.hb = hb
         # A natural is (batch, M, K), K-major (batch, K, M); B natural (batch, N, K), K-major (batch, K, N)
         homes = {"b_nat": _swap_last(hb), "b_km": hb}
@@ -430,6 +432,8 @@ class MatmulEmitter:
 
     def _m_tile(self, idx, m0, mt: int) -> None:
         at = self._stage_a(idx, m0, mt)
+        # issued after Aᵀ's loads; the queues run ahead of Aᵀ's compute chain
+        pieces = load_prefetch(self, idx) if self.prefetch else None
         row = None
         if self.c_value is not None:  # the whole C row tile stays on chip for the pipeline
             row = self.b.alloc((mt, self.n), self.c_dt, "sbuf", name=self.c_value.name_hint or "c")
@@ -439,7 +443,11 @@ class MatmulEmitter:
             cache = None if self.b_resident is None else (self.b_resident, n0)
             self._n_block(idx, at, m0, mt, n0, w, row, b_cache=cache)
 
-        self._instances(self.n, self.block, block)
+        if pieces is not None:  # prefetched B: static N blocks, each reading its own tiles
+            for n0, tiles in pieces.items():
+                self._n_block(idx, at, m0, mt, n0, min(self.block, self.n - n0), row, b_cache=(tiles, 0))
+        else:
+            self._instances(self.n, self.block, block)
         if row is not None and self.store:
             self.b.dma_copy(dst=self._window("c", idx, m0, mt, 0, self.n), src=row)
 

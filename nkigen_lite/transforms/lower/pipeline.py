@@ -21,6 +21,7 @@ from .groups import FusionGroup
 from .instance import LoopSpec, loops_of
 from .loopnest import loop_signature, run_loop_nest
 from .matmul import lower_matmul
+from .matmul_prefetch import choose_prefetch
 from .plan import GroupPlan
 from .resident import choose_resident, erase_from, region_peak
 
@@ -138,10 +139,18 @@ def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local) -> None:
     matmuls = _emit_members(ctx, pipe, outputs, row_local, frozenset())
     first = before.next_op if before is not None else block.first
     cands = [em for em in matmuls.values() if em.resident_bytes() is not None]
-    if not cands or first is None:
+    if first is None:
         return
-    chosen = choose_resident(cands, region_peak(first), ctx.target.sbuf_bytes_per_partition)
-    if not chosen:
+    sbuf = ctx.target.sbuf_bytes_per_partition
+    chosen = choose_resident(cands, region_peak(first), sbuf) if cands else []
+    if not chosen:  # one row instance: prefetch weights instead (matmul_prefetch.py)
+        fetch = choose_prefetch(list(matmuls.values()), region_peak(first), sbuf)
+        if not fetch:
+            return
+        erase_from(block, first)
+        ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
+        fetched = frozenset(op for op, em in matmuls.items() if em in fetch)
+        _emit_members(ctx, pipe, outputs, row_local, frozenset(), fetched)
         return
     erase_from(block, first)
     ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
@@ -149,9 +158,11 @@ def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local) -> None:
     _emit_members(ctx, pipe, outputs, row_local, resident)
 
 
-def _emit_members(ctx, pipe: RowPipeline, outputs: set, row_local, resident: frozenset) -> dict:
-    """Emit the shared loop nest once; ``resident``: matmul ops whose B is loaded once.
-    Returns {matmul op: its emitter}."""
+def _emit_members(
+    ctx, pipe: RowPipeline, outputs: set, row_local, resident: frozenset, prefetch: frozenset = frozenset()
+) -> dict:
+    """Emit the shared loop nest once; ``resident``: matmul ops whose B is loaded once,
+    ``prefetch``: those whose B is prefetched whole. Returns {matmul op: its emitter}."""
     matmuls: dict = {}
     tiles: dict = {}
     participants = []
@@ -200,6 +211,7 @@ def _emit_members(ctx, pipe: RowPipeline, outputs: set, row_local, resident: fro
             if pipe.root(a) in pipe.passed:
                 em.a_value = pipe.root(a)
             em.resident = op in resident
+            em.prefetch = op in prefetch
             matmuls[op] = em
             participants.append(em)
     run_loop_nest(ctx.b, pipe.members[0].loops, participants)
