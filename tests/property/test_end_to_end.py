@@ -23,6 +23,12 @@ Rules:
   division by 3), the two sides of the jump are the two references: an element also passes
   when it matches, by the same rule, the faithful run of the original graph (the tensor
   interpreter rounding every op to its dtype, as the hardware does). Nothing is skipped.
+- **Index outputs** (topk's indices, argmax, argmin) are tie-aware
+  (``nkigen_lite.testing.index_oracle``): over a float operand an index passes when the
+  operand's reference value there ties the reference's value at that rank within the float
+  tolerance above (NumPy's float64 ``cos(-4) == cos(4)`` while the kernel's f32 values differ
+  in the last bit), indices are distinct, and topk values come out sorted descending; over an
+  integer or bool operand the index is exact.
 """
 
 from __future__ import annotations
@@ -33,6 +39,13 @@ from hypothesis import strategies as st
 
 import nkigen_lite as nk
 from nkigen_lite.ir.parser import parse
+from nkigen_lite.testing.index_oracle import (
+    check_index_output,
+    check_sorted_values,
+    index_source,
+    reference_env,
+    topk_values_axis,
+)
 from nkigen_lite.testing.strategies import graph_inputs, tensor_graphs
 from nkigen_lite.testing.tolerance import assert_close, close_mask, tolerance_for
 
@@ -45,21 +58,44 @@ def _loosest(graph) -> tuple[float, float]:
     return max(tols) if tols else (0.0, 0.0)
 
 
+def _tols(dt, r, loose) -> tuple[float, float]:
+    """(rtol, atol) for values of ``dt`` whose float64 reference is ``r``."""
+    if not dt.is_float:
+        return 0.0, 0.0
+    finite = np.abs(r[np.isfinite(r)]) if r.size else np.zeros(0)
+    mag = max(1.0, float(finite.max())) if finite.size else 1.0
+    return 4 * loose[0], 4 * loose[1] * mag
+
+
 def check_against_original(graph, feed, got: dict, refs: tuple[dict, dict], what: str) -> None:
     """Each output of ``got`` matches the float64 reference or, element by element, the
-    faithful one (the rules of the module docstring)."""
-    oracle, faithful = refs
+    faithful one; index outputs tie-aware (the rules of the module docstring). ``refs``: the
+    float64 and the faithful run's values (``reference_env``)."""
+    envs = refs
+    oracle, faithful = ({n: np.array(e[v]) for n, v in graph.outputs.items()} for e in envs)
     loose = _loosest(graph)
     assert list(got) == list(graph.outputs), f"{what}: outputs {list(got)}"
     for name, v in graph.outputs.items():
         dt, r = v.dtype, oracle[name]
         assert got[name].shape == v.type.shape, f"{what} {name}: shape {got[name].shape}"
-        if dt.is_float:
-            finite = np.abs(r[np.isfinite(r)]) if r.size else np.zeros(0)
-            mag = max(1.0, float(finite.max())) if finite.size else 1.0
-            rtol, atol = 4 * loose[0], 4 * loose[1] * mag
-        else:
-            rtol, atol = 0.0, 0.0
+        src = index_source(v)
+        if src is not None:
+            x = src.operand
+            rtol, atol = _tols(x.dtype, envs[0][x], loose)
+            check_index_output(
+                got[name],
+                [envs[0][x], envs[1][x]],
+                src,
+                dtype=x.dtype,
+                rtol=rtol,
+                atol=atol,
+                what=f"{what} {name}",
+                context=f"\n{graph}\ninputs {feed}",
+            )
+            continue
+        if topk_values_axis(v) is not None:
+            check_sorted_values(got[name], topk_values_axis(v), f"{what} {name}\n{graph}")
+        rtol, atol = _tols(dt, r, loose)
         ok = close_mask(got[name], r, dt, rtol, atol)
         ok |= close_mask(got[name], faithful[name], dt, rtol, atol)
         if not ok.all():
@@ -74,7 +110,7 @@ def check_against_original(graph, feed, got: dict, refs: tuple[dict, dict], what
 
 
 def run_end_to_end(graph, feed) -> None:
-    refs = (nk.run(graph, feed, mode="float64"), nk.run(graph, feed))
+    refs = (reference_env(graph, feed, "float64"), reference_env(graph, feed, "faithful"))
     k = nk.compile(graph)
     for stage in PASS_STAGES:
         after = parse(k.ir(stage))
