@@ -30,7 +30,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..ir.dtypes import get_dtype
+from ..ir.interpreter import check_inputs
 from ..tensor import ops as T
+from ..tensor.composites_index import ArgmaxOp, ArgminOp
+from ..tensor.interpret import TensorInterpreter
 from .tolerance import close_mask
 
 INDEX_OPS = ("tensor.topk", "tensor.argmax", "tensor.argmin")
@@ -195,17 +198,87 @@ def check_sorted_values(got_values, axis: int, what: str = "") -> None:
 
 
 def reference_env(graph, inputs, mode: str = "float64") -> dict:
-    """Every top-level value of ``graph`` run on the tensor interpreter in ``mode`` (as
-    ``nk.run``), keyed by Value: the operands of index ops for ``check_index_output``."""
-    from ..ir.interpreter import check_inputs
-    from ..tensor.interpret import TensorInterpreter
+    """Every value of ``graph`` run on the tensor interpreter in ``mode`` (as ``nk.run``),
+    keyed by Value: the operands of index ops for ``check_index_output``."""
+    return _run_env(TensorInterpreter(mode), graph, inputs)
 
-    it = TensorInterpreter(mode)
+
+def _run_env(it: TensorInterpreter, graph, inputs) -> dict:
     arrays = check_inputs(graph, inputs)
-    args = []
-    for n, v in zip(graph.input_names, graph.inputs):
-        a = arrays[n]
-        args.append(a.astype(np.float64) if (mode == "float64" and v.type.dtype.is_float) else a)
-    with np.errstate(all="ignore"):
+    wide = it.mode == "float64"
+    args = [
+        arrays[n].astype(np.float64) if (wide and v.type.dtype.is_float) else arrays[n]
+        for n, v in zip(graph.input_names, graph.inputs)
+    ]
+    with np.errstate(all="ignore"):  # IEEE results (inf, nan) are the data, not warnings
         it.run_block(graph.body, args)
     return it.env
+
+
+def flipped_order(x_rows: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """Per row of ``x_rows`` (2-d), the positions in descending order (NaN first, in index
+    order) with every run of consecutive near-equal numbers (each within ``(rtol, atol)`` of
+    the one before) reversed: the other way each near-tie can break."""
+    x = x_rows.astype(np.float64)
+    rows, n = x.shape
+    order = T.TopkOp.reference(x, n, 1)[1].astype(np.int64) if n else np.zeros((rows, 0), np.int64)
+    sv = np.take_along_axis(x, order, axis=1)
+    new = np.ones((rows, n), bool)
+    if n > 1:
+        with np.errstate(invalid="ignore"):
+            near = np.abs(sv[:, 1:] - sv[:, :-1]) <= atol + rtol * np.abs(sv[:, :-1])
+        new[:, 1:] = ~near  # NaNs are never near: they keep their index order
+    group = np.cumsum(new, axis=1)
+    rank = np.broadcast_to(np.arange(n), (rows, n))
+    flip = np.argsort(group * (n + 1) + (n - rank), axis=1, kind="stable")
+    return np.take_along_axis(order, flip, axis=1)
+
+
+class TieFlippedInterpreter(TensorInterpreter):
+    """The float64 tensor interpreter with every near-tie of an index op over a float operand
+    broken the other way (``flipped_order`` within ``(rtol, atol)``, ``atol`` scaled by the
+    largest finite |operand|, at least 1); integer and bool operands keep the lower index."""
+
+    def __init__(self, rtol: float, atol: float):
+        super().__init__("float64")
+        self.rtol, self.atol = rtol, atol
+
+    @classmethod
+    def rule_for(cls, op_class):
+        for k in op_class.__mro__:
+            if k in cls.rules:
+                return cls.rules[k]
+        return TensorInterpreter.rule_for(op_class)
+
+    def order(self, x: np.ndarray, axis: int, is_float: bool) -> np.ndarray:
+        """Positions along ``axis`` of ``x``, largest first, as rows (axis moved last)."""
+        m = np.moveaxis(x, axis, -1).reshape(-1, x.shape[axis]).astype(np.float64)
+        if not is_float:
+            return flipped_order(m, 0.0, -1.0)  # no run is near: the lower index first
+        f = np.abs(x[np.isfinite(x)]) if x.size else np.zeros(0)
+        return flipped_order(m, self.rtol, self.atol * (max(1.0, float(f.max())) if f.size else 1.0))
+
+
+@TieFlippedInterpreter.impl(T.TopkOp)
+def _flipped_topk(it: TieFlippedInterpreter, op, args):
+    x, k, axis = np.asarray(args[0]), op.attrs["k"], op.attrs["axis"]
+    lead = np.moveaxis(x, axis, -1).shape[:-1]
+    idx = np.moveaxis(it.order(x, axis, op.operands[0].dtype.is_float)[:, :k].reshape(lead + (k,)), -1, axis)
+    return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int32)]
+
+
+@TieFlippedInterpreter.impl(ArgmaxOp, ArgminOp)
+def _flipped_arg(it: TieFlippedInterpreter, op, args):
+    x = np.asarray(args[0])
+    axis = op.attrs["axis"] % x.ndim
+    key = -x.astype(np.float64) if op.name == "tensor.argmin" else x
+    lead = np.moveaxis(x, axis, -1).shape[:-1]
+    r = it.order(key, axis, op.operands[0].dtype.is_float)[:, 0].reshape(lead).astype(np.int32)
+    return [np.expand_dims(r, axis) if op.attrs["keepdims"] else r]
+
+
+def tie_flipped_env(graph, inputs, rtol: float, atol: float) -> dict:
+    """``reference_env`` on ``TieFlippedInterpreter(rtol, atol)``: the third reference of
+    values computed from indices, for a kernel whose rounding broke a near-tie differently
+    from NumPy's float64."""
+    return _run_env(TieFlippedInterpreter(rtol, atol), graph, inputs)

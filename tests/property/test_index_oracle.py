@@ -10,7 +10,9 @@ from nkigen_lite.testing.index_oracle import (
     IndexSource,
     check_index_output,
     check_sorted_values,
+    flipped_order,
     index_source,
+    tie_flipped_env,
     topk_values_axis,
 )
 
@@ -157,3 +159,51 @@ def test_end_to_end_still_rejects_a_wrong_index(monkeypatch):
     monkeypatch.setattr(nk.Kernel, "run", wrong)
     with pytest.raises(AssertionError, match="Kernel.run y0.*tensor.topk index"):
         run_end_to_end(g, feed)
+
+
+def test_flipped_order_reverses_runs_of_near_ties_only():
+    x = np.array([[1.0, 1.0, 0.5, 0.5 + 1e-7, np.nan, np.nan, 3.0, 2.0]])
+    got = flipped_order(x, 1e-5, 1e-5)
+    assert got.tolist() == [[4, 5, 6, 7, 1, 0, 2, 3]]
+    assert flipped_order(x, 0.0, -1.0).tolist() == [[4, 5, 6, 7, 0, 1, 3, 2]]  # nothing near
+
+
+def test_the_tie_flipped_reference_breaks_float_ties_the_other_way_only():
+    b = nk.Builder("g")
+    x = b.add_input("x0", (4,), nk.int32)
+    f = b.add_input("x1", (4,), nk.float32)
+    _, i_int = b.topk(b.abs(x), 1, 0)
+    _, i_cos = b.topk(b.cos(x), 2, 0)
+    a_min = b.argmin(f)
+    b.set_outputs({"i_int": i_int, "i_cos": i_cos, "a_min": a_min})
+    feed = {"x0": np.array([-4, 4, 3, 3], np.int32), "x1": np.array([0.5, -1, -1, 2], np.float32)}
+    env = tie_flipped_env(b.graph, feed, *TOL.values())
+    got = {n: env[v].tolist() for n, v in b.graph.outputs.items()}
+    assert got == {"i_int": [0], "i_cos": [1, 0], "a_min": 2}
+    ref = nk.run(b.graph, feed, mode="float64")
+    assert {n: a.tolist() for n, a in ref.items()} == {"i_int": [0], "i_cos": [0, 1], "a_min": 1}
+
+
+def _cos_topk_plus_one_graph():
+    b = nk.Builder("cos_topk_plus_one")
+    x = b.add_input("x0", (6,), nk.int32)
+    _, i = b.topk(b.cos(x), 1, 0)
+    b.set_outputs({"y0": i + 1})
+    return b.graph
+
+
+def test_end_to_end_accepts_the_other_side_of_a_tie_downstream_of_the_index():
+    run_end_to_end(_cos_topk_plus_one_graph(), {"x0": np.array([-4, 4, 3, 3, 3, 3], np.int32)})
+
+
+def test_end_to_end_still_rejects_a_wrong_value_downstream_of_the_index(monkeypatch):
+    real = nk.Kernel.run
+
+    def wrong(self, inputs):
+        out = real(self, inputs)
+        out["y0"] = np.array([3], np.int32)  # index 2 + 1: not a tie of the largest cos
+        return out
+
+    monkeypatch.setattr(nk.Kernel, "run", wrong)
+    with pytest.raises(AssertionError, match="Kernel.run y0"):
+        run_end_to_end(_cos_topk_plus_one_graph(), {"x0": np.array([-4, 4, 3, 3, 3, 3], np.int32)})
