@@ -6,14 +6,22 @@ partial (``PARTIAL``: the value is the sum over ranks). Inputs are distributed a
 each op's rule (``_RULES``) picks its result's distribution from its operands' and inserts the
 collectives it needs; an op without a rule that fits gathers its operands (all_gather /
 all_reduce) and runs replicated. Outputs are made replicated, so every rank returns the whole
-result. Column-parallel weights give sharded activations, a row-parallel matmul on them gives a
+result, unless the plan names an output with an axis: then it stays sharded on that axis.
+Column-parallel weights give sharded activations, a row-parallel matmul on them gives a
 partial sum, which is all-reduced where a non-linear op or a replicated operand meets it.
+
+When the operands of an elementwise op or a batched matmul are sharded on different axes, the
+largest sharded operand keeps its axis and the others are redistributed to it (``conform``):
+a replicated operand is cut to the rank's block, a partial one reduce-scattered, one sharded on
+another axis exchanged by all_to_all, and one that broadcasts along the axis gathered whole.
+A sum over the sharded axis gives a partial sum. This is what expert parallelism needs (experts
+sharded, tokens sharded: parallel/moe_ep.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,12 +56,28 @@ def _spec_axis(name: str, spec, rank: int):
 @dataclass
 class ShardedGraph:
     """The result of ``shard``: ``graphs[r]`` is rank r's graph; ``specs`` maps each input name
-    to its sharded axis (None: replicated); ``params`` are the plan's input names."""
+    to its sharded axis (None: replicated); ``params`` are the plan's input names;
+    ``out_specs`` maps each output name to the axis it stays sharded on (None: replicated)."""
 
     graphs: list[Graph]
     world: int
     specs: dict[str, int | None]
     params: tuple[str, ...]
+    out_specs: dict[str, int | None] = field(default_factory=dict)
+
+    def gather_outputs(self, outs_per_rank: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        """The whole graph's outputs from the ranks' (``run_ranks`` results): sharded outputs
+        concatenated along their axis in rank order, replicated ones taken from rank 0."""
+        if len(outs_per_rank) != self.world:
+            raise BuildError(
+                f"gather_outputs: expected {self.world} ranks' outputs, got {len(outs_per_rank)}"
+            )
+        out = {}
+        for name in outs_per_rank[0]:
+            axis = self.out_specs.get(name)
+            parts = [np.asarray(o[name]) for o in outs_per_rank]
+            out[name] = parts[0] if axis is None else np.concatenate(parts, axis)
+        return out
 
     def split_inputs(self, inputs: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
         """The whole graph's inputs cut into each rank's inputs."""
@@ -87,11 +111,14 @@ class ShardedGraph:
 class _Sharder:
     """Builds rank ``rank``'s graph."""
 
-    def __init__(self, graph: Graph, world: int, rank: int, specs: dict):
+    def __init__(self, graph: Graph, world: int, rank: int, specs: dict, out_specs: dict):
         self.g, self.world, self.rank, self.specs = graph, world, rank, specs
+        self.out_specs = out_specs
         self.b = Builder(f"{graph.name}_rank{rank}")
         self.env: dict = {}  # old value -> (new value, distribution)
         self.rep_cache: dict = {}
+        self.conform_cache: dict = {}
+        self.want = _wanted_axes(graph, out_specs)
 
     # ---- helpers -------------------------------------------------------------------------------
     def local_shape(self, shape, axis):
@@ -121,6 +148,52 @@ class _Sharder:
         return self.b.emit(
             T.SliceOp, [v], {"starts": tuple(starts), "stops": tuple(stops), "strides": (1,) * v.ndim}
         )
+
+    def conform(self, old, pos):
+        """``old``'s value on this rank sharded along its axis ``pos`` (None, or an axis it
+        broadcasts along (size 1): the whole value). Redistributes once, then reuses."""
+        v, d = self.env[old]
+        if pos is None or old.type.shape[pos] == 1:
+            return self.replicated(old)
+        if d == pos:
+            return v
+        if old.type.shape[pos] % self.world:
+            return None
+        if d is None:
+            return self.block(v, pos)
+        key = (old, pos)
+        if key not in self.conform_cache:
+            if d == PARTIAL:
+                self.conform_cache[key] = self.b.reduce_scatter(v, pos, world=self.world)
+            else:
+                self.conform_cache[key] = self.b.all_to_all(v, pos, d, world=self.world)
+        return self.conform_cache[key]
+
+    def conformed(self, op, axis, out_rank, positions=None):
+        """Every operand of ``op`` conformed to ``axis`` of its rank-``out_rank`` result
+        (broadcast-aligned unless ``positions`` gives each operand's axis); None when one cannot
+        be (the axis does not divide)."""
+        out = []
+        for i, old in enumerate(op.operands):
+            pos = axis - (out_rank - old.type.rank) if positions is None else positions[i]
+            v = self.conform(old, pos if pos is not None and pos >= 0 else None)
+            if v is None:
+                return None
+            out.append(v)
+        return out
+
+    def anchor(self, op, out_rank, allowed=None):
+        """The result axis of the largest operand sharded on an axis (ties: the first such
+        operand), or None; ``allowed`` limits the result axes considered."""
+        best = None
+        for old in op.operands:
+            d = self.env[old][1]
+            if not isinstance(d, int):
+                continue
+            axis = out_rank - old.type.rank + d
+            if (allowed is None or axis in allowed) and (best is None or old.type.nbytes > best[0]):
+                best = (old.type.nbytes, axis)
+        return None if best is None else best[1]
 
     def emit(self, op, operands, attrs=None):
         types = [op.results[0].type] if ExplicitResultTypes in type(op).traits else None
@@ -166,6 +239,13 @@ class _Sharder:
             ops_ = self.aligned(op, axis, k)
             if ops_ is not None:
                 return self.emit(op, ops_), axis
+        # operands disagree (or a partial meets a non-linear op): the output's wanted axis, else
+        # the largest sharded operand's, and every operand redistributed to it
+        axis = self.want.get(op.results[0], self.anchor(op, k))
+        if axis is not None and op.results[0].type.shape[axis] % self.world == 0:
+            ops_ = self.conformed(op, axis, k)
+            if ops_ is not None:
+                return self.emit(op, ops_), axis
         return self.fallback(op)
 
     def matmul(self, op):
@@ -188,6 +268,12 @@ class _Sharder:
             return self.emit(op, [a, b]), k - 2
         axis = k - ra + da if da is not None else k - rb + db  # a batch dim
         ops_ = self.aligned(op, axis, k) if axis < k - 2 else None
+        if ops_ is None:
+            # operands sharded on different axes: the largest one sharded on a batch axis keeps
+            # it, the other is redistributed (gathered whole where it broadcasts along it)
+            axis = self.anchor(op, k, allowed=range(k - 2))
+            if axis is not None:
+                ops_ = self.conformed(op, axis, k)
         if ops_ is None:
             return self.fallback(op)
         return self.emit(op, ops_), axis
@@ -213,6 +299,8 @@ class _Sharder:
         axes = op.attrs["axes"]
         if d == PARTIAL and op.attrs["kind"] == "sum":
             return self.emit(op, [v]), PARTIAL  # a sum of partial sums
+        if isinstance(d, int) and d in axes and op.attrs["kind"] == "sum":
+            return self.emit(op, [v]), PARTIAL  # each rank sums its block: a partial sum
         if not isinstance(d, int) or d in axes:
             return self.fallback(op)
         return self.emit(op, [v]), (d if op.attrs["keepdims"] else d - sum(a < d for a in axes))
@@ -255,9 +343,25 @@ class _Sharder:
             return self.emit(op, [t, ids]), op.operands[1].type.rank + dt - 1
         return self.fallback(op)
 
+    def one_hot(self, op):
+        """One-hot rows of sharded ids are sharded the same way (the new axis is last)."""
+        v, d = self.env[op.operands[0]]
+        if isinstance(d, int):
+            return self.emit(op, [v]), d
+        return self.fallback(op)
+
     def multi(self, op) -> None:
-        """An op with several results (topk): run on whole operands, results replicated."""
+        """An op with several results (topk): run on whole operands, results replicated; a topk
+        of an operand sharded on another axis than its own runs on the block, results sharded."""
         types = [r.type for r in op.results] if ExplicitResultTypes in type(op).traits else None
+        v, d = self.env[op.operands[0]]
+        if isinstance(op, T.TopkOp) and isinstance(d, int) and d != op.attrs["axis"]:
+            new = T.TopkOp([v], dict(op.attrs))
+            self.b.graph.body.append(new)
+            for old, r in zip(op.results, new.results):
+                r.name_hint, r._builder = old.name_hint, self.b
+                self.env[old] = (r, d)
+            return
         new = type(op)([self.replicated(v) for v in op.operands], dict(op.attrs), types)
         self.b.graph.body.append(new)
         for old, r in zip(op.results, new.results):
@@ -279,7 +383,7 @@ class _Sharder:
                 continue
             rule = next((r for cls, r in _RULES if isinstance(op, cls)), _Sharder.fallback)
             self.env[op.results[0]] = rule(self, op)
-        self.b.set_outputs({n: self.replicated(v) for n, v in self.g.outputs.items()})
+        self.b.set_outputs({n: self.conform(v, self.out_specs.get(n)) for n, v in self.g.outputs.items()})
         return self.b.graph
 
 
@@ -293,7 +397,27 @@ _RULES = (
     (T.BroadcastToOp, _Sharder.broadcast_to),
     (T.ConcatOp, _Sharder.concat),
     (T.GatherRowsOp, _Sharder.gather_rows),
+    (T.OneHotOp, _Sharder.one_hot),
 )
+
+
+def _wanted_axes(graph: Graph, out_specs: dict) -> dict:
+    """Values whose only use is (through casts and unary ops) an output the plan keeps sharded:
+    value -> that axis, so a partial sum there is reduce-scattered, not all-reduced."""
+    uses: dict = {}
+    for op in graph.body:
+        for v in op.operands:
+            uses[v] = uses.get(v, 0) + 1
+    want = {}
+    for name, v in graph.outputs.items():
+        if out_specs.get(name) is not None:
+            want[v] = out_specs[name]
+    for op in reversed(graph.body):
+        if isinstance(op, (T.UnaryOp, T.CastOp)) and op.results[0] in want:
+            (x,) = op.operands
+            if uses.get(x) == 1 and x.type.shape == op.results[0].type.shape:
+                want[x] = want[op.results[0]]
+    return want
 
 
 def _widening(op) -> bool:
@@ -306,24 +430,36 @@ def shard(graph: Graph, world: int, plan: Mapping[str, object]) -> ShardedGraph:
     """Split ``graph`` into ``world`` rank graphs following ``plan``: ``{input name: spec}``
     with spec ``"column"`` (shard the last axis: column-parallel weight), ``"row"`` (shard the
     second-to-last axis: row-parallel weight), ``"replicated"`` or an axis. Inputs not in the
-    plan are replicated activations; the plan's inputs count as parameters."""
+    plan are replicated activations; the plan's inputs count as parameters. The plan may also
+    name an output with a spec: that output stays sharded on the rank (``gather_outputs``
+    reassembles it); outputs not in the plan are replicated."""
     if isinstance(world, bool) or not isinstance(world, int) or world < 1:
         raise BuildError(f"shard: world must be a positive int, got {world!r}")
     names = graph.input_names
-    unknown = [n for n in plan if n not in names]
+    outputs = tuple(graph.outputs)
+    unknown = [n for n in plan if n not in names and n not in outputs]
     if unknown:
         raise BuildError(
             f"shard: plan names {unknown}, which are not inputs of @{graph.name} (inputs: {names})"
+            f" nor outputs (outputs: {list(outputs)})"
         )
-    specs = {}
-    for n in names:
-        t = graph.input(n).type
-        axis = _spec_axis(n, plan.get(n, "replicated"), t.rank)
-        if axis is not None and t.shape[axis] % world:
-            raise BuildError(
-                f"shard: input {n!r} {t}: axis {axis} of size {t.shape[axis]} is not "
-                f"divisible by world {world}"
-            )
-        specs[n] = axis
-    graphs = [_Sharder(graph, world, r, specs).run() for r in range(world)]
-    return ShardedGraph(graphs, world, specs, tuple(plan))
+    both = [n for n in plan if n in names and n in outputs]
+    if both:
+        raise BuildError(f"shard: plan names {both}, both an input and an output of @{graph.name}")
+    specs, out_specs = {}, {}
+    for kind, pool, types, dest in (
+        ("input", names, lambda n: graph.input(n).type, specs),
+        ("output", outputs, lambda n: graph.outputs[n].type, out_specs),
+    ):
+        for n in pool:
+            t = types(n)
+            axis = _spec_axis(n, plan.get(n, "replicated"), t.rank)
+            if axis is not None and t.shape[axis] % world:
+                raise BuildError(
+                    f"shard: {kind} {n!r} {t}: axis {axis} of size {t.shape[axis]} is not "
+                    f"divisible by world {world}"
+                )
+            dest[n] = axis
+    graphs = [_Sharder(graph, world, r, specs, out_specs).run() for r in range(world)]
+    params = tuple(n for n in plan if n in names)
+    return ShardedGraph(graphs, world, specs, params, out_specs)

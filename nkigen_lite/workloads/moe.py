@@ -127,10 +127,8 @@ def moe_inputs(graph, seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def moe_top_k(graph) -> int:
-    """k of the graph's top-k (the selections are tokens·k rows of the gathered weights)."""
-    tokens = graph.input("x").type.shape[0]
-    gathered = next(op for op in graph.body if op.name == "tensor.gather_rows")
-    return gathered.operands[1].type.shape[0] // tokens
+    """k of the graph's top-k (the router's ``tensor.topk``)."""
+    return next(op for op in graph.body if op.name == "tensor.topk").attrs["k"]
 
 
 def moe_min_hbm_bytes(tokens, hidden, experts, top_k, inter, itemsize=2) -> int:
