@@ -11,12 +11,19 @@ tokens) at TP = 1, 2, 4 with MOE_TP_PLAN (experts split along their intermediate
 router replicated, one all_reduce): the same columns plus the rank's stated minimum traffic
 (its share of the selected experts' weights once per selection, the router, the activations).
 
+Part 2b, the same block with expert parallelism, MOE_EP_PLAN (parallel/moe_ep.py: experts and
+tokens sharded, all_gather + all_to_all dispatch, reduce_scatter combine) on the dense-combine
+form of the block at EP = 2, 4; the EP = 1 row is the unsharded gathered block (the same row as
+part 2's TP = 1), so the speed-ups of both plans are over the same single-rank kernel. The
+stated minimum of an EP row is the rank's E/N experts' weights, the router and its tokens.
+
 Part 3, LNC=2 (``nk.split_cores``) for the softmax and rmsnorm of a 2048 x 4096 f32 tensor: DMA
 bytes per core and the modelled time, against the one-core kernel.
 
 Figures come from the cost model, never from wall-clock time. Run:
 
-    uv run python benchmarks/tensor_parallel.py [--seq 128 512] [--moe-tokens 1 8] [--markdown FILE]
+    uv run python benchmarks/tensor_parallel.py [--seq 128 512] [--moe-tokens 1 8 64] [--ep-tokens 8 64]
+        [--markdown FILE]
 """
 
 from __future__ import annotations
@@ -29,17 +36,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import nkigen_lite as nk  # noqa: E402
 from nkigen_lite.parallel.moe import MOE_TP_PLAN  # noqa: E402
+from nkigen_lite.parallel.moe_ep import MOE_EP_PLAN  # noqa: E402
 from nkigen_lite.parallel.qwen3 import QWEN3_TP_PLAN, build_qwen3_layer  # noqa: E402
 from nkigen_lite.workloads.moe import build_moe  # noqa: E402
+from nkigen_lite.workloads.moe_dense import build_moe_dense  # noqa: E402
 
 
-def tp_rows(seq: int, g=None, plan=QWEN3_TP_PLAN) -> list[dict]:
+def tp_rows(seq: int, g=None, plan=QWEN3_TP_PLAN, sharded=None) -> list[dict]:
     """One row per TP degree for the Qwen3-0.6B layer of ``seq`` tokens (or graph ``g`` sharded
-    by ``plan``; rank 0's kernel; every rank's kernel has the same shapes)."""
+    by ``plan``; rank 0's kernel; every rank's kernel has the same shapes). ``sharded``: the
+    graph to shard at TP > 1 when it is not ``g`` (``g`` is then only the TP = 1 row)."""
     g = build_qwen3_layer(seq=seq, dtype=nk.bfloat16) if g is None else g
     rows, base = [], None
     for tp in (1, 2, 4):
-        graph = g if tp == 1 else nk.shard(g, world=tp, plan=plan).graphs[0]
+        graph = g if tp == 1 else nk.shard(sharded or g, world=tp, plan=plan).graphs[0]
         k = nk.compile(graph)
         s, e = k.stats(), k.estimate()
         comm = e.by_engine_ns.get("collective", 0.0)
@@ -66,6 +76,12 @@ def moe_rows(tokens: int) -> list[dict]:
     """One row per TP degree for the Qwen3-30B-A3B MoE block of ``tokens`` tokens (compiled
     only: the expert tables are never allocated)."""
     return tp_rows(tokens, build_moe(tokens=tokens), MOE_TP_PLAN)
+
+
+def ep_rows(tokens: int) -> list[dict]:
+    """One row per EP degree for the MoE block of ``tokens`` tokens with MOE_EP_PLAN (EP = 1:
+    the unsharded gathered block; compiled only)."""
+    return tp_rows(tokens, build_moe(tokens=tokens), MOE_EP_PLAN, build_moe_dense(tokens=tokens))
 
 
 def _softmax(n, m):
@@ -141,13 +157,17 @@ LNC_COLS = [
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seq", type=int, nargs="+", default=[128, 512])
-    ap.add_argument("--moe-tokens", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--moe-tokens", type=int, nargs="+", default=[1, 8, 64])
+    ap.add_argument("--ep-tokens", type=int, nargs="+", default=[8, 64])
     ap.add_argument("--markdown", help="also write the tables to this file")
     args = ap.parse_args()
     lines = ["Qwen3-0.6B layer, bf16, per rank:", ""]
     lines += _table([r for s in args.seq for r in tp_rows(s)], TP_COLS)
     lines += ["", "Qwen3-30B-A3B MoE block, bf16, per rank:", ""]
     lines += _table([r for t in args.moe_tokens for r in moe_rows(t)], MOE_COLS)
+    lines += ["", "Qwen3-30B-A3B MoE block, expert parallel (MOE_EP_PLAN), bf16, per rank:", ""]
+    ep_cols = [(h.replace("TP", "EP"), k, f) for h, k, f in MOE_COLS]
+    lines += _table([r for t in args.ep_tokens for r in ep_rows(t)], ep_cols)
     lines += ["", "LNC=2:", ""] + _table(lnc_rows(), LNC_COLS)
     text = "\n".join(lines)
     print(text)

@@ -13,10 +13,12 @@ intermediate 768 → 192 per rank).
   (both linear) and are all-reduced once, in fp32, as (tokens, hidden) — one collective per
   block, of tokens × hidden × 4 bytes.
 
-Expert parallelism (whole experts per rank, tokens dispatched by all_to_all) is not this plan:
-with a few tokens and static shapes every rank would have to provide for all tokens·k
-selections landing on it (capacity = tokens·k), gathering as many slabs per rank as one rank
-does unsharded, while the intermediate split divides the gathered bytes by TP.
+Expert parallelism (whole experts per rank, tokens dispatched) is the other shipped plan,
+``MOE_EP_PLAN`` (parallel/moe_ep.py), on the dense-combine form of the block: with a few tokens
+and static shapes a rank cannot provide for only the selections landing on its experts, so it
+runs its E/N experts on all tokens. This plan's gathered bytes scale with tokens·k, that one's
+with E/N: this one moves fewer weight bytes for a few decode tokens, that one once tokens·k
+passes E.
 """
 
 from __future__ import annotations
