@@ -25,6 +25,7 @@ from .homes import HbmHome
 from .instance import LoopSpec
 from .loopnest import run_loop_nest
 from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles, run_k_segments
+from .matmul_lead import A_COPY_ENGINE, cache_groups, lead_tiles
 from .matmul_prefetch import load_prefetch
 from .matmul_stage import b_chunk_home, load_b_part, natural_slice_bytes, stage_a_natural
 from .operand_cast import narrow_matmul_dtypes
@@ -168,6 +169,9 @@ class MatmulEmitter:
         self.resident = False  # B loaded once before the loop nest (weights of a row pipeline)
         self.b_resident = None  # that cache tile [p, nk, n]
         self.prefetch = False  # B loaded whole at the start of the only M tile (matmul_prefetch.py)
+        # the engine evacuating Aᵀ's transposes (matmul_stage.py): ScalarE when B is resident,
+        # beside VectorE's evacuation of C (matmul_lead.py)
+        self.a_copy_engine = "vector"
         self.hb = hb
         # A natural is (batch, M, K), K-major (batch, K, M); B natural (batch, N, K), K-major (batch, K, N)
         homes = {"b_nat": _swap_last(hb), "b_km": hb}
@@ -305,6 +309,7 @@ class MatmulEmitter:
 
     def run_n_outer(self) -> None:
         self.ctx.at(self.label)
+        self.a_copy_engine = A_COPY_ENGINE
 
         def batch_level(d: int, idx: list) -> None:
             if d == len(self.batch):
@@ -319,21 +324,47 @@ class MatmulEmitter:
 
     def _b_cached_block(self, idx, n0, w: int) -> None:
         """B's columns [n0, n0 + w) loaded once into SBUF (K on the partitions), then every M
-        tile: Aᵀ staged once and one PSUM block of up to ``block`` columns at a time. The first
-        M tile is peeled and its Aᵀ staged before B is loaded, so its load is not served after
-        all of B (the DMA engines serve transfers in order of readiness)."""
+        tile: Aᵀ staged once and one PSUM block of up to ``block`` columns at a time. The lead
+        M tiles (matmul_lead.py) are peeled, their Aᵀ staged before B is loaded (so their loads
+        are not served after all of B: the DMA engines serve transfers in order of readiness),
+        and they run jointly, each K chunk of B feeding all of them as it arrives."""
         nk = -(-self.k // self.p)
-        cache = ChunkTiles.alloc(self.b, self.p, nk, w, self.b_dt, "b_cache", B_GROUP_CHUNKS)
-        first_at = self._stage_a(idx, 0, min(self.m, self.p))
+        lead = lead_tiles(self, w)
+        cache = ChunkTiles.alloc_sizes(self.b, self.p, nk, w, self.b_dt, "b_cache", cache_groups(nk, lead))
+        leads = []
+        for t in range(lead):
+            mt = min(self.p, self.m - t * self.p)
+            leads.append((self._stage_a(idx, t * self.p, mt), t * self.p, mt))
         self._load_b_cache(cache, idx, n0, w)
+        follower = []  # the next M tile's Aᵀ, staged before the lead tiles' stores
 
-        def m_tile(m0, mt, first):
-            at = first_at if first else self._stage_a(idx, m0, mt)
+        def stage_follower():
+            if lead * self.p < self.m:
+                mt = min(self.p, self.m - lead * self.p)
+                follower.append((self._stage_a(idx, lead * self.p, mt), lead * self.p, mt))
+
+        def blocks(tiles, between=None):
             for j in range(0, w, self.block):
                 wj = min(self.block, w - j)
-                self._n_block(idx, at, m0, mt, Affine.of(n0) + j, wj, None, b_cache=(cache, j))
+                last = j + self.block >= w
+                self._n_block(
+                    idx,
+                    tiles,
+                    Affine.of(n0) + j,
+                    wj,
+                    None,
+                    b_cache=(cache, j),
+                    between=between if last else None,
+                )
 
-        self._instances(self.m, self.p, m_tile, peel_first=True)
+        blocks(leads, stage_follower)
+        if follower:
+            blocks(follower)
+
+        def m_tile(m0, mt, _first):
+            blocks([(self._stage_a(idx, m0, mt), m0, mt)])
+
+        self._instances(self.m, self.p, m_tile, skip=lead + len(follower))
 
     def _load_b_cache(self, cache, idx, n0, w: int) -> None:
         """B's columns [n0, n0 + w) into ``cache`` (ChunkTiles of [p, chunks, w]), K on the
@@ -342,17 +373,13 @@ class MatmulEmitter:
             load_b_part(self, tile, c0, c1, idx, n0, w)
 
     # ---- loop helpers -----------------------------------------------------------------------------
-    def _instances(self, n: int, size: int, body, *, peel_first: bool = False) -> None:
-        """body(offset, extent, first) over chunks of ``size``: full chunks in a fori_loop (the
-        first one peeled when ``peel_first``), then a static remainder."""
+    def _instances(self, n: int, size: int, body, *, skip: int = 0) -> None:
+        """body(offset, extent, first) over chunks of ``size`` after the first ``skip`` (the
+        remainder counts as a chunk): full chunks in a fori_loop, then a static remainder."""
         full, rem = n // size, n % size
-        start = 0
-        if peel_first:
-            if full == 0:
-                body(0, rem, True)
-                return
-            body(0, size, True)
-            start = 1
+        if skip > full:
+            return
+        start = skip
         if full - start == 1:
             body(start * size, size, False)
         elif full - start > 1:
@@ -441,19 +468,26 @@ class MatmulEmitter:
 
         def block(n0, w, _first):
             cache = None if self.b_resident is None else (self.b_resident, n0)
-            self._n_block(idx, at, m0, mt, n0, w, row, b_cache=cache)
+            self._n_block(idx, [(at, m0, mt)], n0, w, row, b_cache=cache)
 
         if pieces is not None:  # prefetched B: static N blocks, each reading its own tiles
             for n0, tiles in pieces.items():
-                self._n_block(idx, at, m0, mt, n0, min(self.block, self.n - n0), row, b_cache=(tiles, 0))
+                w = min(self.block, self.n - n0)
+                self._n_block(idx, [(at, m0, mt)], n0, w, row, b_cache=(tiles, 0))
         else:
             self._instances(self.n, self.block, block)
         if row is not None and self.store:
             self.b.dma_copy(dst=self._window("c", idx, m0, mt, 0, self.n), src=row)
 
-    def _n_block(self, idx, at, m0, mt: int, n0, w: int, row, b_cache=None) -> None:
+    def _n_block(self, idx, tiles: list, n0, w: int, row, b_cache=None, between=None) -> None:
+        """One PSUM block of columns [n0, n0 + w) for the M tiles ``tiles`` = [(Aᵀ, m0, mt)]
+        (several: the lead tiles, run jointly over each K chunk of B), each accumulated in
+        its own banks, then (after ``between()``, when given) evacuated and stored (or, in a
+        pipeline, copied into ``row``)."""
         chunks = [(j, min(self.fmax, w - j)) for j in range(0, w, self.fmax)]
-        banks = [self.b.alloc((self.p, self.fmax), "f32", "psum", name="acc") for _ in chunks]
+        banks = [
+            [self.b.alloc((self.p, self.fmax), "f32", "psum", name="acc") for _ in chunks] for _ in tiles
+        ]
 
         nk, full = -(-self.k // self.p), self.k // self.p
 
@@ -472,29 +506,36 @@ class MatmulEmitter:
                 def moving(j, nj):
                     return cache.access(c, seg, kt, _ds(Affine.of(c0) + j, nj))
 
-            stat = at.access(c, seg, kt, _ds(0, mt))
-            for (j, nj), ps in zip(chunks, banks):
-                self.b.nc_matmul(
-                    dst=_tile_acc(ps, _ds(0, mt), _ds(0, nj)),
-                    stationary=stat,
-                    moving=moving(j, nj),
-                    accumulate=not first,
-                )
+            for (at, _m0, mt), tbanks in zip(tiles, banks):
+                stat = at.access(c, seg, kt, _ds(0, mt))
+                for (j, nj), ps in zip(chunks, tbanks):
+                    self.b.nc_matmul(
+                        dst=_tile_acc(ps, _ds(0, mt), _ds(0, nj)),
+                        stationary=stat,
+                        moving=moving(j, nj),
+                        accumulate=not first,
+                    )
 
-        run_k_segments(self.b, nk, full, (at, None if b_cache is None else b_cache[0]), kstep)
-        if row is not None:
-            for (j, nj), ps in zip(chunks, banks):
+        operands = tuple(t[0] for t in tiles) + (None if b_cache is None else b_cache[0],)
+        run_k_segments(self.b, nk, full, operands, kstep)
+        if between is not None:
+            between()
+        for (_at, m0, mt), tbanks in zip(tiles, banks):
+            if row is not None:
+                for (j, nj), ps in zip(chunks, tbanks):
+                    self.b.tensor_copy(
+                        dst=_tile_acc(row, _ds(0, mt), _ds(Affine.of(n0) + j, nj)),
+                        src=_tile_acc(ps, _ds(0, mt), _ds(0, nj)),
+                    )
+                continue
+            ct = self.b.alloc((self.p, w), self.c_dt, "sbuf", name="c")
+            for (j, nj), ps in zip(chunks, tbanks):
                 self.b.tensor_copy(
-                    dst=_tile_acc(row, _ds(0, mt), _ds(Affine.of(n0) + j, nj)),
-                    src=_tile_acc(ps, _ds(0, mt), _ds(0, nj)),
+                    dst=_tile_acc(ct, _ds(0, mt), _ds(j, nj)), src=_tile_acc(ps, _ds(0, mt), _ds(0, nj))
                 )
-            return
-        ct = self.b.alloc((self.p, w), self.c_dt, "sbuf", name="c")
-        for (j, nj), ps in zip(chunks, banks):
-            self.b.tensor_copy(
-                dst=_tile_acc(ct, _ds(0, mt), _ds(j, nj)), src=_tile_acc(ps, _ds(0, mt), _ds(0, nj))
+            self.b.dma_copy(
+                dst=self._window("c", idx, m0, mt, n0, w), src=_tile_acc(ct, _ds(0, mt), _ds(0, w))
             )
-        self.b.dma_copy(dst=self._window("c", idx, m0, mt, n0, w), src=_tile_acc(ct, _ds(0, mt), _ds(0, w)))
 
 
 def _chunk_index(k0, p: int) -> Affine:

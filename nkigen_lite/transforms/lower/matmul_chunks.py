@@ -30,10 +30,19 @@ class ChunkTiles:
     @staticmethod
     def alloc(b, p: int, nk: int, width: int, dt, name: str, group: int) -> ChunkTiles:
         """Tiles of ``group`` chunks each (the last may hold fewer)."""
+        return ChunkTiles.alloc_sizes(b, p, nk, width, dt, name, [group] * -(-nk // group))
+
+    @staticmethod
+    def alloc_sizes(b, p: int, nk: int, width: int, dt, name: str, sizes) -> ChunkTiles:
+        """Tiles of ``sizes[i]`` chunks each, in order, up to ``nk`` chunks in all."""
         parts = []
-        for c0 in range(0, nk, group):
-            c1 = min(nk, c0 + group)
+        c0 = 0
+        for size in sizes:
+            if c0 >= nk:
+                break
+            c1 = min(nk, c0 + size)
             parts.append((b.alloc((p, c1 - c0, width), dt, "sbuf", name=name), c0, c1))
+            c0 = c1
         return ChunkTiles(tuple(parts))
 
     def bounds(self) -> set[int]:

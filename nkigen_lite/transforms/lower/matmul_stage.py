@@ -86,6 +86,7 @@ def _transpose_group(em, dst, nat, g0: int, ng: int, kt: int, mt: int, per_bank:
     b.tensor_copy(
         dst=Access(tile, (_ds(0, kt), DimSlice(c, ng, 1), _ds(0, mt))),
         src=Access(ps, (_ds(0, kt), _ds(0, ng), _ds(0, mt))),
+        engine=em.a_copy_engine,
     )
 
 

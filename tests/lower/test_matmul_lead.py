@@ -1,0 +1,116 @@
+"""Lead M tiles (transforms/lower/matmul_lead.py): with B resident, the first two M tiles run
+jointly over each K chunk of B as it arrives, B is loaded in small groups, the next tile's Aᵀ
+is staged before the lead tiles' stores, and Aᵀ's transposes are evacuated on ScalarE. Counts
+are read off the NKI IR; results are compared with float64 NumPy (interpreter and simulator)."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import nkigen_lite as nk
+from nkigen_lite.nki.ops import AllocOp, DmaCopyOp, ForiLoopOp, MatmulOp, TensorCopyOp, TransposeOp
+
+BF16 = ml_dtypes.bfloat16
+
+
+def _top_level_until_first_evacuation(k):
+    """The kernel's top-level instructions (loops flattened once per static copy) up to the
+    first copy out of a matmul accumulator."""
+    out = []
+
+    def walk(block):
+        for op in block:
+            if isinstance(op, ForiLoopOp):
+                if walk(op.body):
+                    return True
+                continue
+            if isinstance(op, TensorCopyOp) and op.access("src").tensor.name_hint == "acc":
+                return True
+            out.append(op)
+        return False
+
+    walk(k.nki.body)
+    return out
+
+
+def _bf16_matmul(m, kk, n):
+    return nk.compile(lambda a, b: a @ b, np.zeros((m, kk), BF16), np.zeros((kk, n), BF16))
+
+
+def test_two_lead_tiles_accumulate_before_the_first_evacuation():
+    k = _bf16_matmul(1024, 4096, 1024)
+    ops = _top_level_until_first_evacuation(k)
+    mms = [op for op in ops if isinstance(op, MatmulOp)]
+    # 2 M tiles x 32 K chunks x 2 PSUM banks of 512 columns (one M tile alone: 64)
+    assert len({op.access("dst").tensor for op in mms}) == 4
+    assert len({op.access("stationary").tensor for op in mms}) == 2 * 4  # 2 tiles' Aᵀ, 4 tiles each
+    # the first K chunk feeds both lead tiles before the second chunk is read
+    first = [op.access("stationary").tensor for op in mms[:4]]
+    assert len(set(first)) == 2
+    # executed: all 32 chunks of both lead tiles (the K loops run 1 or 2 chunks per segment)
+    st = k.stats()
+    assert st.dynamic_by_engine["tensor"] == 8 * 32 + 8 * 32 * 2  # transposes + matmuls: unchanged
+
+
+def test_b_is_loaded_in_sixteen_small_groups_before_the_follower():
+    k = _bf16_matmul(1024, 4096, 1024)
+    top = [op for op in k.nki.body if isinstance(op, DmaCopyOp)]
+    names = [str(op.access("dst").tensor.name_hint) for op in top]
+    # A of the two lead tiles, then B in 16 DMAs of 2 K chunks, then A of the follower tile,
+    # issued before the lead tiles' two stores (so no load queues behind a store)
+    assert names[:2] == ["a_nat", "a_nat"]
+    assert names[2:18] == ["b_cache"] * 16
+    assert names[18] == "a_nat"
+    assert names[19:21] == ["y", "y"]
+    assert all(op.access("dst").tensor.type.shape == (128, 2, 1024) for op in top[2:18])
+
+
+def test_at_transposes_are_evacuated_on_scalar_and_c_on_vector():
+    k = _bf16_matmul(1024, 4096, 1024)
+    copies = [op for op in k.nki.walk() if isinstance(op, TensorCopyOp)]
+    from_t = [op.attrs["engine"] for op in copies if op.access("src").tensor.name_hint == "ps_t"]
+    from_acc = [op.attrs["engine"] for op in copies if op.access("src").tensor.name_hint == "acc"]
+    assert from_t and set(from_t) == {"scalar"}
+    assert from_acc and set(from_acc) == {"vector"}
+    # one transpose per 128 x 128 block of A: half a transpose per matmul (2 banks per chunk)
+    transposes = k.stats().dynamic_by_engine["tensor"] - 8 * 32 * 2
+    assert transposes == 8 * 32
+    assert sum(isinstance(op, TransposeOp) for op in k.nki.walk()) == 4 * 32
+
+
+def test_a_block_wider_than_half_the_banks_keeps_one_lead_tile():
+    # 4096 columns: one N block takes 4 banks, two blocks would leave none for A's transposes
+    k = _bf16_matmul(512, 256, 4096)
+    shapes = [
+        op.result.type.shape
+        for op in k.nki.walk()
+        if isinstance(op, AllocOp) and op.result.name_hint == "b_cache"
+    ]
+    assert shapes == [(128, 2, 4096)]  # K = 256: 2 chunks, one group of up to 8
+    ops = _top_level_until_first_evacuation(k)
+    assert len({op.access("dst").tensor for op in ops if isinstance(op, MatmulOp)}) == 4  # one tile
+
+
+@pytest.mark.parametrize(
+    ("m", "kk", "n", "dtype", "tol"),
+    [
+        # 3 M tiles (128, 128, 44): both lead tiles full, the follower is the remainder; a
+        # partial K chunk; bf16 operands, fp32 accumulation, one bf16 rounding of the result
+        (300, 700, 640, BF16, 1e-2),
+        # lead tiles of 128 and 72 rows and nothing after them; 3 PSUM banks per block
+        (200, 384, 1300, BF16, 1e-2),
+        # 8 M tiles, f32 (fp32 matmul, K = 512 terms: rtol 1e-4), the loop after the follower
+        (1024, 512, 384, np.float32, 1e-4),
+    ],
+)
+def test_lead_tile_matmuls_match_numpy(m, kk, n, dtype, tol):
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((m, kk)).astype(dtype)
+    b = (rng.standard_normal((kk, n)) / np.sqrt(kk)).astype(dtype)
+    k = nk.compile(lambda a, b: a @ b, a, b)
+    assert any(op.result.name_hint == "b_cache" for op in k.nki.walk() if isinstance(op, AllocOp))
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(ref).max()
+    np.testing.assert_allclose(k(a, b).astype(np.float64), ref, rtol=tol, atol=tol * scale)
+    out = nk.simulate(k, {"a": a, "b": b})["y"].astype(np.float64)
+    np.testing.assert_allclose(out, ref, rtol=tol, atol=tol * scale)
