@@ -5,6 +5,7 @@ from .empty import EMPTY_PATTERNS
 from .folding import FOLDING_PATTERNS
 from .gather_shapes import GATHER_SHAPE_PATTERNS
 from .gqa import GQA_PATTERNS
+from .grouped_attention import GROUPED_ATTENTION_PATTERNS
 from .identities import IDENTITY_PATTERNS
 from .masks import MASK_PATTERNS
 from .recompose import RECOMPOSE_PATTERNS
@@ -22,6 +23,7 @@ PATTERNS = (
     + GATHER_SHAPE_PATTERNS
     + GQA_PATTERNS
     + ATTENTION_PATTERNS
+    + GROUPED_ATTENTION_PATTERNS
 )
 
 __all__ = ["PATTERNS"]

@@ -12,6 +12,7 @@ from ...ir.clone import clone_op
 from ...ir.errors import BuildError, VerifyError
 from ...ir.graph import Graph
 from ...ir.op import Op
+from ...nki.ops import AllocOp, HbmViewOp
 from ...nki.verify import verify as nki_verify
 from ...tensor import ops as T
 from .context import LowerContext
@@ -23,12 +24,46 @@ def inline_body(ctx: LowerContext, op: Op, body: Graph, outputs, label: str) -> 
     """Copy ``body``'s ops into the kernel with its inputs bound to ``op``'s operands and
     ``outputs`` (names of body outputs, one per result of ``op``) as the results' homes."""
     vmap = {bv: ctx.view(ctx.home(v)) for bv, v in zip(body.inputs, op.operands)}
+    placed = {}  # body output allocs written straight into a home placed before (a kernel output)
+    for r, name in zip(op.results, outputs):
+        bo = body.outputs[name]
+        if r in ctx.homes and isinstance(bo.defining_op, AllocOp) and bo.defining_op.parent is body.body:
+            home = ctx.view(ctx.homes[r])
+            if tuple(home.type.shape) == tuple(bo.type.shape) and home.type.dtype is bo.type.dtype:
+                vmap[bo] = placed[bo.defining_op] = home
     ctx.at(label + (f" at {op.loc}" if op.loc else ""))
     for inner in body.body:
-        if inner is not body.return_op:
-            ctx.b.append(clone_op(inner, vmap))
+        if inner is body.return_op or inner in placed:
+            continue
+        base = _contiguous_view(vmap.get(inner.operand(0))) if isinstance(inner, HbmViewOp) else None
+        if base is not None:  # a view of an input bound to a row-major view: view the root
+            root, offset = base
+            attrs = {"offset": offset + inner.attrs["offset"], "strides": inner.attrs["strides"]}
+            new = HbmViewOp([root], attrs, [inner.result.type])
+            new.loc = inner.loc
+            ctx.b.append(new)
+            new.result.name_hint = inner.result.name_hint
+            vmap[inner.result] = new.result
+            continue
+        ctx.b.append(clone_op(inner, vmap))
     for r, name in zip(op.results, outputs):
-        ctx.homes[r] = HbmHome.whole(vmap[body.outputs[name]])
+        if body.outputs[name].defining_op not in placed:
+            ctx.homes[r] = HbmHome.whole(vmap[body.outputs[name]])
+
+
+def _contiguous_view(v):
+    """(root, offset) when ``v`` is an ``hbm_view`` with row-major strides (a reshape or a
+    contiguous window of its root's flat storage), else None."""
+    op = v.defining_op if v is not None else None
+    if not isinstance(op, HbmViewOp):
+        return None
+    shape, expect, step = v.type.shape, [], 1
+    for n in reversed(shape):
+        expect.append(step)
+        step *= n
+    if all(n == 1 or s == e for n, s, e in zip(shape, op.attrs["strides"], reversed(expect))):
+        return op.operand(0), op.attrs["offset"]
+    return None
 
 
 @item_rule(T.CustomKernelOp)

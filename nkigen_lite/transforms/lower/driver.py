@@ -23,6 +23,7 @@ from . import (
     collective,  # noqa: F401  (registers the collectives' item rule)
     custom,  # noqa: F401  (registers the custom-kernel rule)
     flash_attention,  # noqa: F401  (registers tensor.flash_attention's lowering)
+    grouped_attention,  # noqa: F401  (registers tensor.grouped_attention's lowering)
     indexed,  # noqa: F401  (registers the gather / scatter item rules)
     topk,  # noqa: F401  (registers the native topk item rule)
 )
@@ -174,6 +175,8 @@ def _produced_in_kernel(graph: Graph, part) -> set[Value]:
             out.add(op.result)
         elif isinstance(op, (T.FullOp, T.TopkOp)):
             out.update(op.results)
+        elif isinstance(op, T.CompositeOp) and custom.has_own_lowering(type(op)) and len(op.results) == 1:
+            out.add(op.result)  # a registered kernel writes its output alloc (custom.inline_body)
     return out
 
 

@@ -1,0 +1,300 @@
+"""``tensor.grouped_attention`` lowered as one unrolled kernel over query heads and query tiles.
+
+Per query head h (batch index) and query tile of up to 128 rows, with G(h) its KV head:
+``S = Q Kᵀ`` into one PSUM bank (the keys fit: N <= ``MAX_KEYS``), ``Y = S + mask/scale`` when
+causal (a constant tile per query tile, built once on GpSimd by ``affine_select``), ``-m`` by
+one negated row max, ``P = exp(scale·Y - scale·m)`` with its row sum ``l`` fused into the
+activation, ``Pᵀ`` by TensorE transposes (fp32, as the program's softmax is fp32), ``O = Pᵀᵀ V``
+and ``O · (1/l)`` cast to the output dtype while leaving PSUM. The scores never leave the chip.
+
+Data movement is batched across heads: Kᵀ and V of every KV head are loaded once (``K`` and
+``V`` of ``HEADS_PER_DMA`` heads per DMA, keys on the partitions, heads along the free axis;
+K transposed on TensorE, V widened to fp32 on GpSimd) and shared by all query heads of its group
+(GQA never copies K or V); ``Q`` is loaded and ``O`` stored for ``HEADS_PER_DMA`` query heads per
+DMA. Every tile is a fresh allocation, so the scheduler overlaps the loads of later heads with
+the work of earlier ones. With ``causal``, key chunks after a query tile's last row are skipped
+(their probabilities are ``exp(mask + scale·s - max)``: 0 unless scores spread over more than
+``|mask|``; only done for ``mask <= SKIP_MASK``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...ir.dtypes import get_dtype
+from ...ir.errors import BuildError
+from ...nki.builder import Builder
+from ...nki.types import Access, Affine, DimSlice
+from ...tensor.composites_grouped_attention import GroupedAttentionOp
+from .custom import register_composite_lowering
+from .deallocs import insert_deallocs
+
+P = 128  # partitions
+MAX_HEAD_DIM = 128  # q / k feature dim on the partitions for Q Kᵀ
+MAX_VALUE_DIM = 512  # v feature dim: one PSUM bank of fp32 outputs
+MAX_KEYS = 512  # keys: one PSUM bank of fp32 scores per query tile
+MAX_UNITS = 64  # query heads x query tiles (the kernel is unrolled)
+HEADS_PER_DMA = 4  # heads moved by one DMA (Q, K, V loads and O stores)
+SKIP_MASK = -1e4  # causal masks at most this skip the key chunks after a query tile
+DTYPES = ("bf16", "f16", "f32")
+F32 = get_dtype("f32")
+
+
+def _ds(start: int, size: int) -> DimSlice:
+    return DimSlice(Affine.of(start), size, 1)
+
+
+def _acc(t, *dims) -> Access:
+    return Access(t, tuple(_ds(*d) if isinstance(d, tuple) else d for d in dims))
+
+
+def supported(q_shape, k_shape, v_shape, dtype, attrs) -> bool:
+    """Shapes the kernel handles: q (..., H, M, D), k (..., G, N, D), v (..., G, N, Dv) of equal
+    ranks >= 3 and equal leading dims, G dividing H, head dim <= 128, value dim <= 512, keys <= 512,
+    M == N when causal, at most ``MAX_UNITS`` query heads x query tiles, and a bf16 / f16 / f32
+    dtype."""
+    qs, ks, vs = tuple(q_shape), tuple(k_shape), tuple(v_shape)
+    if not (len(qs) == len(ks) == len(vs) >= 3) or min(qs + ks + vs) <= 0:
+        return False
+    if qs[:-3] != ks[:-3] or ks[:-2] != vs[:-2] or qs[-3] % ks[-3]:
+        return False
+    m, d = qs[-2:]
+    n, dv = vs[-2:]
+    if ks[-1] != d or ks[-2] != n or d > MAX_HEAD_DIM or dv > MAX_VALUE_DIM or n > MAX_KEYS:
+        return False
+    if attrs.get("causal") and m != n:
+        return False
+    if getattr(dtype, "name", dtype) not in DTYPES:
+        return False
+    return math.prod(qs[:-2]) * -(-m // P) <= MAX_UNITS
+
+
+class _Kernel:
+    """Builds the kernel (module docstring) for one operand signature."""
+
+    def __init__(self, types, attrs):
+        qt, kt, vt = types
+        self.dt = qt.dtype
+        self.heads, self.groups = qt.shape[-3], kt.shape[-3]
+        self.m, self.d = qt.shape[-2:]
+        self.n, self.dv = vt.shape[-2:]
+        self.scale = float(attrs["scale"])
+        self.causal = bool(attrs["causal"])
+        self.mask = float(attrs["mask_value"])
+        self.hq, self.hk = math.prod(qt.shape[:-2]), math.prod(kt.shape[:-2])
+        self.b = b = Builder("grouped_attention")
+        q = b.add_input("q", qt.shape, self.dt)
+        k = b.add_input("k", kt.shape, self.dt)
+        v = b.add_input("v", vt.shape, self.dt)
+        self.o = b.alloc(qt.shape[:-1] + (self.dv,), self.dt, "hbm", name="o")
+        m, n, d, dv = self.m, self.n, self.d, self.dv
+        # rows (keys) on the partitions, heads along the free axis: one DMA moves several heads
+        self.qv = b.hbm_view(q, (m, self.hq, d), (d, m * d, 1), name="q_rows")
+        self.kv = b.hbm_view(k, (n, self.hk, d), (d, n * d, 1), name="k_rows")
+        self.vv = b.hbm_view(v, (n, self.hk, dv), (dv, n * dv, 1), name="v_rows")
+        self.ov = b.hbm_view(self.o, (m, self.hq, dv), (dv, m * dv, 1), name="o_rows")
+        self.kt: dict[int, object] = {}  # KV head -> Kᵀ tile [d, n]
+        self.vt: dict[int, list] = {}  # KV head -> V chunks (tile, slot) of 128 keys
+        self.masks: dict[int, object] = {}
+
+    def kv_head(self, h: int) -> int:
+        """The (flat) KV head the (flat) query head ``h`` reads."""
+        rep = self.heads // self.groups
+        return (h // self.heads) * self.groups + (h % self.heads) // rep
+
+    # ---- K / V: loaded once per KV head, HEADS_PER_DMA heads per DMA ---------------------------
+    def load_kv(self, g0: int) -> None:
+        """DMAs of K and V for KV heads [g0, g0 + HEADS_PER_DMA): keys on the partitions."""
+        b, d, dv, n = self.b, self.d, self.dv, self.n
+        hk = min(HEADS_PER_DMA, self.hk - g0)
+        chunks = []
+        for c0 in range(0, n, P):
+            kc = min(P, n - c0)
+            kn = b.alloc((P, hk, d), self.dt, name="k_nat")
+            b.dma_copy(dst=_acc(kn, (0, kc), (0, hk), (0, d)), src=_acc(self.kv, (c0, kc), (g0, hk), (0, d)))
+            vn = b.alloc((P, hk, dv), self.dt, name="v_nat")
+            b.dma_copy(dst=_acc(vn, (0, kc), (0, hk), (0, dv)), src=_acc(self.vv, (c0, kc), (g0, hk), (0, dv)))
+            chunks.append((c0, kc, kn, vn))
+        self.kv_loaded[g0] = (hk, chunks)
+
+    def prepare_kv(self, g: int) -> None:
+        """Kᵀ (TensorE transposes) and fp32 V of the DMA group holding KV head ``g``, once."""
+        if g in self.kt:
+            return
+        b, d, dv, n = self.b, self.d, self.dv, self.n
+        g0 = g - g % HEADS_PER_DMA
+        hk, chunks = self.kv_loaded[g0]
+        for j in range(hk):
+            self.kt[g0 + j] = b.alloc((P, n), self.dt, name="k_t")
+            self.vt[g0 + j] = []
+        for c0, kc, kn, vn in chunks:
+            if self.dt is not F32:  # the Pᵀ V matmul is fp32: V widened on chip (exact)
+                v32 = b.alloc((P, hk, dv), F32, name="v_f32")
+                b.tensor_copy(
+                    dst=_acc(v32, (0, kc), (0, hk), (0, dv)), src=_acc(vn, (0, kc), (0, hk), (0, dv)), engine="gpsimd"
+                )
+                vn = v32
+            for j in range(hk):
+                ps = b.alloc((P, P), self.dt, "psum", name="ps_k")
+                b.nc_transpose(dst=_acc(ps, (0, d), (0, kc)), data=_acc(kn, (0, kc), (j, 1), (0, d)))
+                b.tensor_copy(dst=_acc(self.kt[g0 + j], (0, d), (c0, kc)), src=_acc(ps, (0, d), (0, kc)))
+                self.vt[g0 + j].append((vn, j, kc))
+
+    def mask_tile(self, m0: int, mt: int, keys: int):
+        """mask/scale where key > query (absolute rows m0 + p), 0 elsewhere; once per query tile."""
+        if m0 not in self.masks:
+            b = self.b
+            t = b.alloc((P, keys), F32, name="causal_bias")
+            b.memset(dst=_acc(t, (0, mt), (0, keys)), value=0.0, engine="gpsimd")
+            off = float(np.float32(self.mask / self.scale))
+            # keep where key - (m0 + p) <= 0
+            b.affine_select(
+                dst=_acc(t, (0, mt), (0, keys)),
+                pattern=[[1, keys]],
+                channel_multiplier=-1,
+                on_true_tile=_acc(t, (0, mt), (0, keys)),
+                on_false_value=off,
+                cmp_op="less_equal",
+                offset=-m0,
+            )
+            self.masks[m0] = t
+        return self.masks[m0]
+
+    # ---- one query head of one query tile, as pipeline stages -----------------------------------
+    def head(self, q_nat, j: int, h: int, m0: int, mt: int, out):
+        """Emit the head's instructions one stage per ``next()`` (see ``build``)."""
+        b, d, dv = self.b, self.d, self.dv
+        g = self.kv_head(h)
+        keys = self.n
+        if self.causal and self.mask <= SKIP_MASK:
+            keys = min(self.n, -(-(m0 + mt) // P) * P)
+        rows, col = (0, mt), (0, 1)
+        self.prepare_kv(g)
+        mask = self.mask_tile(m0, mt, keys) if self.causal else None
+        ps_q = b.alloc((P, P), self.dt, "psum", name="ps_q")
+        b.nc_transpose(dst=_acc(ps_q, (0, d), rows), data=_acc(q_nat, rows, (j, 1), (0, d)))
+        yield
+        q_t = b.alloc((P, P), self.dt, name="q_t")
+        b.tensor_copy(dst=_acc(q_t, (0, d), rows), src=_acc(ps_q, (0, d), rows))
+        yield
+        s = b.alloc((P, keys), F32, "psum", name="scores")
+        s_acc = _acc(s, rows, (0, keys))
+        b.nc_matmul(dst=s_acc, stationary=_acc(q_t, (0, d), rows), moving=_acc(self.kt[g], (0, d), (0, keys)))
+        yield
+        if mask is not None:
+            y = b.alloc((P, keys), F32, name="scores_masked")
+            y_acc = _acc(y, rows, (0, keys))
+            b.tensor_tensor(dst=y_acc, data1=s_acc, data2=_acc(mask, rows, (0, keys)), op="add")
+            s_acc = y_acc
+            yield
+        neg = b.alloc((P, 1), F32, name="neg_max")
+        b.tensor_reduce(dst=_acc(neg, rows, col), op="maximum", data=s_acc, axis=1, negate=True, keepdims=True)
+        yield
+        bias = b.alloc((P, 1), F32, name="exp_bias")
+        b.tensor_scalar(
+            dst=_acc(bias, rows, col), data=_acc(neg, rows, col), op0="multiply", operand0=self.scale, engine="scalar"
+        )
+        yield
+        p = b.alloc((P, keys), F32, name="probs")
+        total = b.alloc((P, 1), F32, name="row_sum")
+        b.activation(
+            dst=_acc(p, rows, (0, keys)),
+            op="exp",
+            data=s_acc,
+            bias=_acc(bias, rows, col),
+            scale=self.scale,
+            reduce_res=_acc(total, rows, col),
+        )
+        yield
+        recip = b.alloc((P, 1), F32, name="recip")
+        b.activation(dst=_acc(recip, rows, col), op="reciprocal", data=_acc(total, rows, col))
+        chunks = self.vt[g][: -(-keys // P)]
+        transposed = []
+        for c, (_vn, _slot, kc) in enumerate(chunks):
+            ps_t = b.alloc((P, P), F32, "psum", name="ps_pt")
+            b.nc_transpose(dst=_acc(ps_t, (0, kc), rows), data=_acc(p, rows, (c * P, kc)))
+            transposed.append(ps_t)
+        yield
+        p_ts = []
+        for ps_t, (_vn, _slot, kc) in zip(transposed, chunks):
+            p_t = b.alloc((P, P), F32, name="probs_t")
+            b.tensor_copy(dst=_acc(p_t, (0, kc), rows), src=_acc(ps_t, (0, kc), rows), engine="scalar")
+            p_ts.append(p_t)
+        yield
+        pv = b.alloc((P, dv), F32, "psum", name="pv")
+        for c, (p_t, (vn, slot, kc)) in enumerate(zip(p_ts, chunks)):
+            b.nc_matmul(
+                dst=_acc(pv, rows, (0, dv)),
+                stationary=_acc(p_t, (0, kc), rows),
+                moving=_acc(vn, (0, kc), (slot, 1), (0, dv)),
+                accumulate=c > 0,
+            )
+        yield
+        b.tensor_scalar(
+            dst=_acc(out, rows, (j, 1), (0, dv)),
+            data=_acc(pv, rows, (0, dv)),
+            op0="multiply",
+            operand0=_acc(recip, rows, col),
+        )
+
+    def build(self):
+        """All loads first (they wait on nothing), then the heads as a software pipeline: each
+        tick starts the next head and advances every running head by one stage, so the engines'
+        in-order streams interleave the stages of consecutive heads; a DMA group's output is
+        stored when its last head is done."""
+        b, d, dv = self.b, self.d, self.dv
+        self.kv_loaded: dict[int, tuple] = {}
+        units = []  # (q_nat, out, slot, head, m0, mt, store)
+        for m0 in range(0, self.m, P):
+            mt = min(P, self.m - m0)
+            for h0 in range(0, self.hq, HEADS_PER_DMA):
+                hn = min(HEADS_PER_DMA, self.hq - h0)
+                for g0 in sorted({self.kv_head(h) - self.kv_head(h) % HEADS_PER_DMA for h in range(h0, h0 + hn)}):
+                    if g0 not in self.kv_loaded:
+                        self.load_kv(g0)
+                q_nat = b.alloc((P, hn, d), self.dt, name="q_nat")
+                b.dma_copy(dst=_acc(q_nat, (0, mt), (0, hn), (0, d)), src=_acc(self.qv, (m0, mt), (h0, hn), (0, d)))
+                out = b.alloc((P, hn, dv), self.dt, name="out")
+                store = (_acc(self.ov, (m0, mt), (h0, hn), (0, dv)), _acc(out, (0, mt), (0, hn), (0, dv)))
+                for j in range(hn):
+                    units.append((q_nat, out, j, h0 + j, m0, mt, store if j == hn - 1 else None))
+        running = []
+        for unit in units:
+            running.append((self.head(unit[0], unit[2], unit[3], unit[4], unit[5], unit[1]), unit[6]))
+            running = self.tick(running)
+        while running:
+            running = self.tick(running)
+        b.set_outputs({"o": self.o})
+        insert_deallocs(b.graph.body)
+        return b.graph
+
+    def tick(self, running: list) -> list:
+        """Advance every running head by one stage (oldest first); store finished DMA groups."""
+        left = []
+        for gen, store in running:
+            try:
+                next(gen)
+                left.append((gen, store))
+            except StopIteration:
+                if store is not None:
+                    self.b.dma_copy(dst=store[0], src=store[1])
+        return left
+
+
+def grouped_attention_body(types, attrs):
+    """The NKI kernel of one ``tensor.grouped_attention`` with operand types ``types``."""
+    qt, kt, vt = types
+    if not (qt.dtype is kt.dtype is vt.dtype) or not supported(qt.shape, kt.shape, vt.shape, qt.dtype, attrs):
+        shapes = ", ".join(f"{n} {t}" for n, t in zip("qkv", types))
+        raise BuildError(
+            f"tensor.grouped_attention ({shapes}): the kernel takes q (..., H, M, D), k (..., G, N, D), "
+            f"v (..., G, N, Dv) of one dtype ({'/'.join(DTYPES)}), equal leading dims, G dividing H, "
+            f"D <= {MAX_HEAD_DIM}, Dv <= {MAX_VALUE_DIM}, N <= {MAX_KEYS}, M == N when causal, and at "
+            f"most {MAX_UNITS} query heads x 128-row query tiles"
+        )
+    return _Kernel(types, attrs).build()
+
+
+register_composite_lowering(GroupedAttentionOp, grouped_attention_body)
