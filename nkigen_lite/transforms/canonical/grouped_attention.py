@@ -5,7 +5,8 @@ across heads).
 Matched, with every intermediate used only inside the pattern:
 ``O = P @ V`` with ``P = E · 1/ΣE`` (or ``E / ΣE``), ``E = exp(Y - max(Y))``, ``Y = S·c`` or
 ``Y = S·c + where(iota_j - iota_i <= 0, 0, mask)`` (the causal constant canonical/masks.py makes
-of ``np.triu(full(mask), 1)``; also written ``where(... >= 1, mask, 0)``), ``S = Q @ Kᵀ``; the
+of ``np.triu(full(mask), 1)``; also written ``where(... >= 1, mask, 0)``, or a small mask left a
+dense constant), ``S = Q @ Kᵀ``; the
 result cast to Q's source dtype (or Q, K, V already f32). Q, K and V may be exact widening casts
 (bf16/f16 → f32) of their sources and reshapes of them; ``Kᵀ`` a last-two-axes transpose under
 batch-only reshapes — so the form canonical/gqa.py leaves for ``np.repeat`` of the KV heads
@@ -18,12 +19,15 @@ computes the same function (fp32 inside); the lowering rounds within fp32 tolera
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...ir.rewrite import RewritePattern
 from ...tensor import ops as T
 from ...tensor.composites_grouped_attention import GroupedAttentionOp
 from ..lower.grouped_attention import supported
 from ..match import def_op, make, replace, splat_value
 from .attention import _dead, _last_axis_reduce, _normalised, _scale
+from .masks import _triangle
 
 _WIDEN = {"bf16", "f16"}
 
@@ -62,8 +66,20 @@ def _key_source(kt):
 def _causal(w):
     """(mask value, ops) when ``w`` is the causal constant: mask above the diagonal, 0 on and
     below it (leading dims of extent 1)."""
+    if any(d != 1 for d in w.type.shape[:-2]) or w.type.shape[-1] != w.type.shape[-2]:
+        return None
+    const = def_op(w, T.ConstantOp)
+    if const is not None:  # a mask small enough to stay folded
+        found = _triangle(np.asarray(const.attrs["value"].array).reshape(w.type.shape[-2:]))
+        if found is not None and w.dtype.is_float:
+            on, off, cmp, k = found
+            if (cmp, k, float(on)) == (T.LessEqualOp, 0, 0.0):
+                return float(off), [const]
+            if (cmp, k, float(off)) == (T.GreaterEqualOp, 1, 0.0):
+                return float(on), [const]
+        return None
     op = def_op(w, T.WhereOp)
-    if op is None or any(d != 1 for d in w.type.shape[:-2]) or w.type.shape[-1] != w.type.shape[-2]:
+    if op is None:
         return None
     cond, on, off = op.operands
     cmp = def_op(cond, (T.LessEqualOp, T.GreaterEqualOp))

@@ -36,7 +36,7 @@ MAX_HEAD_DIM = 128  # q / k feature dim on the partitions for Q Kᵀ
 MAX_VALUE_DIM = 512  # v feature dim: one PSUM bank of fp32 outputs
 MAX_KEYS = 512  # keys: one PSUM bank of fp32 scores per query tile
 MAX_UNITS = 64  # query heads x query tiles (the kernel is unrolled)
-HEADS_PER_DMA = 4  # heads moved by one DMA (Q, K, V loads and O stores)
+HEADS_PER_DMA = 2  # heads moved by one DMA (Q, K, V loads and O stores)
 SKIP_MASK = -1e4  # causal masks at most this skip the key chunks after a query tile
 DTYPES = ("bf16", "f16", "f32")
 F32 = get_dtype("f32")
@@ -217,6 +217,7 @@ class _Kernel:
             b.nc_transpose(dst=_acc(ps_t, (0, kc), rows), data=_acc(p, rows, (c * P, kc)))
             transposed.append(ps_t)
         yield
+        yield  # one tick more before the copy: the fp32 transposes take a while
         p_ts = []
         for ps_t, (_vn, _slot, kc) in zip(transposed, chunks):
             p_t = b.alloc((P, P), F32, name="probs_t")
