@@ -33,5 +33,8 @@ def _grouped_attention(q, k, v, scale=1.0, causal=False, mask_value=0.0):
 GroupedAttentionOp = define_op(
     "grouped_attention",
     _grouped_attention,
-    numpy="(softmax(scale * q @ swapaxes(repeat(k), -1, -2) + causal mask, axis=-1) @ repeat(v)).astype(q.dtype), fp32 inside",
+    numpy=(
+        "(softmax(scale * q @ swapaxes(repeat(k), -1, -2) + causal mask, axis=-1) @ repeat(v))"
+        ".astype(q.dtype), fp32 inside"
+    ),
 )

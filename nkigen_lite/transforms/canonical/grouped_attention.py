@@ -26,41 +26,33 @@ from ...tensor import ops as T
 from ...tensor.composites_grouped_attention import GroupedAttentionOp
 from ..lower.grouped_attention import supported
 from ..match import def_op, make, replace, splat_value
-from .attention import _dead, _last_axis_reduce, _normalised, _scale
+from .attention import _dead, _exp_argument, _last_axis_reduce, _normalised, _scale
 from .masks import _triangle
 
 _WIDEN = {"bf16", "f16"}
 
 
 def _source(v):
-    """(root, ops) when ``v`` is reshapes / exact widening casts (bf16 / f16 -> f32) of ``root``."""
-    ops = []
+    """The value ``v`` is reshapes / exact widening casts (bf16 / f16 -> f32) of."""
     while True:
         op = v.defining_op
-        if isinstance(op, T.ReshapeOp):
-            pass
-        elif isinstance(op, T.CastOp) and op.operand(0).dtype.name in _WIDEN and v.dtype.name == "f32":
-            pass
-        else:
-            return v, ops
-        ops.append(op)
+        widen = isinstance(op, T.CastOp) and op.operand(0).dtype.name in _WIDEN and v.dtype.name == "f32"
+        if not (isinstance(op, T.ReshapeOp) or widen):
+            return v
         v = op.operand(0)
 
 
 def _key_source(kt):
-    """(root, ops) when ``kt`` is a batch-only reshape of transpose(last two axes) of reshapes /
-    widening casts of ``root`` (so Kᵀ's K is ``reshape(root)``)."""
-    ops = []
+    """K's source when ``kt`` is a batch-only reshape of transpose(last two axes) of reshapes /
+    widening casts of it (so Kᵀ's K is a reshape of the source), else None."""
     r = def_op(kt, T.ReshapeOp)
     if r is not None and r.operand(0).type.shape[-2:] == kt.type.shape[-2:] and kt.type.rank >= 2:
-        ops.append(r)
         kt = r.operand(0)
     t = def_op(kt, T.TransposeOp)
     rank = kt.type.rank
     if t is None or tuple(t.attrs["perm"]) != tuple(range(rank - 2)) + (rank - 1, rank - 2):
         return None
-    root, more = _source(t.operand(0))
-    return root, ops + [t] + more
+    return _source(t.operand(0))
 
 
 def _causal(w):
@@ -91,7 +83,9 @@ def _causal(w):
         return None
     cols, rows = (def_op(x, T.IotaOp) for x in sub.operands)
     rank = diff.type.rank
-    if cols is None or rows is None or cols.attrs["axis"] % rank != rank - 1 or rows.attrs["axis"] % rank != rank - 2:
+    if cols is None or rows is None:
+        return None
+    if cols.attrs["axis"] % rank != rank - 1 or rows.attrs["axis"] % rank != rank - 2:
         return None
     kv, on_v, off_v = splat_value(k), splat_value(on), splat_value(off)
     if isinstance(cmp, T.LessEqualOp) and kv == 0 and on_v == 0:
@@ -106,18 +100,59 @@ def _causal(w):
 
 
 def _scores(y):
-    """(S, c, causal, mask value, ops) when ``y`` is S·c (+ the causal constant); ops are the
+    """(S, c, True, mask value, ops) when ``y`` is S·c (or S) + the causal constant; ops are the
     arithmetic ones (the constant may have other users)."""
     add = def_op(y, T.AddOp)
-    if add is not None:
-        for a, w in (add.operands, reversed(add.operands)):
-            found = _causal(w)
-            s, c, mul = _scale(a)
-            if found is not None and mul is not None and a.type == y.type:
-                return s, c, True, found[0], [add, mul]
+    if add is None:
         return None
-    s, c, mul = _scale(y)
-    return s, c, False, 0.0, [mul] if mul else []
+    for a, w in (add.operands, reversed(add.operands)):
+        found = _causal(w)
+        s, c, mul = _scale(a)
+        if found is not None and a.type == y.type:
+            return s, c, True, found[0], [add] + ([mul] if mul else [])
+    return None
+
+
+def _masked_exp_argument(x):
+    """(S, c, True, mask value, ops) when ``x`` is Y - max(Y) with Y = S·c + the causal constant."""
+    sub = def_op(x, T.SubOp)
+    if sub is None:
+        return None
+    y, mx = sub.operands
+    red = _last_axis_reduce(mx, "max", y)
+    found = _scores(y) if red is not None else None
+    if found is None:
+        return None
+    return found[:4] + (found[4] + [sub, red],)
+
+
+def _softmax_pv(pv):
+    """(S, c, causal, mask value, ops) when matmul ``pv`` is softmax(S·c (+ causal mask)) @ V."""
+    found = _normalised(pv.operand(0))
+    exp = def_op(found[0], T.ExpOp) if found is not None else None
+    if exp is None:
+        return None
+    scores = _masked_exp_argument(exp.operand(0))
+    if scores is None:  # unmasked: Y - max(Y), or the scale-folded form (softmax_scale.py)
+        plain = _exp_argument(exp.operand(0))
+        if plain is None:
+            return None
+        scores = (plain[0], plain[1], False, 0.0, plain[2])
+    s, c, causal, mask, ops = scores
+    return s, c, causal, mask, ops + found[1] + [exp, pv]
+
+
+def _op_shapes(q_shape, k_shape, v_shape, causal):
+    """The op's (q, k, v) shapes: grouped (..., G, R) query heads over (..., G, 1) KV heads are
+    flattened to (..., G·R) over (..., G); equal batch dims only when causal; else None."""
+    if not (len(q_shape) == len(k_shape) == len(v_shape) >= 3) or k_shape[:-2] != v_shape[:-2]:
+        return None
+    if q_shape[:-2] == k_shape[:-2]:
+        return (q_shape, k_shape, v_shape) if causal else None
+    if len(q_shape) < 4 or q_shape[:-3] != k_shape[:-3] or k_shape[-3] != 1:
+        return None
+    q_shape = q_shape[:-4] + (q_shape[-4] * q_shape[-3],) + q_shape[-2:]
+    return q_shape, k_shape[:-3] + k_shape[-2:], v_shape[:-3] + v_shape[-2:]
 
 
 class AttentionToGrouped(RewritePattern):
@@ -126,55 +161,31 @@ class AttentionToGrouped(RewritePattern):
     root = (T.CastOp, T.MatmulOp)
 
     def match_and_rewrite(self, op, rw):
-        if isinstance(op, T.CastOp):
-            pv = def_op(op.operand(0), T.MatmulOp)
-            if pv is None or len(pv.result.uses) != 1:
-                return False
-        else:
-            pv = op
-            if op.result.dtype.name != "f32":
-                return False
-        p, vx = pv.operands
-        found = _normalised(p)
-        exp = def_op(found[0], T.ExpOp) if found is not None else None
-        sub = def_op(exp.operand(0), T.SubOp) if exp is not None else None
-        if sub is None:
+        pv = def_op(op.operand(0), T.MatmulOp) if isinstance(op, T.CastOp) else op
+        if pv is None or (pv is op and op.result.dtype.name != "f32") or len(pv.result.uses) != 1:
             return False
-        y, mx = sub.operands
-        red = _last_axis_reduce(mx, "max", y)
-        scores = _scores(y) if red is not None else None
-        if scores is None:
+        found = _softmax_pv(pv)
+        qk = def_op(found[0], T.MatmulOp) if found is not None else None
+        k = _key_source(qk.operand(1)) if qk is not None else None
+        if k is None or qk.result.dtype.name != "f32":
             return False
-        s, c, causal, mask, score_ops = scores
-        qk = def_op(s, T.MatmulOp)
-        keys = _key_source(qk.operand(1)) if qk is not None else None
-        if keys is None or s.dtype.name != "f32":
-            return False
-        qx, kt = qk.operands
-        (q, q_ops), (k, k_ops), (v, v_ops) = _source(qx), keys, _source(vx)
+        _s, c, causal, mask, inside = found
+        qx, kt, vx = qk.operand(0), qk.operand(1), pv.operand(1)
+        q, v = _source(qx), _source(vx)
         if not (q.dtype is k.dtype is v.dtype) or op.result.dtype is not q.dtype:
             return False
-        q_shape, k_shape, v_shape = qx.type.shape, kt.type.shape[:-2] + kt.type.shape[:-3:-1], vx.type.shape
-        if not (len(q_shape) == len(k_shape) == len(v_shape) >= 3):
-            return False
-        grouped = q_shape[:-2] != k_shape[:-2]
-        if grouped:  # (..., G, R) query heads over (..., G, 1) KV heads: flatten to (..., G·R) / (..., G)
-            if len(q_shape) < 4 or q_shape[:-3] != k_shape[:-3] or k_shape[-3] != 1 or v_shape[:-2] != k_shape[:-2]:
-                return False
-            q_shape = q_shape[:-4] + (q_shape[-4] * q_shape[-3],) + q_shape[-2:]
-            k_shape, v_shape = k_shape[:-3] + k_shape[-2:], v_shape[:-3] + v_shape[-2:]
-        elif not causal:
-            return False
+        shapes = _op_shapes(qx.type.shape, kt.type.shape[:-2] + kt.type.shape[:-3:-1], vx.type.shape, causal)
         attrs = {"scale": c, "causal": causal, "mask_value": float(mask)}
-        if not supported(q_shape, k_shape, v_shape, q.dtype, attrs):
+        if shapes is None or not supported(*shapes, q.dtype, attrs):
             return False
-        inside = set(found[1] + [exp, sub, red, qk, pv] + score_ops)
+        inside = set(inside + [qk])
         for x in inside - {pv}:
             if any(u.op not in inside and not _dead(u.op) for r in x.results for u in r.uses):
                 return False  # an intermediate is used elsewhere: it has to exist
-        operands = []
-        for root, shape in ((q, q_shape), (k, k_shape), (v, v_shape)):
-            operands.append(root if root.type.shape == shape else make(rw, T.ReshapeOp, [root], {"shape": shape}))
+        operands = [
+            root if root.type.shape == shape else make(rw, T.ReshapeOp, [root], {"shape": shape})
+            for root, shape in zip((q, k, v), shapes)
+        ]
         out = make(rw, GroupedAttentionOp, operands, attrs)
         if out.type.shape != op.result.type.shape:
             out = make(rw, T.ReshapeOp, [out], {"shape": op.result.type.shape})

@@ -115,7 +115,9 @@ class _Kernel:
             kn = b.alloc((P, hk, d), self.dt, name="k_nat")
             b.dma_copy(dst=_acc(kn, (0, kc), (0, hk), (0, d)), src=_acc(self.kv, (c0, kc), (g0, hk), (0, d)))
             vn = b.alloc((P, hk, dv), self.dt, name="v_nat")
-            b.dma_copy(dst=_acc(vn, (0, kc), (0, hk), (0, dv)), src=_acc(self.vv, (c0, kc), (g0, hk), (0, dv)))
+            b.dma_copy(
+                dst=_acc(vn, (0, kc), (0, hk), (0, dv)), src=_acc(self.vv, (c0, kc), (g0, hk), (0, dv))
+            )
             chunks.append((c0, kc, kn, vn))
         self.kv_loaded[g0] = (hk, chunks)
 
@@ -133,7 +135,9 @@ class _Kernel:
             if self.dt is not F32:  # the Pᵀ V matmul is fp32: V widened on chip (exact)
                 v32 = b.alloc((P, hk, dv), F32, name="v_f32")
                 b.tensor_copy(
-                    dst=_acc(v32, (0, kc), (0, hk), (0, dv)), src=_acc(vn, (0, kc), (0, hk), (0, dv)), engine="gpsimd"
+                    dst=_acc(v32, (0, kc), (0, hk), (0, dv)),
+                    src=_acc(vn, (0, kc), (0, hk), (0, dv)),
+                    engine="gpsimd",
                 )
                 vn = v32
             for j in range(hk):
@@ -190,11 +194,17 @@ class _Kernel:
             s_acc = y_acc
             yield
         neg = b.alloc((P, 1), F32, name="neg_max")
-        b.tensor_reduce(dst=_acc(neg, rows, col), op="maximum", data=s_acc, axis=1, negate=True, keepdims=True)
+        b.tensor_reduce(
+            dst=_acc(neg, rows, col), op="maximum", data=s_acc, axis=1, negate=True, keepdims=True
+        )
         yield
         bias = b.alloc((P, 1), F32, name="exp_bias")
         b.tensor_scalar(
-            dst=_acc(bias, rows, col), data=_acc(neg, rows, col), op0="multiply", operand0=self.scale, engine="scalar"
+            dst=_acc(bias, rows, col),
+            data=_acc(neg, rows, col),
+            op0="multiply",
+            operand0=self.scale,
+            engine="scalar",
         )
         yield
         p = b.alloc((P, keys), F32, name="probs")
@@ -252,11 +262,15 @@ class _Kernel:
             mt = min(P, self.m - m0)
             for h0 in range(0, self.hq, HEADS_PER_DMA):
                 hn = min(HEADS_PER_DMA, self.hq - h0)
-                for g0 in sorted({self.kv_head(h) - self.kv_head(h) % HEADS_PER_DMA for h in range(h0, h0 + hn)}):
+                for g0 in sorted(
+                    {self.kv_head(h) - self.kv_head(h) % HEADS_PER_DMA for h in range(h0, h0 + hn)}
+                ):
                     if g0 not in self.kv_loaded:
                         self.load_kv(g0)
                 q_nat = b.alloc((P, hn, d), self.dt, name="q_nat")
-                b.dma_copy(dst=_acc(q_nat, (0, mt), (0, hn), (0, d)), src=_acc(self.qv, (m0, mt), (h0, hn), (0, d)))
+                b.dma_copy(
+                    dst=_acc(q_nat, (0, mt), (0, hn), (0, d)), src=_acc(self.qv, (m0, mt), (h0, hn), (0, d))
+                )
                 out = b.alloc((P, hn, dv), self.dt, name="out")
                 store = (_acc(self.ov, (m0, mt), (h0, hn), (0, dv)), _acc(out, (0, mt), (0, hn), (0, dv)))
                 for j in range(hn):
