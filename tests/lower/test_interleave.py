@@ -11,7 +11,7 @@ import pytest
 import nkigen_lite as nk
 from nkigen_lite.nki.ops import ForiLoopOp, MatmulOp
 from nkigen_lite.testing import assert_close
-from nkigen_lite.transforms.lower import interleave
+from nkigen_lite.transforms.lower import grouped_attention, interleave
 from nkigen_lite.workloads import get_workload
 
 BF16 = ml_dtypes.bfloat16
@@ -48,8 +48,15 @@ def _attention_graph():
 @pytest.mark.parametrize("which", ["attention", "gqa"])
 def test_interleaving_moves_no_work_and_changes_no_result(which, monkeypatch):
     g, ins = (_attention_graph()[:2]) if which == "attention" else _gqa_graph()
+
+    def keep_row_pipeline():  # 256 keys would make it one tensor.grouped_attention kernel
+        if which == "gqa":
+            monkeypatch.setattr(grouped_attention, "MAX_KEYS", 128)
+
+    keep_row_pipeline()
     plain = _compile(g, 0, monkeypatch)
     monkeypatch.undo()
+    keep_row_pipeline()
     woven = nk.compile(g)
     # the loop over query blocks / heads now holds two iterations' matmuls
     assert _static(woven, MatmulOp) > _static(plain, MatmulOp)
