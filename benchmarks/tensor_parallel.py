@@ -16,6 +16,8 @@ tokens sharded, all_gather + all_to_all dispatch, reduce_scatter combine) on the
 form of the block at EP = 2, 4; the EP = 1 row is the unsharded gathered block (the same row as
 part 2's TP = 1), so the speed-ups of both plans are over the same single-rank kernel. The
 stated minimum of an EP row is the rank's E/N experts' weights, the router and its tokens.
+Part 2c, the decode variant MOE_EP_REPLICATED_PLAN (experts sharded, tokens replicated, one
+all_reduce), which also runs one token.
 
 Part 3, LNC=2 (``nk.split_cores``) for the softmax and rmsnorm of a 2048 x 4096 f32 tensor: DMA
 bytes per core and the modelled time, against the one-core kernel.
@@ -23,7 +25,7 @@ bytes per core and the modelled time, against the one-core kernel.
 Figures come from the cost model, never from wall-clock time. Run:
 
     uv run python benchmarks/tensor_parallel.py [--seq 128 512] [--moe-tokens 1 8 64] [--ep-tokens 8 64]
-        [--markdown FILE]
+        [--ep-decode-tokens 1 8] [--markdown FILE]
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import nkigen_lite as nk  # noqa: E402
 from nkigen_lite.parallel.moe import MOE_TP_PLAN  # noqa: E402
-from nkigen_lite.parallel.moe_ep import MOE_EP_PLAN  # noqa: E402
+from nkigen_lite.parallel.moe_ep import MOE_EP_PLAN, MOE_EP_REPLICATED_PLAN  # noqa: E402
 from nkigen_lite.parallel.qwen3 import QWEN3_TP_PLAN, build_qwen3_layer  # noqa: E402
 from nkigen_lite.workloads.moe import build_moe  # noqa: E402
 from nkigen_lite.workloads.moe_dense import build_moe_dense  # noqa: E402
@@ -78,10 +80,10 @@ def moe_rows(tokens: int) -> list[dict]:
     return tp_rows(tokens, build_moe(tokens=tokens), MOE_TP_PLAN)
 
 
-def ep_rows(tokens: int) -> list[dict]:
-    """One row per EP degree for the MoE block of ``tokens`` tokens with MOE_EP_PLAN (EP = 1:
-    the unsharded gathered block; compiled only)."""
-    return tp_rows(tokens, build_moe(tokens=tokens), MOE_EP_PLAN, build_moe_dense(tokens=tokens))
+def ep_rows(tokens: int, plan=MOE_EP_PLAN) -> list[dict]:
+    """One row per EP degree for the MoE block of ``tokens`` tokens with ``plan`` (an expert
+    parallel plan of parallel/moe_ep.py; EP = 1: the unsharded gathered block; compiled only)."""
+    return tp_rows(tokens, build_moe(tokens=tokens), plan, build_moe_dense(tokens=tokens))
 
 
 def _softmax(n, m):
@@ -159,6 +161,7 @@ def main() -> None:
     ap.add_argument("--seq", type=int, nargs="+", default=[128, 512])
     ap.add_argument("--moe-tokens", type=int, nargs="+", default=[1, 8, 64])
     ap.add_argument("--ep-tokens", type=int, nargs="+", default=[8, 64])
+    ap.add_argument("--ep-decode-tokens", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--markdown", help="also write the tables to this file")
     args = ap.parse_args()
     lines = ["Qwen3-0.6B layer, bf16, per rank:", ""]
@@ -168,6 +171,9 @@ def main() -> None:
     lines += ["", "Qwen3-30B-A3B MoE block, expert parallel (MOE_EP_PLAN), bf16, per rank:", ""]
     ep_cols = [(h.replace("TP", "EP"), k, f) for h, k, f in MOE_COLS]
     lines += _table([r for t in args.ep_tokens for r in ep_rows(t)], ep_cols)
+    lines += ["", "Qwen3-30B-A3B MoE block, expert parallel, tokens replicated (MOE_EP_REPLICATED_PLAN):", ""]
+    decode = [r for t in args.ep_decode_tokens for r in ep_rows(t, MOE_EP_REPLICATED_PLAN)]
+    lines += _table(decode, ep_cols)
     lines += ["", "LNC=2:", ""] + _table(lnc_rows(), LNC_COLS)
     text = "\n".join(lines)
     print(text)

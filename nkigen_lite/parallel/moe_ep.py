@@ -20,6 +20,11 @@ Three collectives per block. Against ``MOE_TP_PLAN`` (parallel/moe.py), which ga
 each selected expert's slabs once per (token, expert) selection: this plan reads E/N whole
 experts per rank whatever the routing, so it moves fewer weight bytes once tokens·k reaches
 E (every expert busy), and more for a few decode tokens (tokens·k < E).
+
+``MOE_EP_REPLICATED_PLAN`` is the variant for decode, where the tokens (one, say) cannot be
+sharded: the tokens are replicated, every rank routes all of them (the same on every rank), runs
+its E/N experts on them and the partial sum over experts is all-reduced — no dispatch, one
+collective.
 """
 
 from __future__ import annotations
@@ -32,3 +37,6 @@ MOE_EP_PLAN = {
     "w_down": 0,
     "y": 0,  # the output stays sharded by tokens: the combine is a reduce_scatter
 }
+
+MOE_EP_REPLICATED_PLAN = {"w_router": "replicated", "w_gate": 0, "w_up": 0, "w_down": 0}
+"""Experts sharded, tokens (``x``) and output replicated: one all_reduce combine."""

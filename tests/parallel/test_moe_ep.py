@@ -1,6 +1,7 @@
 """The Qwen3-30B-A3B MoE block sharded by MOE_EP_PLAN (expert parallelism: rank r owns experts
 [r·E/N, (r+1)·E/N), tokens sharded, all_gather + all_to_all dispatch, reduce_scatter combine)
-at EP = 2 and 4: rank graphs through nk.run_ranks, compiled rank kernels through the
+and by MOE_EP_REPLICATED_PLAN (experts sharded, tokens replicated, all_reduce combine) at
+EP = 2 and 4: rank graphs through nk.run_ranks, compiled rank kernels through the
 rank-parallel NKI interpreter and the simulator, against the single-rank float64 reference
 (workloads/moe.py ``moe_reference``, one token and one selected expert at a time, written
 independently of both graphs).
@@ -14,7 +15,7 @@ import pytest
 
 import nkigen_lite as nk
 from nkigen_lite.nki import ops as N
-from nkigen_lite.parallel.moe_ep import MOE_EP_PLAN
+from nkigen_lite.parallel.moe_ep import MOE_EP_PLAN, MOE_EP_REPLICATED_PLAN
 from nkigen_lite.workloads.moe import build_moe, moe_inputs, moe_reference
 from nkigen_lite.workloads.moe_dense import build_moe_dense
 
@@ -66,6 +67,23 @@ def test_rank_graphs_hold_only_their_experts(moe, ep):
         + (n - 1) * TOKENS * 256 * 4 // n
     )
     assert s.graphs[0].outputs["y"].type.shape == (TOKENS // ep, 256)  # y stays token-sharded
+    text = str(s.graphs[ep - 1])
+    assert str(nk.parse(text)) == text
+
+
+@pytest.mark.parametrize("ep", [2, 4])
+def test_replicated_token_plan_holds_only_its_experts_and_all_reduces_once(moe, ep):
+    g, ins, want = moe
+    s = nk.shard(g, world=ep, plan=MOE_EP_REPLICATED_PLAN)
+    for r in range(ep):
+        assert all(s.graphs[r].input(n).type.shape[0] == 16 // ep for n in ("w_gate", "w_up", "w_down"))
+        assert s.param_bytes(r) == 16 * EXPERT // ep + 256 * 16 * 2
+        assert s.collectives(r) == [f"tensor.all_reduce tensor<{TOKENS}x256xf32>"]
+    outs = nk.run_ranks(s, s.split_inputs(ins), world=ep, mode="float64")
+    assert all(o["y"].tobytes() == outs[0]["y"].tobytes() for o in outs)  # replicated output
+    single = nk.run(g, ins, mode="float64")["y"]
+    np.testing.assert_allclose(outs[0]["y"], single, rtol=1e-12, atol=1e-12 * np.abs(single).max())
+    close(outs[0]["y"], want, nk.bfloat16, f"EP={ep} replicated tokens vs float64 reference")
 
 
 @pytest.mark.parametrize("ep", [2, 4])
@@ -106,15 +124,22 @@ def _input_dma_bytes(k) -> dict:
     return out
 
 
+@pytest.mark.parametrize(
+    "plan, kinds",
+    [
+        (MOE_EP_PLAN, [N.AllGatherOp, N.AllToAllOp, N.ReduceScatterOp]),
+        (MOE_EP_REPLICATED_PLAN, [N.AllReduceOp]),
+    ],
+    ids=["tokens_sharded", "tokens_replicated"],
+)
 @pytest.mark.parametrize("ep", [2, 4])
-def test_expert_parallel_kernels_match_the_float64_reference(moe, ep):
+def test_expert_parallel_kernels_match_the_float64_reference(moe, ep, plan, kinds):
     g, ins, want = moe
-    s = nk.shard(g, world=ep, plan=MOE_EP_PLAN)
+    s = nk.shard(g, world=ep, plan=plan)
     kernels = nk.compile_ranks(s)
     for k in kernels:
         nk.nki.verify(k.nki)
-        kinds = [type(op) for op in k.nki.walk() if isinstance(op, N.CollectiveOp)]
-        assert kinds == [N.AllGatherOp, N.AllToAllOp, N.ReduceScatterOp]
+        assert [type(op) for op in k.nki.walk() if isinstance(op, N.CollectiveOp)] == kinds
         assert all(op.attrs["world"] == ep for op in k.nki.walk() if isinstance(op, N.CollectiveOp))
         # each rank reads each of its E/N experts' slabs exactly once
         read = _input_dma_bytes(k)
@@ -144,6 +169,18 @@ def test_full_size_rank_kernel_reads_a_quarter_of_the_experts():
     assert st.hbm_bytes <= 1.03 * st.min_hbm_bytes, st.summary()
 
 
-def test_a_single_token_cannot_be_sharded_by_tokens():
+def test_a_single_token_cannot_be_sharded_by_tokens_but_decodes_with_replicated_tokens():
+    g = build_moe_dense(tokens=1, **SMALL)
     with pytest.raises(nk.BuildError, match=r"input 'x' .*axis 0 of size 1 is not divisible by world 2"):
-        nk.shard(build_moe_dense(tokens=1, **SMALL), world=2, plan=MOE_EP_PLAN)
+        nk.shard(g, world=2, plan=MOE_EP_PLAN)
+    ins = moe_inputs(g, seed=5)
+    s = nk.shard(g, world=2, plan=MOE_EP_REPLICATED_PLAN)
+    outs = nk.run_kernel_ranks(nk.compile_ranks(s), s.split_inputs(ins))
+    close(outs[1]["y"], moe_reference(**ins)["y"], nk.bfloat16, "one decode token, EP=2")
+
+
+def test_expert_axis_must_divide():
+    with pytest.raises(
+        nk.BuildError, match=r"input 'w_gate' .*axis 0 of size 16 is not divisible by world 3"
+    ):
+        nk.shard(build_moe_dense(tokens=6, **SMALL), world=3, plan=MOE_EP_REPLICATED_PLAN)

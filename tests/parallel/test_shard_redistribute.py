@@ -42,6 +42,10 @@ def test_operands_sharded_on_different_axes_meet_through_all_to_all():
     assert s.collectives(0)[-1] == "tensor.reduce_scatter tensor<4x16xf32>"
     assert s.graphs[1].outputs["y"].type.shape == (2, 16)
     _close(out["y"], (f["big"] * f["small"]).sum(0))
+    # compiled: the rank kernels exchange through nki.all_to_all / nki.reduce_scatter
+    kernels = nk.compile_ranks(s)
+    got = s.gather_outputs(nk.run_kernel_ranks(kernels, s.split_inputs(ins)))["y"]
+    np.testing.assert_allclose(got, (f["big"] * f["small"]).sum(0), rtol=1e-5, atol=1e-5)  # fp32
 
 
 def test_a_partial_sum_meeting_a_non_linear_op_is_reduce_scattered_onto_a_sharded_operand():
@@ -98,6 +102,11 @@ def test_output_plan_errors_name_the_output_and_the_rule():
         nk.shard(b.graph, 2, {"q": 0})
     with pytest.raises(nk.BuildError, match=r"output 'y' .*axis 1 of size 4 is not divisible by world 3"):
         nk.shard(b.graph, 3, {"x": 0, "y": 1})
+    with pytest.raises(nk.BuildError, match=r"plan names \['x'\], both an input and an output"):
+        b2 = nk.Builder("h")
+        x2 = b2.add_input("x", (6, 4), nk.float32)
+        b2.set_outputs({"x": b2.tanh(x2)})
+        nk.shard(b2.graph, 2, {"x": 0})
     s = nk.shard(b.graph, 2, {"y": 0})
     with pytest.raises(nk.BuildError, match=r"gather_outputs: expected 2 ranks' outputs, got 1"):
         s.gather_outputs([{"y": np.zeros((3, 4))}])
