@@ -69,6 +69,7 @@ def test_rank_graphs_hold_only_their_experts(moe, ep):
     assert s.graphs[0].outputs["y"].type.shape == (TOKENS // ep, 256)  # y stays token-sharded
     text = str(s.graphs[ep - 1])
     assert str(nk.parse(text)) == text
+    assert str(nk.shard(g, world=ep, plan=MOE_EP_PLAN).graphs[ep - 1]) == text  # deterministic
 
 
 @pytest.mark.parametrize("ep", [2, 4])
