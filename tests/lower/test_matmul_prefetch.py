@@ -105,3 +105,39 @@ def test_a_weight_that_does_not_fit_is_streamed():
     kern = nk.compile(_decode, *args)
     dmas, _, _ = _weight_dmas(kern)
     assert any(in_loop for _, in_loop in dmas)
+
+
+def test_standalone_one_row_matmul_stages_a_in_one_dma_and_prefetches_b():
+    # x @ W alone (no pipeline): Aᵀ (1024 x 1, K-major) was 8 DMAs into one tile, each waiting
+    # for the one before; now one DMA for the full chunks, and B is prefetched as in decode
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 1024)).astype(BF16)
+    w = (rng.standard_normal((1024, 4096)) / 32).astype(BF16)
+    kern = nk.compile(lambda x, w: x @ w, x, w)
+    a_dmas, _, _ = _weight_dmas(kern, "x")
+    assert len(a_dmas) == 1
+    assert a_dmas[0][0].access("dst").tensor.type.shape == (128, 8, 1)
+    dmas, pos, first_mm = _weight_dmas(kern, "w")
+    assert len(dmas) == 16 and not any(in_loop for _, in_loop in dmas)
+    assert all(p < first_mm for p in pos)
+    ref = x.astype(np.float64) @ w.astype(np.float64)
+    # bf16 operands, fp32 accumulation, one bf16 rounding of the result (2^-8 relative)
+    np.testing.assert_allclose(kern(x, w).astype(np.float64), ref, rtol=1e-2, atol=1e-2 * np.abs(ref).max())
+
+
+def test_k_major_a_with_a_partial_chunk_and_prefetched_b_match_numpy():
+    # A = a.T (K-major in HBM, K = 2 x 128 + 44): one DMA for the full chunks plus one for the
+    # partial chunk; B (300 x 900 f32) prefetched in two N blocks of 512 and 388 columns
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((300, 64)).astype(np.float32)
+    b = rng.standard_normal((300, 900)).astype(np.float32)
+    kern = nk.compile(lambda a, b: a.T @ b, a, b)
+    a_dmas, _, _ = _weight_dmas(kern, "a")
+    assert len(a_dmas) == 2
+    names = [str(op.result.name_hint) for op in kern.nki.walk() if op.name == "nki.alloc"]
+    assert "w_prefetch" in names
+    ref = a.astype(np.float64).T @ b.astype(np.float64)
+    # fp32 matmul, 300 terms: rtol 1e-4 of the output scale
+    tol = 1e-4 * np.abs(ref).max()
+    np.testing.assert_allclose(kern(a, b), ref, rtol=1e-4, atol=tol)
+    np.testing.assert_allclose(nk.simulate(kern, {"a": a, "b": b})["y"], ref, rtol=1e-4, atol=tol)

@@ -26,7 +26,7 @@ from .instance import LoopSpec
 from .loopnest import run_loop_nest
 from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles, run_k_segments
 from .matmul_lead import A_COPY_ENGINE, cache_groups, lead_tiles
-from .matmul_prefetch import load_prefetch
+from .matmul_prefetch import load_prefetch, standalone_prefetch
 from .matmul_stage import b_chunk_home, load_b_part, natural_slice_bytes, stage_a_natural
 from .operand_cast import narrow_matmul_dtypes
 from .psum_plan import matmul_block_banks
@@ -125,6 +125,7 @@ def lower_matmul(
         if em.n_outer_pays():
             em.run_n_outer()
         else:
+            em.prefetch = standalone_prefetch(em)
             run_loop_nest(ctx.b, em.loops, [em])
         if staging is not None:
             ctx.b.dma_copy(dst=Access.whole(ctx.view(home)), src=Access.whole(ctx.view(staging)))
@@ -182,6 +183,9 @@ class MatmulEmitter:
         chunks = b_chunk_home(hb, self.p, k)
         if chunks is not None:
             homes["b_chunks"] = chunks
+        a_chunks = None if ha is None else b_chunk_home(homes["a_km"], self.p, k)
+        if a_chunks is not None:
+            homes["a_chunks"] = a_chunks
         self.views = {key: ctx.view(h) for key, h in homes.items()}
         # transpose on chip when the operand's K dim is the contiguous one (and it is not fp8)
         self.transpose = {
@@ -451,7 +455,19 @@ class MatmulEmitter:
             else:
                 self._kmajor(dst, "a", idx, k0, kt, m0, mt, self.a_dt)
 
-        self._instances(self.k, self.p, stage)
+        if a_tile is None and not self.transpose["a"] and "a_chunks" in self.views:
+            # Aᵀ read K-major from HBM: one DMA for all full chunks (DMAs writing one tile
+            # wait for each other), then the partial last chunk
+            full = self.k // self.p
+            src = Access(
+                self.views["a_chunks"],
+                tuple(_ds(i, 1) for i in idx) + (_ds(0, self.p), _ds(0, full), _ds(m0, mt)),
+            )
+            self.b.dma_copy(dst=Access(tile, (_ds(0, self.p), _ds(0, full), _ds(0, mt))), src=src)
+            if self.k % self.p:
+                stage(full * self.p, self.k % self.p, False)
+        else:
+            self._instances(self.k, self.p, stage)
         at = ChunkTiles.one(tile, nk)
         if key is not None:
             self.pipe[key] = at

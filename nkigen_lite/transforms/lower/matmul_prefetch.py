@@ -1,5 +1,8 @@
 """Weight prefetch for a matmul whose loop nest runs once (decode: one token's row).
 
+Used in row pipelines (chosen against the pipeline's measured SBUF peak, pipeline.py) and for
+standalone matmuls of one M tile (``standalone_prefetch``).
+
 A matmul of a single M tile reads all of B once, streamed one K chunk and N block at a time
 into a rotating tile. Each load then waits for the matmuls of the load a few buffers before
 it, and those wait for Aᵀ; in a row pipeline Aᵀ is the end of a chain of dependent
@@ -15,7 +18,7 @@ per N block keep the emitted code small. HBM traffic is unchanged (B is read onc
 from __future__ import annotations
 
 from .matmul_chunks import ChunkTiles
-from .matmul_stage import load_b_part
+from .matmul_stage import load_b_part, natural_slice_bytes
 
 PIECES_PER_BLOCK = 8  # DMAs (tiles) of B per N block at most
 MARGIN_BYTES = 8192  # per partition, for tiles the measured peak does not name (as resident.py)
@@ -28,6 +31,21 @@ def prefetch_bytes(em) -> int | None:
     if em.resident or em.loops or em.m > em.p:
         return None
     return -(-em.k // em.p) * em.n * em.b_dt.itemsize
+
+
+def standalone_prefetch(em) -> bool:
+    """True when a standalone matmul's B is prefetched: a candidate whose B fits 7/8 of a
+    partition beside the nest's other tiles (Aᵀ, two C blocks and, when A is transposed on
+    chip, two natural slices of A: ``MatmulEmitter.cache_width``'s budget)."""
+    size = prefetch_bytes(em)
+    if size is None:
+        return False
+    tg = em.ctx.target
+    nk = -(-em.k // em.p)
+    others = nk * em.p * em.a_dt.itemsize + 2 * em.block * em.c_dt.itemsize
+    if em.transpose["a"]:
+        others += 2 * natural_slice_bytes(tg, em.k, em.a_dt.itemsize)
+    return size <= (tg.sbuf_bytes_per_partition * 7) // 8 - others
 
 
 def choose_prefetch(emitters: list, used_bytes: int, sbuf_bytes: int) -> list:
