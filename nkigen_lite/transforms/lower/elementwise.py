@@ -127,8 +127,25 @@ def _narrow_int(v: Value) -> bool:
     return v.type.dtype.is_int and v.type.dtype.itemsize < 4
 
 
+def centred_multiply(em: TileFrame, op: Op, inst) -> None:
+    """``(data - mean) * factor`` of a centred value (centred.py): one VectorE tensor_scalar
+    (ScalarE's tensor_scalar takes multiply-then-add only)."""
+    cm = em.fold.centred[op]
+    v = op.result
+    data = em.access(cm.data, inst, em.ext(v))
+    mean = fp32_column(em, cm.mean, inst)
+    factor = cm.factor if not isinstance(cm.factor, Value) else fp32_column(em, cm.factor, inst)
+    em.new_tile(v, inst)
+    em.note("vector", data.free_size)
+    em.b.tensor_scalar(
+        dst=em.access(v, inst), data=data, op0="subtract", operand0=mean, op1="multiply", operand1=factor
+    )
+
+
 @tile_rule(T.BinaryOp)
 def binary(em: TileFrame, op: Op, inst) -> None:
+    if op in em.fold.centred:
+        return centred_multiply(em, op, inst)
     v = op.result
     ve = em.ext(v)
     alu = ALU.get(type(op))

@@ -3,6 +3,9 @@
 - ``f(y*s + c)`` (s, c immediates or per-partition columns) -> one ``activation(f, scale, bias)``;
 - ``sum_F(f(...))`` -> the activation's fused ``reduce_res``;
 - a reduction whose only use is ``y - r`` folded into a bias -> ``tensor_reduce(negate=True)``;
+- a centred value ``c = y - m`` (m a per-partition column) read only by activations and by
+  multiplies with a column or an immediate is never materialised: each activation takes ``-m``
+  as its bias and each multiply becomes one two-op ``tensor_scalar((y - m) * r)`` (centred.py);
 - exact widening casts read their operand's tile; a narrowing of an fp32 intermediate used only
   by the cast is folded into the producer's write;
 - a band mask ``where(cmp(iota_col - iota_row, k), a, b)`` -> one ``affine_select`` (affine_mask.py).
@@ -16,6 +19,7 @@ from ...ir.op import Op
 from ...ir.value import Value
 from ...tensor import ops as T
 from .affine_mask import mask_operands, plan_masks
+from .centred import plan_centred
 from .frame import TileFrame, immediate_of
 from .groups import domain_axes
 from .tile_common import ACT_FUNC, REDUCE_ALU
@@ -41,11 +45,15 @@ class FoldPlan:
     aliased: set = field(default_factory=set)  # casts emitted as no instruction (same tile)
     narrowed: dict = field(default_factory=dict)  # producer op -> dtype its tile is written in
     masks: dict = field(default_factory=dict)  # where op -> MaskSpec (affine_mask.py)
+    centred: dict = field(default_factory=dict)  # multiply op -> CentredMul (centred.py)
+    centred_subs: set = field(default_factory=set)  # the subtractions those fold away
 
     def operands_of(self, op: Op) -> list[Value]:
         """The values an op's emitted instruction(s) read."""
         if op in self.masks:
             return mask_operands(self.masks[op])
+        if op in self.centred:
+            return self.centred[op].operands()
         spec = self.act.get(op)
         if spec is None:
             return list(op.operands)
@@ -77,6 +85,7 @@ class FoldPlan:
     def build(em: TileFrame) -> FoldPlan:
         fp = FoldPlan()
         plan_masks(em, fp)
+        plan_centred(em, fp)
         _fold_activation_operands(em, fp)
         _negate_bias_reductions(em, fp)
         _fuse_row_sums(em, fp)
@@ -158,6 +167,10 @@ def _fold_activation_operands(em: TileFrame, fp: FoldPlan) -> None:
         spec = ActSpec(func, op.operand(0), -1.0 if isinstance(op, T.NegOp) else 1.0)
         if func != "copy":
             p = _single_private_use(em, fp, spec.data)
+            if spec.data.defining_op in fp.centred_subs:  # a centred value read by several ops
+                sub = spec.data.defining_op
+                spec.data, spec.bias, spec.bias_negate = sub.operand(0), sub.operand(1), True
+                p = None
             if isinstance(p, (T.AddOp, T.SubOp)):
                 ss = _scalar_side(em, p)
                 if ss is not None and not (isinstance(p, T.SubOp) and ss[0] is p.operand(1)):
@@ -182,6 +195,7 @@ def _negate_bias_reductions(em: TileFrame, fp: FoldPlan) -> None:
                 isinstance(r, T.ReduceOp)
                 and r in em.members
                 and spec.bias.num_uses == 1
+                and not any(spec.bias is s.operand(1) for s in fp.centred_subs)
                 and spec.bias not in em.keep
                 and r.attrs["kind"] in REDUCE_ALU
             ):

@@ -1,0 +1,105 @@
+"""Centred values ``x - mean`` read only by activations and column multiplies are not
+materialised (transforms/lower/centred.py): counts on the NKI IR, results against float64 NumPy
+on the NKI interpreter and the simulator (fp32 tolerance 1e-5 relative and absolute, times 4 for
+the 1,024-element row sums whose order differs from NumPy's)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nkigen_lite as nk
+from nkigen_lite.nki.ops import ActivationOp, ForiLoopOp, TensorScalarOp
+from nkigen_lite.testing.tolerance import assert_close, tolerance_for
+from nkigen_lite.workloads import get_workload
+from nkigen_lite.workloads.norms import layernorm_reference
+
+F32 = nk.float32
+
+
+def _loop_instructions(k: nk.Kernel) -> list:
+    (loop,) = [op for op in k.nki.body if isinstance(op, ForiLoopOp)]
+    return [op for op in loop.body if op.name not in ("nki.alloc", "nki.dealloc")]
+
+
+def _full_width(op, n: int) -> bool:
+    return max(op.access(name).free_size for name, _ in op.access_attrs()) >= n
+
+
+def test_layernorm_row_tile_has_no_subtract_pass():
+    """Per 128-row tile of a 512x1024 layernorm: VectorE makes 2 full-row passes (row sum and
+    the fused (x - mean) * rstd), not 3; the square activation reads x with -mean as its bias."""
+    k = nk.compile(get_workload("layernorm").graph(shape=(512, 1024)))
+    body = _loop_instructions(k)
+    vector_full = [op for op in body if op.attrs.get("engine") == "vector" and _full_width(op, 1024)]
+    assert len(vector_full) == 2, [op.name for op in vector_full]
+    assert not any(op.loc == "tensor.sub %sub" for op in body)
+    (fused,) = [op for op in body if isinstance(op, TensorScalarOp) and op.attrs["op1"] is not None]
+    assert (fused.attrs["op0"], fused.attrs["op1"]) == ("subtract", "multiply")
+    assert fused.access("data").tensor.name_hint.startswith("x")
+    (sq,) = [op for op in body if isinstance(op, ActivationOp) and op.attrs["op"] == "square"]
+    assert sq.access("data").tensor is fused.access("data").tensor
+    assert sq.access("bias") is not None
+
+
+@pytest.mark.parametrize("shape", [(512, 1024), (200, 96)])
+def test_layernorm_matches_float64(shape):
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(shape) * 3 + 5).astype(np.float32)
+    w = rng.standard_normal(shape[-1]).astype(np.float32)
+    b = rng.standard_normal(shape[-1]).astype(np.float32)
+    k = nk.compile(get_workload("layernorm").graph(shape=shape))
+    ref = layernorm_reference(x, w, b)["y"]
+    rtol, atol = tolerance_for(F32)
+    feeds = {"x": x, "w": w, "b": b}
+    for what, got in (("interpreter", k.run(feeds)["y"]), ("simulator", nk.simulate(k, feeds)["y"])):
+        assert_close(got, ref, F32, what=f"layernorm {shape} {what}", rtol=4 * rtol, atol=4 * atol)
+
+
+def _centred(store_centred: bool, dtype=F32):
+    """y = exp(x - m) * 2 + (x - m) * r with m the row max and r = 1 / (row sum of x²)."""
+    b = nk.Builder("centred")
+    x = b.add_input("x", (256, 384), dtype)
+    m = b.max(x, axis=-1, keepdims=True)
+    c = x - m
+    r = 1.0 / (b.sum(x * x, axis=-1, keepdims=True) + 1.0)
+    out = {"y": b.exp(c) * 2.0 + c * r}
+    if store_centred:
+        out["c"] = c
+    b.set_outputs(out)
+    return b.graph
+
+
+def _reference(x):
+    x = x.astype(np.float64)
+    c = x - x.max(axis=-1, keepdims=True)
+    r = 1.0 / ((x * x).sum(axis=-1, keepdims=True) + 1.0)
+    return {"y": np.exp(c) * 2.0 + c * r, "c": c}
+
+
+@pytest.mark.parametrize("store_centred", [False, True])
+def test_centred_value_with_activation_and_multiply(store_centred):
+    """Folded when only exp and the multiply read x - max; materialised (and stored) when it is
+    also an output. Same results either way."""
+    g = _centred(store_centred)
+    k = nk.compile(g)
+    subs = [op for op in k.nki.walk() if op.loc == "tensor.sub %sub"]
+    assert bool(subs) == store_centred
+    x = np.random.default_rng(3).standard_normal((256, 384)).astype(np.float32)
+    ref = _reference(x)
+    rtol, atol = tolerance_for(F32)
+    for what, got in (("interpreter", k.run({"x": x})), ("simulator", nk.simulate(k, {"x": x}))):
+        for name in got:
+            assert_close(got[name], ref[name], F32, what=f"{what} {name}", rtol=4 * rtol, atol=4 * atol)
+
+
+def test_bf16_centred_value_is_materialised():
+    """A bf16 x - m is rounded to bf16 before the multiply: the fused fp32 form would differ."""
+    k = nk.compile(_centred(False, nk.bfloat16))
+    assert any(op.loc == "tensor.sub %sub" for op in k.nki.walk())
+
+
+def test_fold_is_deterministic():
+    a, b = (nk.compile(get_workload("layernorm").graph(shape=(512, 1024))) for _ in range(2))
+    assert str(a.nki) == str(b.nki)
+    assert a.nki_source() == b.nki_source()
