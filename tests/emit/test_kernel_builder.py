@@ -180,7 +180,7 @@ def test_kernel_builder_surface_check(name):
 @pytest.mark.parametrize("unroll", [True, False])
 def test_unroll_option_reaches_every_fori_loop(unroll):
     """``unroll=`` (default True: the neuronx-cc rolled-loop workaround) on every nb.fori_loop."""
-    k = nk.compile(get_workload("softmax").graph(shape=(512, 512)))
+    k = nk.compile(get_workload("softmax").graph(shape=(2048, 512)))  # 16 row tiles: a loop
     nb = FakeKernelBuilder()
     emit_kb(k.nki, nb, unroll=unroll)
     loops = [c for c in nb.rec.calls if c.name == "fori_loop"]
@@ -194,8 +194,10 @@ def test_unroll_must_be_a_bool():
 
 
 def test_loop_offsets_reach_the_builder_as_traced_index_arithmetic():
-    """A loop window like x[ds(i*128, 128), 0:512] arrives as nb.ds(<traced 128*k>, 128)."""
-    k = nk.compile(get_workload("softmax").graph(shape=(256, 512)))
+    """A loop window like x[ds(i*384 + 128, 128), 0:512] (a software-pipelined row loop running
+    3 row tiles per trip, the next tile's load ahead, docs/lowering.md) arrives as
+    nb.ds(<traced 384*k + 128>, 128)."""
+    k = nk.compile(get_workload("softmax").graph(shape=(2048, 512)))
     nb = FakeKernelBuilder()
     emit_kb(k.nki, nb)
     loads = [
@@ -203,7 +205,8 @@ def test_loop_offsets_reach_the_builder_as_traced_index_arithmetic():
     ]
     rows = [t.index[0] for t in loads if t.index and isinstance(t.index[0].start, Sym)]
     assert rows and all(isinstance(r, DsSlice) and r.size == 128 for r in rows)
-    assert all(list(r.start.terms.values()) == [128] and r.start.const == 0 for r in rows)
+    assert all(list(r.start.terms.values()) == [384] for r in rows)
+    assert {r.start.const for r in rows} == {128, 256, 384}
 
 
 def test_without_the_sdk_build_kb_names_the_package_and_the_install_command(monkeypatch):

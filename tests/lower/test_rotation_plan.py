@@ -21,12 +21,18 @@ def _softmax(x):
 
 
 def _bufs(graph) -> dict[str, int]:
-    return {op.loc: op.bufs for op in graph.walk() if isinstance(op, AllocOp) and op.loc}
+    """The most buffers of an allocation per source location (a pipelined loop's prologue and
+    epilogue copies of a tile run once, outside the loop, stage_pipeline.py)."""
+    out: dict[str, int] = {}
+    for op in graph.walk():
+        if isinstance(op, AllocOp) and op.loc:
+            out[op.loc] = max(out.get(op.loc, 0), op.bufs)
+    return out
 
 
 def test_softmax_rows_rotate_loads_and_stores_and_stay_exact():
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((512, 1024)).astype(np.float32)
+    x = rng.standard_normal((2048, 256)).astype(np.float32)  # 16 row tiles: a loop stays a loop
     k = nk.compile(_softmax, x)
     bufs = _bufs(k.nki)
     assert bufs["load %x"] == 3  # loads rotate three deep where SBUF allows

@@ -15,6 +15,7 @@ from ...nki.target import TRN2
 from ...nki.types import TileType
 from .interleave import interleave_loops
 from .rotation import plan_rotation
+from .stage_pipeline import pipeline_stages
 
 
 def insert_deallocs(block: Block) -> int:
@@ -51,4 +52,5 @@ class InsertDeallocs(Pass):
     def run(self, graph: Graph, ctx: PassContext) -> None:
         insert_deallocs(graph.body)
         interleave_loops(graph, ctx.target or TRN2)
+        pipeline_stages(graph, ctx.target or TRN2)
         plan_rotation(graph, ctx.target or TRN2)

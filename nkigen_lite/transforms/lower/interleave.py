@@ -222,6 +222,12 @@ def _has_tensor_work(loop: ForiLoopOp) -> bool:
 def _candidates(block: Block, live: tuple[int, int], out: list) -> tuple[int, int]:
     """Innermost independent Tensor-engine loops of ``block`` (post-order), each with the
     SBUF bytes / PSUM banks live where it starts."""
+    return _candidates_of(block, live, out, lambda op: _has_tensor_work(op) and _independent(op))
+
+
+def _candidates_of(block: Block, live: tuple[int, int], out: list, qualifies) -> tuple[int, int]:
+    """Innermost loops of ``block`` (post-order) for which ``qualifies(loop)`` holds, each with
+    the SBUF bytes / PSUM banks live where it starts."""
     sbuf, banks = live
     owner: dict = {}
     for op in list(block):
@@ -240,8 +246,8 @@ def _candidates(block: Block, live: tuple[int, int], out: list) -> tuple[int, in
                 banks -= 1
         elif isinstance(op, ForiLoopOp):
             before = len(out)
-            _candidates(op.body, (sbuf, banks), out)
-            if len(out) == before and op.trip_count >= 2 and _has_tensor_work(op) and _independent(op):
+            _candidates_of(op.body, (sbuf, banks), out, qualifies)
+            if len(out) == before and op.trip_count >= 2 and qualifies(op):
                 out.append((op, sbuf, banks))
     return sbuf, banks
 

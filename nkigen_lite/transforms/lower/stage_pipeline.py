@@ -1,0 +1,201 @@
+"""Software pipelining of a row loop in two stages: the row statistics of tile t+1 are issued
+before the normalisation of tile t.
+
+Every engine runs its instructions in program order. A row-normalising loop (layernorm,
+rmsnorm, softmax) is per tile a chain across engines — load, row statistics into per-partition
+columns (sum, mean, variance, max), then full-tile passes that read them (normalise, scale,
+shift) and the store — and in program order each engine's instructions of tile t+1 sit behind
+its instructions of tile t, so the engines take turns waiting on each other. Here the body is
+cut after its last instruction that writes a per-partition column (a (P, 1) tile): stage 1 is
+the load and the statistics, stage 2 the rest. The loop then runs
+
+    S1(0); for t: S1(t+1), S2(t)
+
+so every engine meets tile t+1's statistics before tile t's normalisation (a modulo schedule
+with a stage offset of one). The tiles stage 1 writes and stage 2 reads (the loaded tile, the
+statistics columns) cross from one iteration to the next; they get ``U = 3`` buffers allocated
+before the loop, tile t in buffer ``t mod U``, and the loop body holds ``U`` consecutive
+iterations so every buffer is named statically (modulo variable expansion); the trips that do
+not fill a whole body run after it, straight. Tiles local to one stage stay in the body (rotation
+may give them more buffers later).
+
+A loop qualifies when its body holds only allocations, deallocations and NKI instructions (no
+nested loop), its iterations are independent (interleave.py's conditions), it runs at least two
+trips, the cut leaves a full-tile instruction in stage 2, and the kernel's SBUF and PSUM still
+fit with the ``U`` buffers (counted as the verifier counts them). Results are unchanged bit for
+bit: the same instructions run on the same data, only their order across independent
+iterations changes. Runs after ``interleave_loops`` (whose loops it does not touch) and before
+rotating buffers are chosen.
+"""
+
+from __future__ import annotations
+
+from ...ir.graph import Block, Graph, Region
+from ...nki.ops import AllocOp, DeallocOp, DmaCopyOp, ForiLoopOp, NkiOp
+from ...nki.target import Target
+from ...nki.types import Affine, IndexType, MemorySpace, TileType
+from .interleave import _candidates_of, _clone_op, _independent, _Unsupported
+from .rotation import _peaks
+
+SLOTS = 3  # buffers of a tile crossing the stages (tile t in buffer t mod SLOTS)
+
+
+def _is_column(op) -> bool:
+    """The instruction writes a per-partition column (a tile access of free size 1)."""
+    for name in op.writes:
+        acc = op.access(name)
+        if acc is not None and acc.tensor.type.space is not MemorySpace.HBM and acc.free_size == 1:
+            if acc.tensor.type.space is MemorySpace.SBUF:
+                return True
+    return False
+
+
+def _full_tile(op) -> bool:
+    return not isinstance(op, DmaCopyOp) and any(
+        op.access(name).free_size > 1 for name in op.writes if op.access(name) is not None
+    )
+
+
+def _cut(body: list) -> int | None:
+    """Index of the first op of stage 2: after the last instruction writing a column, when a
+    load comes before it and a full-tile instruction after it."""
+    last = None
+    for k, op in enumerate(body):
+        if isinstance(op, NkiOp) and not isinstance(op, DmaCopyOp) and _is_column(op):
+            last = k
+    if last is None:
+        return None
+    if not any(isinstance(op, DmaCopyOp) for op in body[:last]):
+        return None
+    if not any(isinstance(op, NkiOp) and _full_tile(op) for op in body[last + 1 :]):
+        return None
+    return last + 1
+
+
+class _Plan:
+    """The stages of one loop body and the allocations crossing them."""
+
+    def __init__(self, loop: ForiLoopOp, cut: int):
+        ops = list(loop.body)
+        self.loop = loop
+        self.s1, self.s2 = ops[:cut], ops[cut:]
+        allocs1 = {op.result: op for op in self.s1 if isinstance(op, AllocOp)}
+        used2 = set()
+        for op in self.s2:
+            if isinstance(op, DeallocOp):
+                continue
+            for name, _ in op.access_attrs() if isinstance(op, NkiOp) else ():
+                used2.add(op.access(name).tensor)
+        self.crossing = [op for v, op in allocs1.items() if v in used2]
+        # a stage-1 tile stage 2 only deallocates is freed at the end of stage 1
+        local = {v for v in allocs1 if v not in used2}
+        moved = [op for op in self.s2 if isinstance(op, DeallocOp) and op.operand(0) in local]
+        self.s1 += moved
+        self.s2 = [op for op in self.s2 if op not in moved]
+
+
+def _stage(ops: list, t: Affine, slot: dict, idx, skip_deallocs: set) -> list:
+    """Clones of ``ops`` with the loop index replaced by ``t`` and the crossing tiles by their
+    buffers ``slot``; allocations and deallocations of crossing tiles dropped."""
+    vmap = dict(slot)
+    out = []
+    for op in ops:
+        if isinstance(op, AllocOp) and op.result in slot:
+            continue
+        if isinstance(op, DeallocOp) and op.operand(0) in skip_deallocs:
+            continue
+        out.append(_clone_op(op, vmap, {id(idx): t}))
+    return out
+
+
+def _pipelined(plan: _Plan) -> list:
+    """The ops replacing the loop (module docstring)."""
+    loop = plan.loop
+    lo, step, n = loop.attrs["lower"], loop.attrs["step"], loop.trip_count
+    idx = loop.index
+    crossing = {op.result for op in plan.crossing}
+    out: list = []
+    bufs = []
+    for _ in range(SLOTS):
+        m = {}
+        for a in plan.crossing:
+            new = AllocOp([], dict(a.attrs), [a.result.type])
+            new.result.name_hint = a.result.name_hint
+            new.loc = a.loc
+            out.append(new)
+            m[a.result] = new.result
+        bufs.append(m)
+
+    def s1(t: Affine, k: int) -> list:
+        return _stage(plan.s1, t, bufs[k % SLOTS], idx, crossing)
+
+    def s2(t: Affine, k: int) -> list:
+        return _stage(plan.s2, t, bufs[k % SLOTS], idx, crossing)
+
+    out += s1(Affine.of(lo), 0)
+    blocks = (n - 1) // SLOTS  # whole bodies: t = SLOTS*j + k, every S1(t+1) within the trips
+    if blocks == 1:
+        for k in range(SLOTS):
+            out += s1(Affine.of(lo + (k + 1) * step), k + 1) + s2(Affine.of(lo + k * step), k)
+    elif blocks > 1:
+        block = Block([IndexType()], [idx.name_hint])
+        j = Affine.of(block.args[0])
+        for k in range(SLOTS):
+            for o in s1(j * (SLOTS * step) + (lo + (k + 1) * step), k + 1) + s2(
+                j * (SLOTS * step) + (lo + k * step), k
+            ):
+                block.append(o)
+        new = ForiLoopOp([], {"lower": 0, "upper": blocks, "step": 1}, [], [Region([block])])
+        new.loc = loop.loc
+        out.append(new)
+    for t in range(blocks * SLOTS, n):
+        if t + 1 < n:
+            out += s1(Affine.of(lo + (t + 1) * step), t + 1)
+        out += s2(Affine.of(lo + t * step), t)
+    for m in bufs:
+        for v in m.values():
+            out.append(DeallocOp([v]))
+    return out
+
+
+def pipeline_stages(graph: Graph, target: Target) -> int:
+    """Pipeline the qualifying loops (module docstring); returns how many were transformed."""
+    found: list = []
+    _candidates_of(graph.body, (0, 0), found, _qualifies)
+    done = 0
+    for loop, sbuf, banks in found:
+        cut = _cut(list(loop.body))
+        plan = _Plan(loop, cut)
+        try:
+            ops = _pipelined(plan)
+        except _Unsupported:
+            continue
+        tmp = Block([], [])
+        for o in ops:
+            tmp.append(o)
+        s, b = _peaks(tmp, {}, sbuf, banks)
+        if s > target.sbuf_bytes_per_partition or b > target.psum_num_banks:
+            for o in tmp:
+                for inner in o.walk():
+                    inner.drop_operand_uses()
+            continue
+        parent = loop.parent
+        for o in list(tmp):
+            tmp.remove(o)
+            parent.insert_before(loop, o)
+        for inner in reversed(list(loop.walk())):
+            inner.drop_operand_uses()
+        parent.remove(loop)
+        done += 1
+    return done
+
+
+def _qualifies(loop: ForiLoopOp) -> bool:
+    body = list(loop.body)
+    if loop.trip_count < 2 or any(isinstance(op, ForiLoopOp) for op in body):
+        return False
+    if any(not isinstance(op, (AllocOp, DeallocOp, NkiOp)) for op in body):
+        return False
+    if any(isinstance(op, AllocOp) and not isinstance(op.result.type, TileType) for op in body):
+        return False
+    return _cut(body) is not None and _independent(loop)
