@@ -129,12 +129,15 @@ class TileFrame:
                 work += free
         self.busy["vector"] = work / self.ctx.target.vector_clock_hz
 
-    def pick_engine(self, engines, elements: int) -> str:
+    def pick_engine(self, engines, elements: int, count: bool = True) -> str:
         """The least busy of ``engines`` for an instruction over ``elements`` per partition
-        (busy time = elements / clock, a simple balance between VectorE and ScalarE)."""
+        (busy time = elements / clock, a simple balance between VectorE and ScalarE); ``count``
+        False for an instruction that runs once while the group's loop body repeats (it does
+        not weigh in the body's balance)."""
         clock = self._clocks()
         best = min(engines, key=lambda e: (self.busy.get(e, 0.0) + elements / clock[e], e))
-        self.busy[best] = self.busy.get(best, 0.0) + elements / clock[best]
+        if count:
+            self.busy[best] = self.busy.get(best, 0.0) + elements / clock[best]
         return best
 
     def _clocks(self) -> dict:

@@ -301,7 +301,7 @@ class GroupEmitter(TileFrame):
             self.b.tensor_copy(
                 dst=Access(full.tensor, tuple(dims)),
                 src=psum_acc,
-                engine=self.pick_engine(("vector", "scalar"), w),
+                engine=self.pick_engine(("vector", "scalar"), w, count=self.levels[u] > 0 or not self.loops),
             )
         return True
 

@@ -1,0 +1,40 @@
+"""A weight row broadcast once before a group's loops (ones-matmul, then PSUM -> SBUF copies)
+does not weigh in the loop body's VectorE / ScalarE balance (TileFrame.pick_engine, count=False):
+it runs once while the body repeats. Counts on the NKI IR; results against float64 NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import nkigen_lite as nk
+from nkigen_lite.nki.ops import ForiLoopOp, TensorCopyOp
+from nkigen_lite.testing.tolerance import assert_close, tolerance_for
+from nkigen_lite.workloads import get_workload
+from nkigen_lite.workloads.norms import rmsnorm_reference
+
+
+def _engines(ops) -> list[str]:
+    return [op.attrs["engine"] for op in ops if isinstance(op, TensorCopyOp)]
+
+
+def test_layernorm_broadcast_copies_leave_vector_free_for_the_first_row_sum():
+    """512x1024 layernorm: the 4 copies of w and b (2 PSUM banks each) go to ScalarE, so the
+    first VectorE instruction after the constant memsets is the first row tile's row sum (with
+    the copies counted, one of b's copies went to VectorE ahead of it)."""
+    k = nk.compile(get_workload("layernorm").graph(shape=(512, 1024)))
+    top = [op for op in k.nki.body if not isinstance(op, ForiLoopOp)]
+    copies = [op for op in top if isinstance(op, TensorCopyOp) and op.loc in ("load %w", "load %b")]
+    assert _engines(copies) == ["scalar"] * 4
+    vector = [op for op in k.nki.walk() if op.attrs.get("engine") == "vector" and op.name != "nki.memset"]
+    assert vector[0].name == "nki.tensor_reduce"
+
+
+def test_decode_rmsnorm_matches_float64():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 1024)).astype(np.float32)
+    w = rng.standard_normal(1024).astype(np.float32)
+    k = nk.compile(get_workload("rmsnorm").graph(shape=(1, 1024)))
+    rtol, atol = tolerance_for(nk.float32)
+    ref = rmsnorm_reference(x, w)["y"]
+    for got in (k.run({"x": x, "w": w})["y"], nk.simulate(k, {"x": x, "w": w})["y"]):
+        assert_close(got, ref, nk.float32, what="rmsnorm 1x1024", rtol=4 * rtol, atol=4 * atol)
