@@ -49,14 +49,46 @@ def test_permute_copy_uses_transposes(shape, perm, dtype):
 
 
 def test_issue_case_counts():
-    """transpose(2, 0, 1).copy() of 64x128x256 f32: 64 loads of 1 KiB runs and 128 stores of
-    512 B runs (was one DMA of 4-byte descriptors)."""
+    """transpose(2, 0, 1).copy() of 64x128x256 f32: the 64 slabs are contiguous, 8 go into one
+    load (8 KiB per partition) and each group's two 128-column blocks into one store (runs of
+    8 x 128 floats = 4 KiB): 16 DMAs (was 64 loads of 1 KiB runs + 128 stores of 512 B runs =
+    192) and 208 executed instructions (was 448); the 128 transposes stay."""
     x = np.zeros((64, 128, 256), np.float32)
     k = _compile(lambda a: a.transpose(2, 0, 1).copy(), x)
     dmas = [op for op in k.nki.walk() if isinstance(op, DmaCopyOp)]
     chunks = sorted({dma_cost(op, TRN2).chunk_bytes for op in dmas})
-    assert chunks == [512, 1024]
-    assert k.stats().dma_count == 64 * 3
+    assert chunks == [4096, 8192]
+    s = k.stats()
+    assert s.dma_count == 16
+    assert s.dma_bytes == s.min_hbm_bytes
+    assert s.instructions_dynamic <= 208
+    e = k.estimate()
+    assert e.dma_issue_ns <= 16 * TRN2.dge_issue_ns
+
+
+@pytest.mark.parametrize(
+    "shape,perm,dtype,dmas",
+    [
+        ((2, 128, 640), (0, 2, 1), ml_dtypes.bfloat16, 2),  # 2 slabs in one load, 5 column blocks
+        ((16, 256, 128), (2, 0, 1), np.float32, 2 * 2),  # 16 slabs of 256 rows: 8 per load
+        ((4, 2, 64, 256), (0, 3, 1, 2), np.float32, 4 * 2),  # an outer loop over dim 0
+    ],
+    ids=["bf16-5-blocks", "tall-slabs", "outer-loop"],
+)
+def test_batched_permute_counts(shape, perm, dtype, dmas):
+    """Contiguous slabs are batched into one load and one store per group (bit-exact)."""
+    x = RNG.standard_normal(shape).astype(dtype)
+    k = _compile(lambda a: a.transpose(perm).copy(), x)
+    want = np.ascontiguousarray(x.transpose(perm))
+    for how, got in (("Kernel.run", k.run({"a": x})), ("nk.simulate", nk.simulate(k, {"a": x}))):
+        assert np.array_equal(got["y"].view(np.uint8), want.view(np.uint8)), how
+    s = k.stats()
+    assert s.dma_count == dmas
+    assert s.dma_bytes == s.min_hbm_bytes
+    itemsize = np.dtype(dtype).itemsize
+    for op in k.nki.walk():
+        if isinstance(op, DmaCopyOp):
+            assert dma_cost(op, TRN2).chunk_bytes >= shape[perm[-1]] * itemsize  # whole dst rows
 
 
 def test_integer_permute_keeps_the_dma():

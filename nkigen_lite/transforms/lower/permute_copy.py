@@ -7,7 +7,8 @@ and per block of ``L`` (≤ 128 rows) and of ``a`` (≤ 512 columns): one DMA lo
 ``L`` on the partitions and ``a`` free (each partition reads a contiguous run of ``a``), TensorE
 transposes each 128-column piece into PSUM (``a`` on the partitions), a copy brings it to SBUF,
 and one DMA stores it with each partition writing a contiguous run of ``L``. Float data of 2 or
-4 bytes only (a transpose passes through the PE array); other copies keep the plain DMA.
+4 bytes only (a transpose passes through the PE array); other copies keep the plain DMA. When
+the source slabs are contiguous, several go into one DMA (permute_batch.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from contextlib import ExitStack
 
 from ...nki.types import Access, Affine, DimSlice
 from .homes import HbmHome
+from .permute_batch import copy_permuted_batched
 
 MAX_FREE = 512  # columns of ``a`` per loaded tile
 
@@ -52,6 +54,8 @@ def copy_permuted(ctx, src: HbmHome, dst: HbmHome) -> bool:
     if len(unit) != 1 or unit[0] == last:
         return False
     a = unit[0]
+    if copy_permuted_batched(ctx, src, dst, a):
+        return True
     p = ctx.partitions
     lb, ab = _blocks(shape[last], p, p), _blocks(shape[a], MAX_FREE, p)
     if lb is None or ab is None:
