@@ -46,6 +46,7 @@ from .remat import rematerialize
 from .row_sequence import emit_row_pair, find_row_pairs
 from .row_split import emit_row_split, find_row_splits
 from .rules import ITEM_RULES, item_rule, rule_for
+from .spread_reduce import SpreadReduce, emit_spread_reduce, find_spread_reduces
 from .views import VIEW_OPS, copy_home, is_layout_convert, plan_concats
 
 
@@ -187,6 +188,7 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
     demoted: set = set()
     budget = (ctx.target.sbuf_bytes_per_partition * 3) // 4
     splits = find_row_splits(graph, ctx.partitions, budget)  # each op alone until emitted
+    splits += find_spread_reduces(graph, ctx.partitions)  # sums of inputs over all partitions
     claimed = {op for rs in splits for op in rs.ops}
     recomputed: set = {op.result for op in claimed}
 
@@ -289,7 +291,7 @@ def _emit_row_split(ctx: LowerContext, rs, part, plans, row_local, done: set, fl
         return
     flush()
     done.add(id(rs))
-    if emit_row_split(ctx, rs):
+    if emit_spread_reduce(ctx, rs) if isinstance(rs, SpreadReduce) else emit_row_split(ctx, rs):
         return
     for g in (it for it in part.items if isinstance(it, FusionGroup) and it.ops[0] in rs.ops):
         _emit_group(ctx, g, plans[g][0], part, row_local)
