@@ -129,6 +129,10 @@ class Target:
     collective_step_latency_ns: float = 1300.0
     hbm_stack_bytes_per_s: float = 725e9  # one HBM stack, shared by an LNC=2 pair: 2.9 TB/s / 4 §7
     lnc_max: int = 2  # LNC degree: 1 or 2 physical cores per logical core [LNC]
+    # nc_transpose on TensorE is nc_matmul(is_transpose=True) (NKI nc_transpose docs), trn2's
+    # transpose mode: "2x FP32 transpose speed" over an fp32 matmul pass, i.e. 2x the bf16
+    # cycles (facts §1.7 trn2 deltas) [ARCH-T2] [ISA]
+    pe_transpose_fp32_factor: int = 2
 
     # ---- top-8 instructions: max8, nc_find_index8, nc_match_replace8 (NKI 0.6 I6 pages) --------
     top8_width: int = 8  # values per partition max8 writes, find_index8 / match_replace8 read [ISA]

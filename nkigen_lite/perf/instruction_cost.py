@@ -184,11 +184,12 @@ def _select(op, target: Target) -> InstructionCost:
 def _transpose(op, target: Target) -> InstructionCost:
     data = op.access("data")
     if op.engine == "tensor":
-        # max(P, min(64, F)) TensorE cycles [OLD-ISA]; an fp32 transpose is an fp32 pass
-        # through the PE array, at the fp32 matmul rate [OLD-ISA] [ARCH-T2]
+        # max(P, min(64, F)) TensorE cycles [OLD-ISA]; nc_transpose is the transpose mode of
+        # nc_matmul (is_transpose=True), which on trn2 runs fp32 at 2x the bf16 cycles — half
+        # the fp32 matmul rate (facts §1.7 trn2 deltas) [ARCH-T2] [ISA]
         cycles = max(data.partitions, min(target.pe_transpose_min_cycles, data.free_size))
         if data.dtype.name == "f32":
-            cycles *= target.matmul_fp32_factor
+            cycles *= target.pe_transpose_fp32_factor
         return _cycles(op, cycles, target)
     return _cycles(op, _min_ii(_n(op), target), target)
 
