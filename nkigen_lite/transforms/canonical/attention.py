@@ -19,6 +19,7 @@ import math
 from ...ir.rewrite import RewritePattern
 from ...tensor import ops as T
 from ...tensor.composites_attention import FlashAttentionOp
+from ..lower.attention_pipelined import short_supported
 from ..lower.flash_attention import supported
 from ..match import def_op, make, replace, splat_value
 
@@ -125,7 +126,8 @@ class LongAttentionToFlash(RewritePattern):
         if tuple(kt.attrs["perm"]) != tuple(range(rank - 2)) + (rank - 1, rank - 2):
             return False
         q, k = qk.operand(0), kt.operand(0)
-        if k.type.shape[-2] <= MIN_KEYS or not supported(q.type, k.type, v.type):
+        long = k.type.shape[-2] > MIN_KEYS and supported(q.type, k.type, v.type)
+        if not (long or short_supported(q.type, k.type, v.type, supported)):
             return False
         inside = set(norm_ops + arg_ops + [exp, qk, kt, op])
         for x in inside - {op}:

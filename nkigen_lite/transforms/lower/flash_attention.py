@@ -22,6 +22,7 @@ from ...ir.errors import BuildError
 from ...nki.builder import Builder
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor.composites_attention import FlashAttentionOp
+from .attention_pipelined import pipelined_attention_body, short_supported
 from .custom import register_composite_lowering
 from .deallocs import insert_deallocs
 
@@ -282,6 +283,8 @@ def flash_attention_body(types, attrs):
             f"tensor.flash_attention ({shapes}): the kernel takes f32 q (..., M, D), k (..., N, D) "
             f"and v (..., N, Dv) with equal batch dims, D <= {MAX_HEAD_DIM} and Dv <= {MAX_VALUE_DIM}"
         )
+    if short_supported(*types, supported):
+        return pipelined_attention_body(types, float(attrs["scale"]))
     return _Kernel(types, float(attrs["scale"])).build()
 
 
