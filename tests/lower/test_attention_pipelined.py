@@ -71,7 +71,7 @@ def test_s512_counts():
         return d.operand(0) if d is not None and d.operands else t
 
     loads = {}
-    for op, mult in ops:
+    for op, _mult in ops:
         if isinstance(op, DmaCopyOp):
             src = op.access("src")
             name = names.get(root(src.tensor))
