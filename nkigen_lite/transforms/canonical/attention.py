@@ -7,9 +7,12 @@ blocks, lower/flash_attention.py).
 inside the pattern is one ``tensor.flash_attention(Q, K, V, scale=c)`` when the keys are more
 than ``MIN_KEYS`` (a row of fp32 scores would take more than 16 KiB of a partition: fused as
 separate groups, the scores or K and V would go through HBM per query block) and the kernel
-supports the shapes (f32, head dim <= 128, value dim <= 512, equal batch dims). Below that, the
-row pipeline already keeps everything on chip. The op computes the same function; its lowering
-rounds differently (running max and rescaled sums), within f32 tolerance.
+supports the shapes (f32, head dim <= 128, value dim <= 512, equal batch dims). Between 512
+and 4096 keys the row pipeline keeps everything on chip. At most 512 keys with 2–16 query tiles
+(``short_supported``) form the op too: its lowering is then a software pipeline over the query
+tiles (lower/attention_pipelined.py) where the row pipeline ran each tile's chain after the
+previous one. The op computes the same function; its lowerings round differently (running max
+and rescaled sums; the scale applied to Q), within f32 tolerance.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """``tensor.flash_attention`` lowered with an online softmax over key blocks.
 
-When the keys are too many for a score row to stay on chip (canonical/attention.py forms the op
-only then), attention as separate groups would write the scores to HBM or reload K and V per
+When the keys are too many for a score row to stay on chip, attention as separate groups would write the scores to HBM or reload K and V per
 query block. Here, per batch instance, the keys are visited in blocks of ``KEY_BLOCK`` and
 each query tile of up to 128 rows keeps a running max ``m``, sum ``l`` and output ``O``: per
 block ``S = Q Kᵀ`` (one PSUM bank), ``m' = max(m, scale·max(S))``, ``P = exp(scale·S - m')``
@@ -13,6 +12,10 @@ K and V are read once per batch instance when Kᵀ and V fit ``RESIDENT_BYTES`` 
 they are loaded (K transposed on the Tensor engine) before the query tiles, which read them on
 chip. Otherwise the query tiles go in groups of ``QUERY_GROUP``: each key block is loaded once
 per group and updates every tile of it, so K and V are read ⌈M / (128·QUERY_GROUP)⌉ times.
+
+canonical/attention.py also forms the op for at most 512 keys with several query tiles
+(``attention_pipelined.short_supported``): no running max is needed then, and the software
+pipeline of lower/attention_pipelined.py is built instead.
 """
 
 from __future__ import annotations
