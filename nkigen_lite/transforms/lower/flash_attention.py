@@ -2,11 +2,12 @@
 
 When the keys are too many for a score row to stay on chip, attention as separate groups
 would write the scores to HBM or reload K and V per query block. Here, per batch instance, the
-keys are visited in blocks of ``KEY_BLOCK`` and each query tile of up to 128 rows keeps a running max ``m``, sum ``l`` and output ``O``: per
-block ``S = Q Kᵀ`` (one PSUM bank), ``m' = max(m, scale·max(S))``, ``P = exp(scale·S - m')``
-with its row sum fused into the activation, ``α = exp(m - m')``, ``l = l·α + Σ P``,
-``O = O·α + P V`` (Pᵀ by TensorE transposes). The first block is peeled (no rescale); at the
-end ``O · (1/l)`` is cast and stored. The scores never leave the chip.
+keys are visited in blocks of ``KEY_BLOCK`` and each query tile of up to 128 rows keeps a
+running max ``m``, sum ``l`` and output ``O``: per block ``S = Q Kᵀ`` (one PSUM bank),
+``m' = max(m, scale·max(S))``, ``P = exp(scale·S - m')`` with its row sum fused into the
+activation, ``α = exp(m - m')``, ``l = l·α + Σ P``, ``O = O·α + P V`` (Pᵀ by TensorE
+transposes). The first block is peeled (no rescale); at the end ``O · (1/l)`` is cast and
+stored. The scores never leave the chip.
 
 K and V are read once per batch instance when Kᵀ and V fit ``RESIDENT_BYTES`` of a partition:
 they are loaded (K transposed on the Tensor engine) before the query tiles, which read them on
