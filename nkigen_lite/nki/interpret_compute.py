@@ -15,6 +15,7 @@ from . import numerics, ops
 from .access import AccessSpec
 from .interpret import NkiInterpreter as I
 from .ops.alu import BITVEC_OPS
+from .pairing import PAIRED_SINGLE_INPUT, pairing_error
 
 F32 = np.dtype(np.float32)
 
@@ -52,6 +53,15 @@ def _operand(it, op, name, args, exact: bool):
     return np.asarray(v, dtype=np.int64 if exact else np.float32)
 
 
+def _paired(it, op) -> None:
+    """Refuse a data operand that does not pair with dst element by element (pairing.py),
+    verified or not."""
+    name = PAIRED_SINGLE_INPUT[op.name]
+    msg = pairing_error(op.name, name, op.access(name).shape, op.access("dst").shape)
+    if msg:
+        raise it.fail(op, msg)
+
+
 def _bits(op, name) -> int:
     return op.access(name).dtype.bits
 
@@ -72,6 +82,7 @@ def _dma(it: I, op, args):
 
 @I.impl(ops.TensorCopyOp)
 def _tensor_copy(it: I, op, args):
+    _paired(it, op)
     src = it.read_access(op, "src", args)
     same = op.access("src").dtype is op.access("dst").dtype
     it.write_access(op, "dst", args, src if same else _f32(src))
@@ -136,6 +147,7 @@ def _transpose(it: I, op, args):
 
 @I.impl(ops.ActivationOp)
 def _activation(it: I, op, args):
+    _paired(it, op)
     func = op.attrs["op"]
     x = _load(it, op, "data", args, False)
     z = x * _operand(it, op, "scale", args, False)
@@ -169,6 +181,7 @@ def _tensor_tensor(it: I, op, args):
 
 @I.impl(ops.TensorScalarOp)
 def _tensor_scalar(it: I, op, args):
+    _paired(it, op)
     chain = [(op.attrs["op0"], "operand0", op.attrs["reverse0"])]
     if op.attrs["op1"] is not None:
         chain.append((op.attrs["op1"], "operand1", op.attrs["reverse1"]))

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import ops
 from .ops.alu import BITVEC_OPS, op_kind
+from .pairing import PAIRED_SINGLE_INPUT, pairing_error
 from .types import Access, MemorySpace
 
 SBUF, PSUM, HBM = MemorySpace.SBUF, MemorySpace.PSUM, MemorySpace.HBM
@@ -68,6 +69,16 @@ def _same_access_shape(ctx, op, name: str, ref: str = "dst") -> None:
             "(operands pair element by element: equal shapes, no permuted or re-ranked dims; "
             "the only broadcasts are a scalar or a (P, 1) column where documented)",
         )
+
+
+def _paired_data(ctx, op) -> None:
+    """The data operand of activation / tensor_copy / tensor_scalar pairs with dst
+    (pairing.py: same partitions, same free dims size-1 dims aside)."""
+    name = PAIRED_SINGLE_INPUT[op.name]
+    _same_pf(ctx, op, "dst", name)
+    msg = pairing_error(op.name, name, op.access(name).shape, op.access("dst").shape)
+    if msg:
+        raise ctx.fail(op, msg)
 
 
 def _column(ctx, op, name: str, like: str, dtypes=None) -> None:
@@ -149,7 +160,7 @@ def _dma(ctx, op) -> None:
 @rule(ops.TensorCopyOp)
 def _copy(ctx, op) -> None:
     check_compute_common(ctx, op)
-    _same_pf(ctx, op, "dst", "src")
+    _paired_data(ctx, op)
 
 
 @rule(ops.MemsetOp)
@@ -254,7 +265,7 @@ def _transpose(ctx, op) -> None:
 @rule(ops.ActivationOp)
 def _activation(ctx, op) -> None:
     check_compute_common(ctx, op)
-    _same_pf(ctx, op, "dst", "data")
+    _paired_data(ctx, op)
     _column(ctx, op, "bias", "data", {"f32"})
     _column(ctx, op, "scale", "data", {"f32"})
     if op.access("scale") is None:
@@ -296,7 +307,7 @@ def _tensor_scalar(ctx, op) -> None:
             op, "tensor_scalar on the gpsimd engine is documented only for rsqrt; use vector (or scalar)"
         )
     check_compute_common(ctx, op)
-    _same_pf(ctx, op, "dst", "data")
+    _paired_data(ctx, op)
     chain = [op.attrs["op0"]] + ([op.attrs["op1"]] if op.attrs["op1"] else [])
     kinds = {op_kind(a) == "bitvec" for a in chain}
     if len(kinds) > 1:

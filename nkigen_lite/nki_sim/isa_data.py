@@ -15,6 +15,7 @@ from .operands import (
     check_one_psum_input,
     is_scalar,
     pick_engine,
+    same_free_dims,
     same_layout,
     tensor_arg,
     tile_arg,
@@ -85,7 +86,7 @@ def tensor_copy(dst, src, engine=E.engine.unknown, name=""):
     src = tile_arg(src, where, "src")
     eng = pick_engine(where, engine, _COPY_ENGINES, _COPY_ENGINES[0])
     check_gpsimd_access(where, eng, dst=dst, src=src)
-    same_layout(where, "dst", dst, src=src)
+    same_free_dims(where, "dst", dst, src=src)
     values = convert(src.read(f"{where} src"), src.dtype, dst.dtype)
     dst.write(values.reshape(dst.shape), where)
     run.count(eng.name)

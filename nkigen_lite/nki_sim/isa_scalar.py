@@ -7,7 +7,7 @@ import numpy as np
 from . import enums as E
 from .errors import NkiSimError
 from .isa_vector import fp32_operand, reduce_into
-from .operands import Instruction, begin, rows, same_layout, scalar_or_column, tile_arg
+from .operands import Instruction, begin, rows, same_free_dims, scalar_or_column, tile_arg
 from .operators import ActivationFunction, add
 from .storage import round_to
 
@@ -30,7 +30,7 @@ def activation(
     data = tile_arg(data, where, "data")
     if not isinstance(op, ActivationFunction):
         raise NkiSimError(f"{where}: op must be an activation function token such as nl.exp, got {op!r}")
-    same_layout(where, "dst", dst, data=data)
+    same_free_dims(where, "dst", dst, data=data)
     p = data.shape[0]
     s = fp32_operand(scale, p, where, "scale")
     x = np.asarray(rows(data, where, "data") * s, np.float32)

@@ -19,7 +19,7 @@ from .operands import (
     is_scalar,
     pick_engine,
     rows,
-    same_layout,
+    same_free_dims,
     same_shape,
     scalar_or_column,
     tile_arg,
@@ -103,7 +103,7 @@ def tensor_scalar(
     run = begin(where, name)
     dst = tile_arg(dst, where, "dst")
     data = tile_arg(data, where, "data")
-    same_layout(where, "dst", dst, data=data)
+    same_free_dims(where, "dst", dst, data=data)
     steps = [(alu_op(op0, where, "op0"), operand0, reverse0)]
     if op1 is not None:
         steps.append((alu_op(op1, where, "op1"), operand1, reverse1))

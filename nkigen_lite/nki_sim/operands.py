@@ -102,6 +102,22 @@ def same_shape(where: str, ref_role: str, ref: NkiTensor, **others: NkiTensor) -
             )
 
 
+def same_free_dims(where: str, ref_role: str, ref: NkiTensor, **others: NkiTensor) -> None:
+    """The data operand of activation / tensor_copy / tensor_scalar pairs with ``ref`` element
+    by element: equal partitions and the same free dims in the same order once size-1 dims are
+    dropped (stricter than the documented equal elements per partition: a reshaped or
+    permuted input is refused rather than paired through a silent reshape)."""
+    same_layout(where, ref_role, ref, **others)
+    want = [n for n in tuple(ref.shape)[1:] if n != 1]
+    for role, t in others.items():
+        if [n for n in tuple(t.shape)[1:] if n != 1] != want:
+            raise NkiSimError(
+                f"{where}: {role} {t.describe()} has shape {list(t.shape)} but {ref_role} "
+                f"{ref.describe()} has shape {list(ref.shape)}; they pair element by element, so "
+                "their free dims must be equal (size-1 dims aside; no reshaped or permuted dims)"
+            )
+
+
 def pick_engine(where: str, eng, allowed: tuple[engine, ...], default: engine) -> engine:
     """Resolve the engine= argument (engine.unknown picks the default)."""
     if not isinstance(eng, engine):

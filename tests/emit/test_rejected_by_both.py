@@ -46,6 +46,21 @@ CASES = {
         "dst has 128 partitions x 64 elements but src has 128 x 32",
         r"elements per partition \(32 vs 64\)",
     ),
+    "tensor_copy.paired_free_dims": (
+        lambda b, m: b.tensor_copy(dst=T(b, m, (128, 2, 32)), src=T(b, m, (128, 32, 2))),
+        r"tensor_copy: src access shape \[128, 32, 2\] does not pair with dst access shape \[128, 2, 32\]",
+        r"src .* has shape \[128, 32, 2\] but dst .* has shape \[128, 2, 32\]; they pair element by element",
+    ),
+    "activation.paired_free_dims": (
+        lambda b, m: b.activation(dst=T(b, m), op="exp", data=T(b, m, (128, 8, 8))),
+        r"activation: data access shape \[128, 8, 8\] does not pair with dst access shape \[128, 64\]",
+        r"data .* has shape \[128, 8, 8\] but dst .* has shape \[128, 64\]; they pair element by element",
+    ),
+    "tensor_scalar.paired_free_dims": (
+        lambda b, m: b.tensor_scalar(dst=T(b, m, (128, 8, 8)), data=T(b, m), op0="add", operand0=1.0),
+        r"tensor_scalar: data access shape \[128, 64\] does not pair with dst access shape \[128, 8, 8\]",
+        r"data .* has shape \[128, 64\] but dst .* has shape \[128, 8, 8\]; they pair element by element",
+    ),
     "engine.gpsimd_no_psum": (
         lambda b, m: b.tensor_copy(dst=T(b, m), src=T(b, m, **PSUM), engine="gpsimd"),
         "the GpSimd engine cannot access PSUM",
