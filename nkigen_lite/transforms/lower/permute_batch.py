@@ -101,15 +101,16 @@ def copy_permuted_batched(ctx, src: HbmHome, dst: HbmHome, a: int) -> bool:
         for r in range(m):
             for c0 in range(0, nb, per_bank):
                 g = min(per_bank, nb - c0)
-                ps = b.alloc((w, g, p), dt, "psum", name="perm_t")
+                # the p transposed columns as (k, per_slab): the copy pairs dims with perm_out
+                ps = b.alloc((w, g, k, per_slab), dt, "psum", name="perm_t")
                 for j in range(g):
                     b.nc_transpose(
-                        dst=Access(ps, (_ds(0, w), _ds(j, 1), _ds(0, p))),
+                        dst=Access(ps, (_ds(0, w), _ds(j, 1), _ds(0, k), _ds(0, per_slab))),
                         data=Access(t, (_ds(0, p), _ds(r * cols + (c0 + j) * w, w))),
                     )
                 b.tensor_copy(
                     dst=Access(out, (_ds(0, w), _ds(c0, g), _ds(0, k), _ds(0, per_slab), _ds(r, 1))),
-                    src=Access(ps, (_ds(0, w), _ds(0, g), _ds(0, p))),
+                    src=Access(ps, (_ds(0, w), _ds(0, g), _ds(0, k), _ds(0, per_slab))),
                 )
         b.dma_copy(
             dst=Access(d_view, lead + (_ds(0, w), _ds(0, nb), _ds(0, k), _ds(0, rows))),
