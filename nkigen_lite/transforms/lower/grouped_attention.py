@@ -26,10 +26,12 @@ import numpy as np
 from ...ir.dtypes import get_dtype
 from ...ir.errors import BuildError
 from ...nki.builder import Builder
+from ...nki.target import TRN2
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor.composites_grouped_attention import GroupedAttentionOp
 from .custom import register_composite_lowering
 from .deallocs import insert_deallocs
+from .emit_order import list_order
 
 P = 128  # partitions
 MAX_HEAD_DIM = 128  # q / k feature dim on the partitions for Q Kᵀ
@@ -282,6 +284,7 @@ class _Kernel:
         while running:
             running = self.tick(running)
         b.set_outputs({"o": self.o})
+        list_order(b.graph.body, TRN2)
         insert_deallocs(b.graph.body)
         return b.graph
 
