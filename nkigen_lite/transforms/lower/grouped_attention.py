@@ -139,7 +139,7 @@ class _Kernel:
                 b.tensor_copy(
                     dst=_acc(v32, (0, kc), (0, hk), (0, dv)),
                     src=_acc(vn, (0, kc), (0, hk), (0, dv)),
-                    engine="gpsimd",
+                    engine="scalar",
                 )
                 vn = v32
             for j in range(hk):
