@@ -178,3 +178,11 @@ def test_unsupported_shape_built_directly_is_one_clear_error():
     k = b2.add_input("k", (2, 128, 64), nk.bfloat16)
     with pytest.raises(nk.BuildError, match=r"tensor.grouped_attention"):
         b2.grouped_attention(q, k, k, scale=0.1)
+
+
+def test_one_dma_group_of_heads():
+    """Two query heads over one KV head, 64 rows: one Q load, one K / V load, one store."""
+    arrays = _inputs(2, 1, 64, 32, seed=5)
+    kern = nk.compile(_gqa(), *arrays)
+    assert kern.stats().dma_count == 4
+    _check(kern, arrays, _reference(*arrays, 0.125, True, -1e4), nk.bfloat16, "one group")

@@ -117,9 +117,8 @@ class _Kernel:
             kn = b.alloc((P, hk, d), self.dt, name="k_nat")
             b.dma_copy(dst=_acc(kn, (0, kc), (0, hk), (0, d)), src=_acc(self.kv, (c0, kc), (g0, hk), (0, d)))
             vn = b.alloc((P, hk, dv), self.dt, name="v_nat")
-            b.dma_copy(
-                dst=_acc(vn, (0, kc), (0, hk), (0, dv)), src=_acc(self.vv, (c0, kc), (g0, hk), (0, dv))
-            )
+            v_dma = (_acc(vn, (0, kc), (0, hk), (0, dv)), _acc(self.vv, (c0, kc), (g0, hk), (0, dv)))
+            self.v_dmas.append(v_dma)  # issued after the next Q load: V is needed last
             chunks.append((c0, kc, kn, vn))
         self.kv_loaded[g0] = (hk, chunks)
 
@@ -259,24 +258,30 @@ class _Kernel:
         stored when its last head is done."""
         b, d, dv = self.b, self.d, self.dv
         self.kv_loaded: dict[int, tuple] = {}
+        self.v_dmas: list = []
         units = []  # (q_nat, out, slot, head, m0, mt, store)
         for m0 in range(0, self.m, P):
             mt = min(P, self.m - m0)
             for h0 in range(0, self.hq, HEADS_PER_DMA):
                 hn = min(HEADS_PER_DMA, self.hq - h0)
+                q_nat = b.alloc((P, hn, d), self.dt, name="q_nat")
+                b.dma_copy(
+                    dst=_acc(q_nat, (0, mt), (0, hn), (0, d)), src=_acc(self.qv, (m0, mt), (h0, hn), (0, d))
+                )
+                for dst, src in self.v_dmas:
+                    b.dma_copy(dst=dst, src=src)
+                self.v_dmas = []
                 for g0 in sorted(
                     {self.kv_head(h) - self.kv_head(h) % HEADS_PER_DMA for h in range(h0, h0 + hn)}
                 ):
                     if g0 not in self.kv_loaded:
                         self.load_kv(g0)
-                q_nat = b.alloc((P, hn, d), self.dt, name="q_nat")
-                b.dma_copy(
-                    dst=_acc(q_nat, (0, mt), (0, hn), (0, d)), src=_acc(self.qv, (m0, mt), (h0, hn), (0, d))
-                )
                 out = b.alloc((P, hn, dv), self.dt, name="out")
                 store = (_acc(self.ov, (m0, mt), (h0, hn), (0, dv)), _acc(out, (0, mt), (0, hn), (0, dv)))
                 for j in range(hn):
                     units.append((q_nat, out, j, h0 + j, m0, mt, store if j == hn - 1 else None))
+        for dst, src in self.v_dmas:
+            b.dma_copy(dst=dst, src=src)
         running = []
         for unit in units:
             running.append((self.head(unit[0], unit[2], unit[3], unit[4], unit[5], unit[1]), unit[6]))
