@@ -9,8 +9,8 @@ import pytest
 from nkigen_lite.ir.errors import VerifyError
 from nkigen_lite.nki import TRN2, Builder, run, ts, verify
 from nkigen_lite.perf import estimate
-from nkigen_lite.transforms.lower.deallocs import insert_deallocs
 from nkigen_lite.transforms.lower import emit_order
+from nkigen_lite.transforms.lower.deallocs import insert_deallocs
 from nkigen_lite.transforms.lower.emit_order import list_order
 
 
@@ -103,3 +103,11 @@ def test_a_block_with_deallocations_is_refused():
     insert_deallocs(b.graph.body)
     with pytest.raises(ValueError, match="before insert_deallocs"):
         list_order(b.graph.body, TRN2)
+
+
+def test_a_block_that_cannot_keep_the_budget_keeps_its_order(monkeypatch):
+    monkeypatch.setattr(emit_order, "SBUF_SHARE", 0.0)  # no tile fits: nothing can be placed
+    b = _kernel()
+    before = [id(op) for op in b.graph.body]
+    list_order(b.graph.body, TRN2)
+    assert [id(op) for op in b.graph.body] == before
