@@ -2,7 +2,8 @@
 
 ir is the core; the tensor and NKI dialects and the simulator stand on it alone; the cost model
 reads NKI; transforms go from tensor (and parallel, whose collective tensor ops they lower) to
-NKI; emit turns NKI into source for the simulator.
+NKI, consulting the cost model where a lowering orders instructions by it; emit turns NKI into
+source for the simulator.
 The front door (compiler, cli, package ``__init__``) may import anything.
 """
 
@@ -20,7 +21,9 @@ ALLOWED = {
     "nki": {"ir"},
     "nki_sim": {"ir"},
     "perf": {"ir", "nki"},
-    "transforms": {"ir", "tensor", "nki", "parallel"},  # parallel: the collective tensor ops
+    # parallel: the collective tensor ops; perf: the cost model orders straight-line kernels
+    # (transforms/lower/emit_order.py)
+    "transforms": {"ir", "tensor", "nki", "parallel", "perf"},
     "emit": {"ir", "nki", "nki_sim"},
     "testing": {"ir", "tensor"},
     "workloads": {"ir", "tensor"},
