@@ -352,7 +352,7 @@ class _Gen(IndexedGen):
         v = self.value(lambda v: 1 in v.shape or v.ndim < self.max_rank)
         if v is None:
             return None
-        lead = self.draw(st.integers(0, self.max_rank - v.ndim))
+        lead = self.draw(st.integers(0, max(0, self.max_rank - v.ndim)))  # v may exceed max_rank
         shape = [self.dim() for _ in range(lead)]
         shape += [self.dim() if d == 1 else d for d in v.shape]
         if math.prod(shape) > self.max_elements:

@@ -111,3 +111,15 @@ def test_bad_arguments_are_value_errors():
         tensor_graphs(max_ops=0)
     with pytest.raises(ValueError):
         tensor_graphs(ops={"floor"}, smooth=True)
+
+
+@given(st.data())
+def test_broadcast_to_takes_a_value_above_max_rank(data):
+    # the long integer fuzz drew broadcast_to of a rank-5 value (one_hot of a rank-4 one) with a
+    # size-1 dim under max_rank=4, and the leading-dims draw had an empty range
+    from nkigen_lite.testing.strategies import _Gen
+
+    gen = _Gen(data.draw, (nk.float32,), ("broadcast_to",), max_rank=2, max_dim=3, smooth=False)
+    gen.add(gen.b.add_input("x", (1, 2, 1), nk.float32))
+    out = gen.broadcast_to()
+    assert out.ndim == 3 and out.shape[1] == 2 and out.dtype is nk.float32
