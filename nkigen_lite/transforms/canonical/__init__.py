@@ -8,6 +8,7 @@ from .gqa import GQA_PATTERNS
 from .grouped_attention import GROUPED_ATTENTION_PATTERNS
 from .identities import IDENTITY_PATTERNS
 from .masks import MASK_PATTERNS
+from .matmul_split import MATMUL_SPLIT_PATTERNS
 from .recompose import RECOMPOSE_PATTERNS
 from .shapes import SHAPE_PATTERNS
 from .softmax_scale import SOFTMAX_SCALE_PATTERNS
@@ -24,6 +25,7 @@ PATTERNS = (
     + GQA_PATTERNS
     + ATTENTION_PATTERNS
     + GROUPED_ATTENTION_PATTERNS
+    + MATMUL_SPLIT_PATTERNS
 )
 
 __all__ = ["PATTERNS"]
