@@ -37,6 +37,7 @@ from .inplace import finish_aliased_outputs, place_aliased_outputs
 from .limits import LoweringLimit
 from .liveness import peak_live_bytes
 from .matmul import lower_matmul
+from .mlp_block import choose_block, emit_mlp_block, match_mlp_block
 from .online import reads_running_max
 from .operand_cast import is_operand_cast
 from .output_views import place_reshaped_outputs
@@ -239,23 +240,17 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
 
     def flush() -> None:
         nonlocal pipe
-        if len(pipe.members) == 1:
-            m = pipe.members[0]
-            if isinstance(m.item, FusionGroup):
-                _emit_group(ctx, m.item, m.plan, part, row_local)
-            else:
-                lower_matmul(ctx, m.item)
-        elif pipe.members:
-            emit_pipeline(ctx, pipe, outputs, row_local)
-        for alias, root in pipe.alias.items():
-            if root in ctx.homes and alias not in ctx.homes:
-                ctx.homes[alias] = ctx.homes[root]
+        _emit_collected(ctx, pipe, part, row_local, outputs)
         pipe = RowPipeline()
 
     seconds = {id(p.second) for p in pairs.values()}  # emitted with their pair's first group
     claimed = {op: rs for rs in splits for op in rs.ops}
     done: set = set()
-    for item in (it for it in part.items if id(it) not in seconds):
+    items = [it for it in part.items if id(it) not in seconds]
+    skip: set = set()
+    for i, item in enumerate(items):
+        if _try_mlp_block(ctx, items, i, plans, row_local, outputs, skip, flush):
+            continue
         member = None
         rs = claimed.get(item.ops[0]) if isinstance(item, FusionGroup) else None
         if rs is not None:  # few long rows spread over the partitions (row_split.py)
@@ -281,6 +276,44 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
         flush()
         _lower_op(ctx, item)
     flush()
+
+
+def _emit_collected(ctx: LowerContext, pipe: RowPipeline, part, row_local, outputs: set) -> None:
+    """Emit a collected row pipeline (one member: on its own); aliases take their root's home."""
+    if len(pipe.members) == 1:
+        m = pipe.members[0]
+        if isinstance(m.item, FusionGroup):
+            _emit_group(ctx, m.item, m.plan, part, row_local)
+        else:
+            lower_matmul(ctx, m.item)
+    elif pipe.members:
+        emit_pipeline(ctx, pipe, outputs, row_local)
+    for alias, root in pipe.alias.items():
+        if root in ctx.homes and alias not in ctx.homes:
+            ctx.homes[alias] = ctx.homes[root]
+
+
+def _try_mlp_block(
+    ctx: LowerContext, items, i: int, plans, row_local, outputs: set, skip: set, flush
+) -> bool:
+    """Emit the gated MLP starting at ``items[i]`` as one blocked loop nest (mlp_block.py) when
+    it matches and fits; its items are then added to ``skip`` (True for those: emitted)."""
+    if id(items[i]) in skip:
+        return True
+    if not isinstance(items[i], T.MatmulOp):
+        return False
+    blk = match_mlp_block(items, i, plans, row_local, outputs, _emits_nothing_dependent)
+    if blk is None:
+        return False
+    blk.width = choose_block(ctx, blk, plans)
+    if blk.width is None:
+        return False
+    flush()
+    for it in blk.prelude:
+        _lower_op(ctx, it)
+    emit_mlp_block(ctx, blk, outputs, row_local, plans)
+    skip |= blk.consumed
+    return True
 
 
 def _emit_row_split(ctx: LowerContext, rs, part, plans, row_local, done: set, flush) -> None:

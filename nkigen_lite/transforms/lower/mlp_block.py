@@ -1,0 +1,442 @@
+"""The gated MLP as one loop nest blocked over its intermediate dim, weights loaded once.
+
+``y = act(h @ Wg, h @ Wu) @ Wd`` (SwiGLU: ``act = silu(g) * u``; one or two up projections
+reading the same ``h``, then an element-wise fusion group, then the down projection, and
+optionally a fusion group reading ``y`` row-aligned, e.g. the residual add). In a row pipeline
+the (S, I) intermediate lives one row tile at a time, but the three weights (3·D·I elements:
+18 MiB for a Qwen3-0.6B layer in bf16) do not fit SBUF beside it, so either the weights are
+streamed once per row tile or the intermediate goes through HBM. Here the loops are swapped:
+
+- ``hᵀ`` for all rows is staged once into SBUF (natural loads + TensorE transposes), and the
+  down projection's fp32 accumulator ``acc`` (S, D) is held in SBUF and zeroed;
+- for every block of ``bw`` intermediate columns (a ``fori_loop``): the block's columns of Wg /
+  Wu and rows of Wd are loaded once (rotating buffers prefetch the next block), then for every
+  row tile: ``g``, ``u`` (one PSUM bank each) → the fusion group on the row tile's block →
+  its transpose (TensorE) → the down projection's partial product for the block, added into
+  ``acc``;
+- an epilogue row loop rounds ``acc`` to the result dtype and runs the following fusion group
+  on it (or stores it).
+
+HBM traffic: ``h`` once, every weight once, the epilogue's operands and results once; the
+intermediate never. The partial sums over blocks stay fp32 and are rounded once, as the
+unblocked matmul rounds its PSUM sum. Used when ``hᵀ``, ``acc``, two buffers of one block of
+weights and the row tiles' working set fit SBUF (``choose_block``); otherwise the row
+pipeline lowers the ops as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ...ir.traits import Elementwise
+from ...ir.value import Value
+from ...nki.types import Access, Affine, DimSlice
+from ...tensor import ops as T
+from .group_emit import GroupEmitter
+from .groups import FusionGroup
+from .instance import LoopSpec
+from .loopnest import loop_signature, run_loop_nest
+from .matmul import lower_matmul
+from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles
+from .pipeline import group_member
+from .views import is_layout_convert
+
+BLOCK_WIDTHS = (512, 256, 128)  # intermediate columns per block, widest that fits first
+SBUF_MARGIN = 16 * 1024  # bytes per partition left for what the estimate does not see
+
+
+def _ds(off, size: int) -> DimSlice:
+    return DimSlice(Affine.of(off), size, 1)
+
+
+@dataclass
+class MlpBlock:
+    """The matched items: up projections, the fusion group between, the down projection, the
+    optional epilogue group, and the items they consume (by id)."""
+
+    ups: list  # MatmulOps reading the same A
+    act_group: FusionGroup
+    act: Value
+    down: T.MatmulOp
+    epilogue: FusionGroup | None
+    consumed: set
+    prelude: list  # view items between them, lowered first
+    d_values: list  # the down projection's result and its layout conversions (aliases)
+    width: int = 0
+
+
+def _is_weight(v: Value, produced: set) -> bool:
+    return v.type.rank == 2 and v not in produced
+
+
+def _unit_batch(v: Value) -> bool:
+    return all(e == 1 for e in v.type.shape[:-2])
+
+
+def _produced(items: list, i: int, quiet) -> set:
+    """Values computed by the items before ``items[i]`` (views of kernel inputs are weights)."""
+    produced = set()
+    for it in items[:i]:
+        if isinstance(it, FusionGroup):
+            produced |= {op.result for op in it.ops}
+        elif not quiet(it):
+            produced |= set(it.results)
+    return produced
+
+
+def _up_projections(items: list, i: int, quiet, consumed: set):
+    """(up matmuls sharing A, prelude view items, index of the next item) or None."""
+    ups, prelude = [], []
+    j = i
+    while j < len(items) and not isinstance(items[j], FusionGroup):
+        it = items[j]
+        if isinstance(it, T.MatmulOp):
+            if ups and it.operand(0) is not ups[0].operand(0):
+                return None
+            ups.append(it)
+        elif quiet(it) and not any(u in {m.result for m in ups} for u in it.operands):
+            prelude.append(it)
+        else:
+            return None
+        consumed.add(id(it))
+        j += 1
+    if not 1 <= len(ups) <= 2 or j >= len(items):
+        return None
+    return ups, prelude, j
+
+
+def _act_value(g: FusionGroup, up_values: set, outputs: set) -> Value | None:
+    """The one value the element-wise group ``g`` passes on, when it reads only the up
+    projections (and constants) and the up projections feed only it."""
+    members = set(g.ops)
+    if any(not all(u.op in members for u in v.uses) for v in up_values):
+        return None
+    for op in g.ops:
+        if not (op.has_trait(Elementwise) or isinstance(op, T.CastOp)):
+            return None
+        external = [u for u in op.operands if u.defining_op not in members and u not in up_values]
+        if any(not isinstance(u.defining_op, T.FullOp) for u in external):
+            return None
+    leaving = [
+        op.result for op in g.ops if op.result in outputs or any(u.op not in members for u in op.result.uses)
+    ]
+    return leaving[0] if len(leaving) == 1 else None
+
+
+def _down_projection(items: list, j: int, act: Value, produced: set, consumed: set):
+    """(the down matmul reading ``act`` or its layout conversions, next index) or None."""
+    a_down = {act}
+    while j < len(items) and is_layout_convert(items[j]) and items[j].operand(0) in a_down:
+        a_down.add(items[j].result)
+        consumed.add(id(items[j]))
+        j += 1
+    if j >= len(items) or not isinstance(items[j], T.MatmulOp):
+        return None
+    down = items[j]
+    if down.operand(0) not in a_down or not _is_weight(down.operand(1), produced):
+        return None
+    if any(u.op is not down and u.op.result not in a_down for v in a_down for u in v.uses):
+        return None
+    if not _unit_batch(down.result):
+        return None
+    consumed.add(id(down))
+    return down, j + 1
+
+
+def _epilogue_group(items: list, j: int, down, plans: dict, row_local):
+    """(the fusion group reading the down result row-aligned, the result and its layout
+    conversions read by it) or (None, [result])."""
+    d_values = [down.result]
+    while j < len(items) and is_layout_convert(items[j]) and items[j].operand(0) in d_values:
+        d_values.append(items[j].result)
+        j += 1
+    epi = items[j] if j < len(items) and isinstance(items[j], FusionGroup) else None
+    if epi is None:
+        return None, [down.result]
+    plan = plans[epi][0]
+    reads = any(u in d_values for op in epi.ops for u in op.operands)
+    if (
+        not reads
+        or plan.domain != down.result.type.shape
+        or group_member(epi, plan, row_local, plans[epi][1]) is None
+    ):
+        return None, [down.result]  # the result is stored; its conversions lowered as usual
+    return epi, d_values
+
+
+def match_mlp_block(items: list, i: int, plans: dict, row_local, outputs: set, quiet) -> MlpBlock | None:
+    """The MLP block starting at ``items[i]`` (an up projection), or None. ``quiet(item)``: the
+    item may be lowered before the block (views of weights)."""
+    produced = _produced(items, i, quiet)
+    consumed: set = set()
+    found = _up_projections(items, i, quiet, consumed)
+    if found is None:
+        return None
+    ups, prelude, j = found
+    a = ups[0].operand(0)
+    shape = ups[0].result.type.shape
+    if a.type.rank < 2 or not _unit_batch(a):
+        return None
+    if any(not _is_weight(m.operand(1), produced) or m.result.type.shape != shape for m in ups):
+        return None
+    g = items[j]
+    act = _act_value(g, {m.result for m in ups}, outputs)
+    plan = plans[g][0]
+    if act is None or plan.domain != shape or group_member(g, plan, row_local, plans[g][1]) is None:
+        return None
+    consumed.add(id(g))
+    found = _down_projection(items, j + 1, act, produced, consumed)
+    if found is None or found[0].operand(0).type.shape != shape:
+        return None
+    down, j = found
+    epi, d_values = _epilogue_group(items, j, down, plans, row_local)
+    if epi is not None:
+        consumed |= {id(epi)} | {id(v.defining_op) for v in d_values[1:]}
+    return MlpBlock(ups, g, act, down, epi, consumed, prelude, d_values)
+
+
+def choose_block(ctx, blk: MlpBlock, plans: dict) -> int | None:
+    """The widest intermediate block (``BLOCK_WIDTHS``) whose SBUF working set fits, or None."""
+    p = ctx.partitions
+    a = blk.ups[0].operand(0)
+    s, k = a.type.shape[-2:]
+    inter = blk.ups[0].result.type.shape[-1]
+    d = blk.down.result.type.shape[-1]
+    a_isz = a.type.dtype.itemsize
+    w_isz = max(m.operand(1).type.dtype.itemsize for m in blk.ups + [blk.down])
+    nk, n_rt = -(-k // p), -(-s // p)
+    if k % p:
+        return None
+    fixed = nk * s * max(a_isz, 2) + n_rt * d * 4 + 2 * k * 4 + d * 4
+    if blk.epilogue is not None:
+        fixed += plans[blk.epilogue][1] * d
+    room = ctx.target.sbuf_bytes_per_partition - SBUF_MARGIN
+    for bw in BLOCK_WIDTHS:
+        if inter % bw:
+            continue
+        nb = bw // p
+        weights = 2 * (len(blk.ups) * nk * bw + nb * d) * w_isz
+        work = len(blk.ups) * bw * 4 + plans[blk.act_group][1] * bw + nb * p * 4
+        if fixed + weights + work <= room:
+            return bw
+    return None
+
+
+class _RowWindow:
+    """A K-major operand held for all rows ([p, nk, S]) seen as the row tile at ``m0``."""
+
+    def __init__(self, tiles: ChunkTiles, m0):
+        self.tiles, self.m0 = tiles, Affine.of(m0)
+
+    def bounds(self) -> set[int]:
+        return self.tiles.bounds()
+
+    def access(self, c, seg_start: int, kt: int, cols: DimSlice) -> Access:
+        return self.tiles.access(c, seg_start, kt, DimSlice(self.m0 + cols.offset, cols.size, cols.stride))
+
+
+def _row_tiles(b, s: int, p: int, body) -> None:
+    """body(m0, mt, row tile index) over the rows in tiles of ``p``."""
+    full, rem = s // p, s % p
+    if full == 1:
+        body(0, p, 0)
+    elif full > 1:
+        with b.fori_loop(0, full) as r:
+            body(Affine.of(r) * p, p, r)
+    if rem:
+        body(full * p, rem, full)
+
+
+def _stage_h_t(ctx, blk: MlpBlock, em0, idx: list):
+    """hᵀ for every row, K on the partitions: [p, K / p, S] (natural loads + TensorE
+    transposes, one PSUM bank of blocks per copy; K-major DMAs when K is not contiguous)."""
+    b, p, tg = ctx.b, ctx.partitions, ctx.target
+    s, k = em0.m, em0.k
+    nk = k // p
+    ctx.at_op(blk.ups[0])
+    h_t = b.alloc((p, nk, s), em0.a_dt, "sbuf", name="h_t")
+    per_bank = max(1, tg.psum_bank_bytes // (p * em0.a_dt.itemsize))
+
+    def stage(m0, mt, _rt):
+        if not em0.transpose["a"]:
+            for c in range(nk):
+                b.dma_copy(
+                    dst=Access(h_t, (_ds(0, p), _ds(c, 1), _ds(m0, mt))),
+                    src=em0._window("a_km", idx, c * p, p, m0, mt),
+                )
+            return
+        nat = b.alloc((p, k), em0.a_dt, "sbuf", name="h_nat")
+        b.dma_copy(dst=Access(nat, (_ds(0, mt), _ds(0, k))), src=em0._window("a_nat", idx, m0, mt, 0, k))
+        for c0 in range(0, nk, per_bank):
+            ng = min(per_bank, nk - c0)
+            ps = b.alloc((p, per_bank, p), em0.a_dt, "psum", name="ps_t")
+            for c in range(ng):
+                b.nc_transpose(
+                    dst=Access(ps, (_ds(0, p), _ds(c, 1), _ds(0, mt))),
+                    data=Access(nat, (_ds(0, mt), _ds((c0 + c) * p, p))),
+                )
+            b.tensor_copy(
+                dst=Access(h_t, (_ds(0, p), _ds(c0, ng), _ds(m0, mt))),
+                src=Access(ps, (_ds(0, p), _ds(0, ng), _ds(0, mt))),
+            )
+
+    _row_tiles(b, s, p, stage)
+    return h_t
+
+
+def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> None:
+    """Emit the blocked loop nest of the module docstring."""
+    b, p, tg = ctx.b, ctx.partitions, ctx.target
+    bw = blk.width
+    tiles: dict = {}
+    ups = [lower_matmul(ctx, m, pipe=tiles, store=False, run=False) for m in blk.ups]
+    down = lower_matmul(ctx, blk.down, pipe=tiles, a_provided=True, store=False, run=False)
+    em0 = ups[0]
+    s, k, inter, d = em0.m, em0.k, em0.n, down.n
+    idx = [0] * len(em0.batch)
+    nk, nb, n_rt = k // p, bw // p, -(-s // p)
+
+    h_t = _stage_h_t(ctx, blk, em0, idx)
+    ctx.at_op(blk.down)
+    acc = b.alloc((p, n_rt * d), "f32", "sbuf", name="mlp_acc")  # row tile r at columns r * d
+    b.memset(dst=Access(acc, (_ds(0, p), _ds(0, n_rt * d))), value=0.0)
+
+    # the element-wise group, driven one (row tile, block) instance at a time
+    plan = replace(plans[blk.act_group][0], f_chunk=bw)
+    up_values = [m.result for m in blk.ups]
+    gem = GroupEmitter(
+        ctx, blk.act_group, [], plan, row_local, pipe=tiles, provided=up_values, publish={blk.act}
+    )
+    p_dim, f_dim = plan.p_dims[0], plan.f_dims[0]
+    gem.prepare()
+    top = gem.top_instance()
+    gem.before(0, top)
+    levels = len(gem.loops)
+    fmax = tg.psum_bank_fmax
+
+    def block(j):
+        col = Affine.of(j) * bw
+        caches = []
+        for em, m in zip(ups, blk.ups):
+            ctx.at_op(m)
+            cache = ChunkTiles.alloc(b, p, nk, bw, em.b_dt, "w_up", B_GROUP_CHUNKS)
+            em._load_b_cache(cache, idx, col, bw)
+            caches.append(cache)
+        ctx.at_op(blk.down)
+        wd = b.alloc((p, nb, d), down.b_dt, "sbuf", name="w_down")
+        lead = tuple(_ds(0, 1) for _ in idx)
+        b.dma_copy(
+            dst=Access(wd, (_ds(0, p), _ds(0, nb), _ds(0, d))),
+            src=Access(down.views["b_chunks"], lead + (_ds(0, p), _ds(Affine.of(j) * nb, nb), _ds(0, d))),
+        )
+
+        def row(m0, mt, rt):
+            at = _RowWindow(ChunkTiles.one(h_t, nk), m0)
+            for em, m, cache in zip(ups, blk.ups, caches):
+                ctx.at_op(m)
+                t = b.alloc((p, bw), em.c_dt, "sbuf", name=m.result.name_hint or "up")
+                em._n_block(idx, at, m0, mt, 0, bw, t, b_cache=(cache, 0))
+                tiles[m.result] = t
+            inst_p = top.enter(p_dim, m0, mt)
+            inst = inst_p.enter(f_dim, col, bw)
+            insts = [top, inst_p, inst] if levels == 2 else [top, inst]
+            for lv in range(1, levels + 1):
+                gem.before(lv, insts[lv])
+            for lv in range(levels, 0, -1):
+                gem.after(lv, insts[lv])
+            act_t = tiles[blk.act]
+            ctx.at_op(blk.down)
+            a_t = b.alloc((p, nb, p), down.a_dt, "sbuf", name="act_t")
+            for c in range(nb):
+                down._a_from_tile(Access(a_t, (_ds(0, p), _ds(c, 1), _ds(0, mt))), act_t, c * p, p, mt)
+            for n0 in range(0, d, fmax):
+                nj = min(fmax, d - n0)
+                ps = b.alloc((p, fmax), "f32", "psum", name="acc")
+                for c in range(nb):
+                    b.nc_matmul(
+                        dst=Access(ps, (_ds(0, mt), _ds(0, nj))),
+                        stationary=Access(a_t, (_ds(0, p), _ds(c, 1), _ds(0, mt))),
+                        moving=Access(wd, (_ds(0, p), _ds(c, 1), _ds(n0, nj))),
+                        accumulate=c > 0,
+                    )
+                dst = Access(acc, (_ds(0, mt), _ds(Affine.of(rt) * d + n0, nj)))
+                b.tensor_tensor(dst=dst, data1=dst, data2=Access(ps, (_ds(0, mt), _ds(0, nj))), op="add")
+
+        _row_tiles(b, s, p, row)
+
+    nblocks = inter // bw
+    if nblocks == 1:
+        block(0)
+    else:
+        with b.fori_loop(0, nblocks) as j:
+            block(j)
+    gem.after(0, top)
+    _epilogue(ctx, blk, outputs, row_local, plans, acc, s, d)
+
+
+class _AccRows:
+    """Epilogue participant: the row tile of ``acc`` rounded to the down projection's dtype,
+    published for the epilogue group and stored when the result leaves the block."""
+
+    def __init__(self, ctx, values: list, acc, loops, store_home, p: int):
+        self.ctx, self.v, self.acc, self.loops, self.p = ctx, values[0], acc, loops, p
+        self.values = values
+        self.view = None if store_home is None else ctx.view(store_home)
+        self.tiles: dict = {}
+
+    def prepare(self) -> None:
+        return None
+
+    def top_instance(self):
+        return (0, min(self.p, self.v.type.shape[-2]))
+
+    def enter(self, inst, level: int, offset, extent: int):
+        return (offset, extent) if self.loops[level].kind == "P" else inst
+
+    def before(self, level: int, inst) -> None:
+        if level != len(self.loops):
+            return
+        m0, mt = inst
+        rt = Affine.of(m0)
+        d = self.v.type.shape[-1]
+        col = Affine(rt.const // self.p * d, tuple((v, c // self.p * d) for v, c in rt.terms))
+        self.ctx.at_op(self.v.defining_op)
+        t = self.ctx.b.alloc((self.p, d), self.v.type.dtype, "sbuf", name=self.v.name_hint or "d")
+        self.ctx.b.tensor_copy(
+            dst=Access(t, (_ds(0, mt), _ds(0, d))), src=Access(self.acc, (_ds(0, mt), _ds(col, d)))
+        )
+        for v in self.values:
+            self.tiles[v] = t
+        if self.view is not None:
+            self.ctx.b.dma_copy(
+                dst=Access(self.view, (_ds(m0, mt), _ds(0, d))), src=Access(t, (_ds(0, mt), _ds(0, d)))
+            )
+
+    def after(self, _level: int, _inst) -> None:
+        return None
+
+
+def _epilogue(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict, acc, s: int, d: int) -> None:
+    v = blk.down.result
+    epi = blk.epilogue
+    inside = set(epi.ops) if epi is not None else set()
+    inside |= {x.defining_op for x in blk.d_values[1:]}
+    store = any(x in outputs or any(u.op not in inside for u in x.uses) for x in blk.d_values)
+    home = ctx.home_for_store(v).reshape((s, d)) if store else None
+    p = ctx.partitions
+    loops = [LoopSpec("P", v.type.rank - 2, p, s // p, s % p)] if s > p else []
+    rows = _AccRows(ctx, blk.d_values, acc, loops, home, p)
+    parts = [rows]
+    if epi is not None:
+        plan = plans[epi][0]
+        escaping = [
+            op.result
+            for op in epi.ops
+            if op.result in outputs or any(u.op not in inside for u in op.result.uses)
+        ]
+        provided = {u for op in epi.ops for u in op.operands if u in blk.d_values}
+        em = GroupEmitter(ctx, epi, escaping, plan, row_local, pipe=rows.tiles, provided=provided)
+        if loop_signature(em.loops) != loop_signature(loops):
+            raise AssertionError("lowering bug: the MLP epilogue's loops differ from its rows")
+        parts.append(em)
+    run_loop_nest(ctx.b, loops, parts)
