@@ -41,7 +41,7 @@ from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles
 from .pipeline import group_member
 from .views import is_layout_convert
 
-BLOCK_WIDTHS = (512, 256, 128)  # intermediate columns per block, widest that fits first
+BLOCK_WIDTHS = (1024, 512, 256, 128)  # intermediate columns per block, widest that fits first
 SBUF_MARGIN = 16 * 1024  # bytes per partition left for what the estimate does not see
 
 
@@ -284,6 +284,53 @@ def _stage_h_t(ctx, blk: MlpBlock, em0, idx: list):
     return h_t
 
 
+EVACUATE = "scalar"  # PSUM -> SBUF copies of g, u and actᵀ: VectorE does the accumulation
+
+
+def _up_block(b, p: int, fmax: int, at: _RowWindow, nk: int, mt: int, cache: ChunkTiles, bw: int, dst) -> None:
+    """dst[:mt, :bw] = the row tile of h @ the block's weight columns: the K chunks accumulate
+    in one PSUM bank per ``fmax`` columns, copied out (rounded to dst's dtype) on ScalarE."""
+    for j0 in range(0, bw, fmax):
+        nj = min(fmax, bw - j0)
+        ps = b.alloc((p, fmax), "f32", "psum", name="up_ps")
+        for c in range(nk):
+            t, c0 = cache.part(c)
+            b.nc_matmul(
+                dst=Access(ps, (_ds(0, mt), _ds(0, nj))),
+                stationary=at.access(c, 0, p, _ds(0, mt)),
+                moving=Access(t, (_ds(0, p), _ds(c - c0, 1), _ds(j0, nj))),
+                accumulate=c > 0,
+            )
+        b.tensor_copy(
+            dst=Access(dst, (_ds(0, mt), _ds(j0, nj))), src=Access(ps, (_ds(0, mt), _ds(0, nj))), engine=EVACUATE
+        )
+
+
+def _transpose_act(ctx, down, act_t, a_t, nb: int, mt: int) -> None:
+    """a_t[:, c, :mt] = transpose of act_t[:mt, c·p : (c+1)·p] for every chunk c: as many
+    transposes per PSUM bank as it holds, one ScalarE copy per bank (casting to a_t's dtype)."""
+    b, p, tg = ctx.b, ctx.partitions, ctx.target
+    dt = act_t.type.dtype
+    if dt.name not in tg.dtypes_of("tensor") or dt.itemsize < 2:
+        for c in range(nb):
+            down._a_from_tile(Access(a_t, (_ds(0, p), _ds(c, 1), _ds(0, mt))), act_t, c * p, p, mt)
+        return
+    per_bank = max(1, tg.psum_bank_bytes // (p * dt.itemsize))
+    for c0 in range(0, nb, per_bank):
+        ng = min(per_bank, nb - c0)
+        ps = b.alloc((p, per_bank, p), dt, "psum", name="ps_t")
+        for c in range(ng):
+            b.nc_transpose(
+                dst=Access(ps, (_ds(0, p), _ds(c, 1), _ds(0, mt))),
+                data=Access(act_t, (_ds(0, mt), _ds((c0 + c) * p, p))),
+            )
+        b.tensor_copy(
+            dst=Access(a_t, (_ds(0, p), _ds(c0, ng), _ds(0, mt))),
+            src=Access(ps, (_ds(0, p), _ds(0, ng), _ds(0, mt))),
+            engine=EVACUATE,
+        )
+
+
 def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> None:
     """Emit the blocked loop nest of the module docstring."""
     b, p, tg = ctx.b, ctx.partitions, ctx.target
@@ -335,7 +382,7 @@ def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> 
             for em, m, cache in zip(ups, blk.ups, caches):
                 ctx.at_op(m)
                 t = b.alloc((p, bw), em.c_dt, "sbuf", name=m.result.name_hint or "up")
-                em._n_block(idx, at, m0, mt, 0, bw, t, b_cache=(cache, 0))
+                _up_block(b, p, fmax, at, nk, mt, cache, bw, t)
                 tiles[m.result] = t
             inst_p = top.enter(p_dim, m0, mt)
             inst = inst_p.enter(f_dim, col, bw)
@@ -347,8 +394,7 @@ def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> 
             act_t = tiles[blk.act]
             ctx.at_op(blk.down)
             a_t = b.alloc((p, nb, p), down.a_dt, "sbuf", name="act_t")
-            for c in range(nb):
-                down._a_from_tile(Access(a_t, (_ds(0, p), _ds(c, 1), _ds(0, mt))), act_t, c * p, p, mt)
+            _transpose_act(ctx, down, act_t, a_t, nb, mt)
             for n0 in range(0, d, fmax):
                 nj = min(fmax, d - n0)
                 ps = b.alloc((p, fmax), "f32", "psum", name="acc")
