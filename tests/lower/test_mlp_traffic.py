@@ -90,12 +90,13 @@ def _qwen3_0_6b_layer(seq):
     return nk.compile(_qwen(seq))
 
 
-@pytest.mark.parametrize("seq", [128, 512, 2048])
+@pytest.mark.parametrize("seq", [512, 2048])
 def test_qwen3_0_6b_layer_mlp_intermediate_stays_on_chip(seq):
-    """The Qwen3-0.6B layer of benchmarks/model_targets.py (fused gate/up weight, bf16): its
-    18 MiB of MLP weights do not fit SBUF beside a row pipeline; blocked over the intermediate
-    dim (mlp_block.py) every weight is read once and no (seq, 3072) intermediate is written to
-    HBM (was the (seq, 6144) gate/up product, written and read back)."""
+    """The Qwen3-0.6B layer of benchmarks/model_targets.py (fused gate/up weight, bf16) with
+    several row tiles: its 18 MiB of MLP weights do not fit SBUF beside a row pipeline; blocked
+    over the intermediate dim (mlp_block.py) every weight is read once and no (seq, 3072)
+    intermediate is written to HBM (was the (seq, 6144) gate/up product, written and read
+    back). At seq 128 (one row tile) the row pipeline keeps the weights streamed once."""
     kern = _qwen3_0_6b_layer(seq)
     by = bytes_by_tensor(kern.nki)
     assert by["w_gu"]["read"] == 1024 * 6144 * 2 and by["w_dn"]["read"] == 3072 * 1024 * 2
@@ -106,12 +107,13 @@ def test_qwen3_0_6b_layer_mlp_intermediate_stays_on_chip(seq):
 
 
 def test_blocked_mlp_matches_float64_with_several_blocks_and_a_partial_row_tile():
-    """300 rows (two full row tiles and 44 rows), intermediate 1024 in two blocks of 512."""
-    args = _inputs(300, 256, 1024, seed=1)
+    """560 rows (two pairs of row tiles in a loop, then 48 rows), intermediate 2048 in a loop
+    of two blocks of 1024."""
+    args = _inputs(560, 256, 2048, seed=1)
     g = nk.trace(fused_gate_up).trace(*args)
     kern = nk.compile(g)
-    # the (300, 1024) intermediate never reaches HBM (at most the (300, 256) down result)
-    assert _scratch_writes(kern) <= 300 * 256 * 2, bytes_by_tensor(kern.nki)
+    # the (560, 2048) intermediate never reaches HBM (at most the (560, 256) down result)
+    assert _scratch_writes(kern) <= 560 * 256 * 2, bytes_by_tensor(kern.nki)
     ins = dict(zip(g.input_names, args))
     want = _reference(*args)
     tol = 0.03 * np.abs(want).max()  # bf16 roundings of g, u, act and y (a few ulps of max|y|)

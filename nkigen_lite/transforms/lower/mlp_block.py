@@ -43,6 +43,7 @@ from .views import is_layout_convert
 
 BLOCK_WIDTHS = (1024, 512, 256, 128)  # intermediate columns per block, widest that fits first
 SBUF_MARGIN = 16 * 1024  # bytes per partition left for what the estimate does not see
+PAIR = 2  # row tiles per loop iteration, their stages alternating (TensorE overlaps the chain)
 
 
 def _ds(off, size: int) -> DimSlice:
@@ -205,19 +206,20 @@ def choose_block(ctx, blk: MlpBlock, plans: dict) -> int | None:
     a_isz = a.type.dtype.itemsize
     w_isz = max(m.operand(1).type.dtype.itemsize for m in blk.ups + [blk.down])
     nk, n_rt = -(-k // p), -(-s // p)
-    if k % p:
+    if k % p or n_rt < 2:  # one row tile: the row pipeline reads every weight once already
         return None
-    fixed = nk * s * max(a_isz, 2) + n_rt * d * 4 + 2 * k * 4 + d * 4
-    if blk.epilogue is not None:
-        fixed += plans[blk.epilogue][1] * d
+    h_t, acc = nk * s * max(a_isz, 2), n_rt * d * 4
     room = ctx.target.sbuf_bytes_per_partition - SBUF_MARGIN
+    epi = plans[blk.epilogue][1] * d if blk.epilogue is not None else 0
+    if max(h_t + acc + 3 * k * 4, acc + 2 * (epi + d * 4)) > room:  # prologue, epilogue
+        return None
     for bw in BLOCK_WIDTHS:
         if inter % bw:
             continue
         nb = bw // p
-        weights = 2 * (len(blk.ups) * nk * bw + nb * d) * w_isz
-        work = len(blk.ups) * bw * 4 + plans[blk.act_group][1] * bw + nb * p * 4
-        if fixed + weights + work <= room:
+        weights = 2 * (len(blk.ups) * nk * bw + nb * d) * w_isz  # two buffers: prefetch
+        work = 2 * PAIR * (len(blk.ups) * bw * 4 + plans[blk.act_group][1] * bw + nb * p * 4)
+        if h_t + acc + weights + work <= room:
             return bw
     return None
 
@@ -233,6 +235,23 @@ class _RowWindow:
 
     def access(self, c, seg_start: int, kt: int, cols: DimSlice) -> Access:
         return self.tiles.access(c, seg_start, kt, DimSlice(self.m0 + cols.offset, cols.size, cols.stride))
+
+
+def _row_groups(b, s: int, p: int, n: int, body) -> None:
+    """body([(m0, mt, row tile index), ...]) over the rows in tiles of ``p``, ``n`` full tiles
+    per call (a ``fori_loop`` over groups), then the leftover full tiles and the partial one."""
+    full, rem = s // p, s % p
+    groups = full // n
+    if groups == 1:
+        body([(t * p, p, t) for t in range(n)])
+    elif groups > 1:
+        with b.fori_loop(0, groups) as q:
+            body([(Affine.of(q) * (n * p) + t * p, p, Affine.of(q) * n + t) for t in range(n)])
+    left = [(t * p, p, t) for t in range(groups * n, full)]
+    if rem:
+        left.append((full * p, rem, full))
+    if left:
+        body(left)
 
 
 def _row_tiles(b, s: int, p: int, body) -> None:
@@ -287,7 +306,7 @@ def _stage_h_t(ctx, blk: MlpBlock, em0, idx: list):
 EVACUATE = "scalar"  # PSUM -> SBUF copies of g, u and actᵀ: VectorE does the accumulation
 
 
-def _up_block(b, p: int, fmax: int, at: _RowWindow, nk: int, mt: int, cache: ChunkTiles, bw: int, dst) -> None:
+def _up_block(b, p: int, fmax: int, at: _RowWindow, nk: int, mt: int, cache: ChunkTiles, bw: int, dst):
     """dst[:mt, :bw] = the row tile of h @ the block's weight columns: the K chunks accumulate
     in one PSUM bank per ``fmax`` columns, copied out (rounded to dst's dtype) on ScalarE."""
     for j0 in range(0, bw, fmax):
@@ -301,9 +320,8 @@ def _up_block(b, p: int, fmax: int, at: _RowWindow, nk: int, mt: int, cache: Chu
                 moving=Access(t, (_ds(0, p), _ds(c - c0, 1), _ds(j0, nj))),
                 accumulate=c > 0,
             )
-        b.tensor_copy(
-            dst=Access(dst, (_ds(0, mt), _ds(j0, nj))), src=Access(ps, (_ds(0, mt), _ds(0, nj))), engine=EVACUATE
-        )
+        src = Access(ps, (_ds(0, mt), _ds(0, nj)))
+        b.tensor_copy(dst=Access(dst, (_ds(0, mt), _ds(j0, nj))), src=src, engine=EVACUATE)
 
 
 def _transpose_act(ctx, down, act_t, a_t, nb: int, mt: int) -> None:
@@ -377,38 +395,48 @@ def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> 
             src=Access(down.views["b_chunks"], lead + (_ds(0, p), _ds(Affine.of(j) * nb, nb), _ds(0, d))),
         )
 
-        def row(m0, mt, rt):
-            at = _RowWindow(ChunkTiles.one(h_t, nk), m0)
-            for em, m, cache in zip(ups, blk.ups, caches):
-                ctx.at_op(m)
-                t = b.alloc((p, bw), em.c_dt, "sbuf", name=m.result.name_hint or "up")
-                _up_block(b, p, fmax, at, nk, mt, cache, bw, t)
-                tiles[m.result] = t
-            inst_p = top.enter(p_dim, m0, mt)
-            inst = inst_p.enter(f_dim, col, bw)
-            insts = [top, inst_p, inst] if levels == 2 else [top, inst]
-            for lv in range(1, levels + 1):
-                gem.before(lv, insts[lv])
-            for lv in range(levels, 0, -1):
-                gem.after(lv, insts[lv])
-            act_t = tiles[blk.act]
+        def rows(insts):
+            ups_of = []
+            for m0, mt, _rt in insts:
+                at = _RowWindow(ChunkTiles.one(h_t, nk), m0)
+                ts = []
+                for em, m, cache in zip(ups, blk.ups, caches):
+                    ctx.at_op(m)
+                    t = b.alloc((p, bw), em.c_dt, "sbuf", name=m.result.name_hint or "up")
+                    _up_block(b, p, fmax, at, nk, mt, cache, bw, t)
+                    ts.append(t)
+                ups_of.append(ts)
+            acts = []
+            for (m0, mt, _rt), ts in zip(insts, ups_of):
+                for m, t in zip(blk.ups, ts):
+                    tiles[m.result] = t
+                gem.note("vector", d)  # the accumulation below: balance the group's engines
+                inst_p = top.enter(p_dim, m0, mt)
+                inst = inst_p.enter(f_dim, col, bw)
+                chain = [top, inst_p, inst] if levels == 2 else [top, inst]
+                for lv in range(1, levels + 1):
+                    gem.before(lv, chain[lv])
+                for lv in range(levels, 0, -1):
+                    gem.after(lv, chain[lv])
+                acts.append(tiles[blk.act])
             ctx.at_op(blk.down)
-            a_t = b.alloc((p, nb, p), down.a_dt, "sbuf", name="act_t")
-            _transpose_act(ctx, down, act_t, a_t, nb, mt)
-            for n0 in range(0, d, fmax):
-                nj = min(fmax, d - n0)
-                ps = b.alloc((p, fmax), "f32", "psum", name="acc")
-                for c in range(nb):
-                    b.nc_matmul(
-                        dst=Access(ps, (_ds(0, mt), _ds(0, nj))),
-                        stationary=Access(a_t, (_ds(0, p), _ds(c, 1), _ds(0, mt))),
-                        moving=Access(wd, (_ds(0, p), _ds(c, 1), _ds(n0, nj))),
-                        accumulate=c > 0,
-                    )
-                dst = Access(acc, (_ds(0, mt), _ds(Affine.of(rt) * d + n0, nj)))
-                b.tensor_tensor(dst=dst, data1=dst, data2=Access(ps, (_ds(0, mt), _ds(0, nj))), op="add")
+            for (_m0, mt, rt), act_t in zip(insts, acts):
+                a_t = b.alloc((p, nb, p), down.a_dt, "sbuf", name="act_t")
+                _transpose_act(ctx, down, act_t, a_t, nb, mt)
+                for n0 in range(0, d, fmax):
+                    nj = min(fmax, d - n0)
+                    ps = b.alloc((p, fmax), "f32", "psum", name="acc")
+                    for c in range(nb):
+                        b.nc_matmul(
+                            dst=Access(ps, (_ds(0, mt), _ds(0, nj))),
+                            stationary=Access(a_t, (_ds(0, p), _ds(c, 1), _ds(0, mt))),
+                            moving=Access(wd, (_ds(0, p), _ds(c, 1), _ds(n0, nj))),
+                            accumulate=c > 0,
+                        )
+                    dst = Access(acc, (_ds(0, mt), _ds(Affine.of(rt) * d + n0, nj)))
+                    b.tensor_tensor(dst=dst, data1=dst, data2=Access(ps, (_ds(0, mt), _ds(0, nj))), op="add")
 
-        _row_tiles(b, s, p, row)
+        _row_groups(b, s, p, PAIR, rows)
 
     nblocks = inter // bw
     if nblocks == 1:
