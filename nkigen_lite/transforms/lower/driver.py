@@ -34,6 +34,7 @@ from .group_emit import GroupEmitter
 from .groups import FusionGroup, form_groups, is_fusible
 from .homes import HbmHome
 from .inplace import finish_aliased_outputs, place_aliased_outputs
+from .item_order import hoist_projections
 from .limits import LoweringLimit
 from .liveness import peak_live_bytes
 from .matmul import lower_matmul
@@ -247,6 +248,7 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
     claimed = {op: rs for rs in splits for op in rs.ops}
     done: set = set()
     items = [it for it in part.items if id(it) not in seconds]
+    items = hoist_projections(items, _emits_nothing_dependent)
     skip: set = set()
     for i, item in enumerate(items):
         if _try_mlp_block(ctx, items, i, plans, row_local, outputs, skip, flush):
