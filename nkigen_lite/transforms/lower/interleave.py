@@ -255,6 +255,30 @@ def _candidates_of(block: Block, live: tuple[int, int], out: list, qualifies) ->
 ROUNDS = 3  # pairing may repeat on the loop made (at most 8 iterations interleaved)
 
 
+def replace_loop_if_fits(loop, ops: list, sbuf: int, banks: int, target: Target) -> bool:
+    """Put ``ops`` (a rewrite of ``loop`` not yet in any block) in place of ``loop`` when their
+    peak SBUF and PSUM, starting from the ``sbuf`` bytes and ``banks`` live around the loop, fit
+    ``target``; otherwise drop ``ops``' operand uses and keep the loop. Returns whether it
+    replaced."""
+    tmp = Block([], [])
+    for o in ops:
+        tmp.append(o)
+    s, b = _peaks(tmp, {}, sbuf, banks)
+    if s > target.sbuf_bytes_per_partition or b > target.psum_num_banks:
+        for o in tmp:
+            for inner in o.walk():
+                inner.drop_operand_uses()
+        return False
+    parent = loop.parent
+    for o in list(tmp):
+        tmp.remove(o)
+        parent.insert_before(loop, o)
+    for inner in reversed(list(loop.walk())):
+        inner.drop_operand_uses()
+    parent.remove(loop)
+    return True
+
+
 def interleave_loops(graph: Graph, target: Target) -> int:
     """Interleave pairs of iterations of the qualifying loops (module docstring); returns how
     many loops were transformed."""
@@ -268,23 +292,8 @@ def interleave_loops(graph: Graph, target: Target) -> int:
                 ops = _interleaved(loop)
             except _Unsupported:
                 continue
-            tmp = Block([], [])
-            for o in ops:
-                tmp.append(o)
-            s, b = _peaks(tmp, {}, sbuf, banks)
-            if s > target.sbuf_bytes_per_partition or b > target.psum_num_banks:
-                for o in tmp:
-                    for inner in o.walk():
-                        inner.drop_operand_uses()
-                continue
-            parent = loop.parent
-            for o in list(tmp):
-                tmp.remove(o)
-                parent.insert_before(loop, o)
-            for inner in reversed(list(loop.walk())):
-                inner.drop_operand_uses()
-            parent.remove(loop)
-            changed += 1
+            if replace_loop_if_fits(loop, ops, sbuf, banks, target):
+                changed += 1
         done += changed
         if not changed:
             break

@@ -34,8 +34,7 @@ from ...ir.graph import Block, Graph, Region
 from ...nki.ops import AllocOp, DeallocOp, DmaCopyOp, ForiLoopOp, NkiOp
 from ...nki.target import Target
 from ...nki.types import Affine, IndexType, MemorySpace, TileType
-from .interleave import _candidates_of, _clone_op, _independent, _Unsupported
-from .rotation import _peaks
+from .interleave import _candidates_of, _clone_op, _independent, _Unsupported, replace_loop_if_fits
 
 SLOTS = 3  # buffers of a tile crossing the stages (tile t in buffer t mod SLOTS)
 
@@ -170,23 +169,8 @@ def pipeline_stages(graph: Graph, target: Target) -> int:
             ops = _pipelined(plan)
         except _Unsupported:
             continue
-        tmp = Block([], [])
-        for o in ops:
-            tmp.append(o)
-        s, b = _peaks(tmp, {}, sbuf, banks)
-        if s > target.sbuf_bytes_per_partition or b > target.psum_num_banks:
-            for o in tmp:
-                for inner in o.walk():
-                    inner.drop_operand_uses()
-            continue
-        parent = loop.parent
-        for o in list(tmp):
-            tmp.remove(o)
-            parent.insert_before(loop, o)
-        for inner in reversed(list(loop.walk())):
-            inner.drop_operand_uses()
-        parent.remove(loop)
-        done += 1
+        if replace_loop_if_fits(loop, ops, sbuf, banks, target):
+            done += 1
     return done
 
 
