@@ -90,6 +90,26 @@ def _row_major_strides(shape) -> list[int]:
     return list(reversed(strides))
 
 
+def build_over_batch(b: Builder, batch, instance, out):
+    """Finish an attention kernel: ``instance(idx)`` once per batch index (a loop per batch dim
+    of size > 1, index 0 for size-1 dims), ``out`` as the kernel's output ``o``, then each tile's
+    dealloc after its last use; returns the graph."""
+
+    def level(lv: int, idx: list) -> None:
+        if lv == len(batch):
+            instance(idx)
+        elif batch[lv] == 1:
+            level(lv + 1, idx + [0])
+        else:
+            with b.fori_loop(0, batch[lv]) as i:
+                level(lv + 1, idx + [i])
+
+    level(0, [])
+    b.set_outputs({"o": out})
+    insert_deallocs(b.graph.body)
+    return b.graph
+
+
 class _Kernel:
     """Builds the pipelined kernel (module docstring) for one operand signature."""
 
@@ -317,19 +337,7 @@ class _Kernel:
             self.softmax(held)
 
     def build(self):
-        def level(lv: int, idx: list) -> None:
-            if lv == len(self.batch):
-                self.instance(idx)
-            elif self.batch[lv] == 1:
-                level(lv + 1, idx + [0])
-            else:
-                with self.b.fori_loop(0, self.batch[lv]) as i:
-                    level(lv + 1, idx + [i])
-
-        level(0, [])
-        self.b.set_outputs({"o": self.o})
-        insert_deallocs(self.b.graph.body)
-        return self.b.graph
+        return build_over_batch(self.b, self.batch, self.instance, self.o)
 
 
 def pipelined_attention_body(types, scale: float):

@@ -26,9 +26,8 @@ from ...ir.errors import BuildError
 from ...nki.builder import Builder
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor.composites_attention import FlashAttentionOp
-from .attention_pipelined import pipelined_attention_body, short_supported
+from .attention_pipelined import build_over_batch, pipelined_attention_body, short_supported
 from .custom import register_composite_lowering
-from .deallocs import insert_deallocs
 
 P = 128  # partitions
 KEY_BLOCK = 512  # keys per block: one PSUM bank of fp32 scores
@@ -258,19 +257,7 @@ class _Kernel:
         self.chunks(self.m, P * QUERY_GROUP, group)
 
     def build(self):
-        def level(lv: int, idx: list) -> None:
-            if lv == len(self.batch):
-                self.instance(idx)
-            elif self.batch[lv] == 1:
-                level(lv + 1, idx + [0])
-            else:
-                with self.b.fori_loop(0, self.batch[lv]) as i:
-                    level(lv + 1, idx + [i])
-
-        level(0, [])
-        self.b.set_outputs({"o": self.o})
-        insert_deallocs(self.b.graph.body)  # each tile ends after its last use, as everywhere
-        return self.b.graph
+        return build_over_batch(self.b, self.batch, self.instance, self.o)
 
 
 def _chunk(col0) -> Affine:
