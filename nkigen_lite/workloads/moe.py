@@ -31,13 +31,10 @@ QWEN3_30B_A3B_MOE = {"hidden": 2048, "experts": 128, "top_k": 8, "inter": 768}
 MOE_PARAMS = ("w_router", "w_gate", "w_up", "w_down")
 
 
-def build_moe(tokens=4, hidden=2048, experts=128, top_k=8, inter=768, dtype=bfloat16):
-    """The MoE block graph: inputs ``x`` (tokens, hidden), ``w_router`` (hidden, experts),
-    ``w_gate`` / ``w_up`` (experts, hidden, inter), ``w_down`` (experts, inter, hidden) — each
-    expert's projections as (in, out) matrices, the contraction on the partitions; output
-    ``y`` (tokens, hidden) in ``dtype``."""
-    b = Builder("moe")
-    dt = get_dtype(dtype)
+def moe_router(b: Builder, tokens, hidden, experts, top_k, inter, dt):
+    """The MoE block's inputs on ``b`` (``x``, ``w_router``, ``w_gate``, ``w_up``, ``w_down``)
+    and its router: softmax over the experts in f32, the top ``top_k`` per token renormalised.
+    Returns ``(x, w_gate, w_up, w_down, top_i, weights)``, ``top_i`` / ``weights`` (tokens, k)."""
     x = b.add_input("x", (tokens, hidden), dt)
     w_router = b.add_input("w_router", (hidden, experts), dt)
     w_gate = b.add_input("w_gate", (experts, hidden, inter), dt)
@@ -49,6 +46,17 @@ def build_moe(tokens=4, hidden=2048, experts=128, top_k=8, inter=768, dtype=bflo
     probs = e / b.sum(e, axis=-1, keepdims=True)
     top_p, top_i = b.topk(probs, top_k)  # (tokens, k), descending; int32 ids
     weights = top_p / b.sum(top_p, axis=-1, keepdims=True)
+    return x, w_gate, w_up, w_down, top_i, weights
+
+
+def build_moe(tokens=4, hidden=2048, experts=128, top_k=8, inter=768, dtype=bfloat16):
+    """The MoE block graph: inputs ``x`` (tokens, hidden), ``w_router`` (hidden, experts),
+    ``w_gate`` / ``w_up`` (experts, hidden, inter), ``w_down`` (experts, inter, hidden) — each
+    expert's projections as (in, out) matrices, the contraction on the partitions; output
+    ``y`` (tokens, hidden) in ``dtype``."""
+    b = Builder("moe")
+    dt = get_dtype(dtype)
+    x, w_gate, w_up, w_down, top_i, weights = moe_router(b, tokens, hidden, experts, top_k, inter, dt)
 
     n = tokens * top_k
     sel = b.reshape(top_i, (n,))  # selection j = token j // k, its (j % k)-th expert

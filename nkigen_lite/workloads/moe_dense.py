@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..ir.dtypes import bfloat16, float32, get_dtype
 from ..tensor.builder import Builder
+from .moe import moe_router
 
 
 def build_moe_dense(tokens=4, hidden=2048, experts=128, top_k=8, inter=768, dtype=bfloat16):
@@ -27,17 +28,7 @@ def build_moe_dense(tokens=4, hidden=2048, experts=128, top_k=8, inter=768, dtyp
     (experts, hidden, inter), ``w_down`` (experts, inter, hidden); ``y`` (tokens, hidden))."""
     b = Builder("moe_dense")
     dt = get_dtype(dtype)
-    x = b.add_input("x", (tokens, hidden), dt)
-    w_router = b.add_input("w_router", (hidden, experts), dt)
-    w_gate = b.add_input("w_gate", (experts, hidden, inter), dt)
-    w_up = b.add_input("w_up", (experts, hidden, inter), dt)
-    w_down = b.add_input("w_down", (experts, inter, hidden), dt)
-
-    logits = x.astype(float32) @ w_router.astype(float32)  # (tokens, experts)
-    e = b.exp(logits - b.max(logits, axis=-1, keepdims=True))
-    probs = e / b.sum(e, axis=-1, keepdims=True)
-    top_p, top_i = b.topk(probs, top_k)  # (tokens, k), descending; int32 ids
-    weights = top_p / b.sum(top_p, axis=-1, keepdims=True)
+    x, w_gate, w_up, w_down, top_i, weights = moe_router(b, tokens, hidden, experts, top_k, inter, dt)
     onehot = b.one_hot(top_i, experts)  # (tokens, k, experts)
     combine = b.sum(onehot * b.reshape(weights, (tokens, top_k, 1)), axis=1)  # (tokens, experts)
 
