@@ -49,6 +49,7 @@ from .row_sequence import emit_row_pair, find_row_pairs
 from .row_split import emit_row_split, find_row_splits
 from .rules import ITEM_RULES, item_rule, rule_for
 from .spread_reduce import SpreadReduce, emit_spread_reduce, find_spread_reduces
+from .view_chains import place_view_chains
 from .views import VIEW_OPS, copy_home, is_layout_convert, plan_concats
 
 
@@ -104,6 +105,7 @@ def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict):
             ctx.at(f"output {name}")
             ctx.homes[v] = ctx.alloc_hbm(v.type.shape, v.type.dtype, name=name)
     _place_reshaped_outputs(ctx, outputs, producers)
+    place_view_chains(ctx, graph, producers, outputs)
     plan_concats(ctx, graph, producers, set(outputs.values()))
     _lower_items(ctx, part, plans, row_local, set(outputs.values()), pairs, splits)
     check_tile_knobs_applied(ctx)
