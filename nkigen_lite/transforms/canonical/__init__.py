@@ -11,6 +11,7 @@ from .masks import MASK_PATTERNS
 from .matmul_split import MATMUL_SPLIT_PATTERNS
 from .recompose import RECOMPOSE_PATTERNS
 from .shapes import SHAPE_PATTERNS
+from .sink_attention import SINK_ATTENTION_PATTERNS
 from .softmax_scale import SOFTMAX_SCALE_PATTERNS
 
 PATTERNS = (
@@ -25,6 +26,7 @@ PATTERNS = (
     + GQA_PATTERNS
     + ATTENTION_PATTERNS
     + GROUPED_ATTENTION_PATTERNS
+    + SINK_ATTENTION_PATTERNS
     + MATMUL_SPLIT_PATTERNS
 )
 

@@ -25,6 +25,7 @@ from . import (
     flash_attention,  # noqa: F401  (registers tensor.flash_attention's lowering)
     grouped_attention,  # noqa: F401  (registers tensor.grouped_attention's lowering)
     indexed,  # noqa: F401  (registers the gather / scatter item rules)
+    sink_attention,  # noqa: F401  (registers tensor.sink_attention's lowering)
     topk,  # noqa: F401  (registers the native topk item rule)
 )
 from .capacity import check_hbm_capacity
