@@ -31,7 +31,9 @@ def _through(v, ops, casts: bool = True):
     """The value ``v`` is reshapes (and float casts) of; the looked-through ops go to ``ops``."""
     while True:
         op = v.defining_op
-        if isinstance(op, T.ReshapeOp) or (casts and isinstance(op, T.CastOp) and op.operand(0).dtype.is_float):
+        if isinstance(op, T.ReshapeOp) or (
+            casts and isinstance(op, T.CastOp) and op.operand(0).dtype.is_float
+        ):
             ops.append(op)
             v = op.operand(0)
         else:
@@ -57,7 +59,9 @@ def _condition(cond):
     a, b = cmp.operands
     axes = _iota_axes(a, b)
     if axes is not None:
-        if (isinstance(cmp, T.LessEqualOp) and axes == (1, 2)) or (isinstance(cmp, T.GreaterEqualOp) and axes == (2, 1)):
+        if (isinstance(cmp, T.LessEqualOp) and axes == (1, 2)) or (
+            isinstance(cmp, T.GreaterEqualOp) and axes == (2, 1)
+        ):
             return "causal", None
         return None
     sub = def_op(a, T.SubOp)
@@ -102,62 +106,65 @@ def _sink_of(x, heads_shape):
     return src
 
 
-def _match(pv):
-    """(q, k, v, sinks, scale, window, ops inside) when matmul ``pv`` is the sink attention."""
-    inside = [pv]
-    nrm = _through(pv.operand(0), inside)
-    op = def_op(nrm, (T.DivOp, T.MulOp))
+def _normalised(pv, inside):
+    """(E, denominator) when ``pv``'s left operand is (casts / reshapes of) E / den or E · 1/den."""
+    op = def_op(_through(pv.operand(0), inside), (T.DivOp, T.MulOp))
     if op is None:
         return None
     inside.append(op)
-    pairs = [op.operands] if isinstance(op, T.DivOp) else [op.operands, list(reversed(op.operands))]
-    for e, den in pairs:
-        if isinstance(op, T.MulOp):
-            rec = def_op(den, T.ReciprocalOp)
-            if rec is None:
-                continue
+    if isinstance(op, T.DivOp):
+        return op.operands
+    for e, den in (op.operands, list(reversed(op.operands))):
+        rec = def_op(den, T.ReciprocalOp)
+        if rec is not None:
             inside.append(rec)
-            den = rec.operand(0)
-        exp = def_op(e, T.ExpOp)
-        add = def_op(den, T.AddOp)
-        if exp is not None and add is not None:
-            break
-    else:
-        return None
-    sub = def_op(exp.operand(0), T.SubOp)
-    if sub is None:
-        return None
-    y, mx = sub.operands
-    mxop = def_op(mx, T.MaximumOp)
+            return e, rec.operand(0)
+    return None
+
+
+def _softmax(e, den, inside):
+    """(Y, sink logits value) when E = exp(Y - m), m = maximum(max(Y), sink) and
+    den = ΣE + exp(sink - m)."""
+    exp, add = def_op(e, T.ExpOp), def_op(den, T.AddOp)
+    sub = def_op(exp.operand(0), T.SubOp) if exp is not None else None
+    mxop = def_op(sub.operand(1), T.MaximumOp) if sub is not None and add is not None else None
     if mxop is None:
         return None
-    for red_v, sink4 in (mxop.operands, reversed(mxop.operands)):
-        red = _last_axis_reduce(red_v, "max", y)
-        if red is not None:
-            break
-    else:
+    y, mx = sub.operands
+    a, b = mxop.operands
+    found = [
+        (r, x) for r, x in ((_last_axis_reduce(a, "max", y), b), (_last_axis_reduce(b, "max", y), a)) if r
+    ]
+    if not found:
         return None
+    red, sink4 = found[0]
     for total, es in (add.operands, reversed(add.operands)):
         tot = _last_axis_reduce(total, "sum", e)
         es_exp = def_op(es, T.ExpOp)
         es_sub = def_op(es_exp.operand(0), T.SubOp) if es_exp is not None else None
         if tot is not None and es_sub is not None and tuple(es_sub.operands) == (sink4, mx):
-            break
-    else:
+            inside += [exp, add, sub, mxop, red, tot, es_exp, es_sub]
+            return y, sink4
+    return None
+
+
+def _match(pv):
+    """(q, k, v, sinks, scale, window, Q Kᵀ, ops inside) when matmul ``pv`` is the sink attention."""
+    inside = [pv]
+    found = _normalised(pv, inside)
+    found = _softmax(*found, inside) if found is not None else None
+    if found is None:
         return None
-    inside += [exp, add, sub, mxop, red, tot, es_exp, es_sub]
+    y, sink4 = found
     scores, causal, window, mask_ops = _masked(y)
     if not causal:
         return None
     inside += mask_ops
-    s = _through(scores, inside, casts=False)
-    s, c, mul = _scale(s)
+    s, c, mul = _scale(_through(scores, inside, casts=False))
     if mul is not None:
         inside.append(mul)
     qk = def_op(_through(s, inside), T.MatmulOp)
-    if qk is None:
-        return None
-    k = _key_source(qk.operand(1))
+    k = _key_source(qk.operand(1)) if qk is not None else None
     sinks = _sink_of(sink4, y.type.shape[:-2])
     if k is None or sinks is None:
         return None
@@ -184,7 +191,10 @@ class SinkAttentionToOp(RewritePattern):
         # query head h reads KV head h // (H / G): Q reshaped (H, M, D) -> (G, R·M, D), or as is
         if g == 0 or h % g or qk.operand(0).type.shape not in ((g, h // g * m, d), (h, m, d)):
             return False
-        if qk.result.type.shape[-2:] != (qk.operand(0).type.shape[-2], n) or op.result.type.size != h * m * dv:
+        if (
+            qk.result.type.shape[-2:] != (qk.operand(0).type.shape[-2], n)
+            or op.result.type.size != h * m * dv
+        ):
             return False
         attrs = {"scale": c, "window": int(window)}
         if not supported(q.type.shape, k.type.shape, v.type.shape, sinks.type.shape, q.dtype, attrs):

@@ -30,7 +30,6 @@ rounds its bf16 ``q @ kᵀ``); P is, before ``P V``, as in the model.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from ...ir.dtypes import get_dtype
@@ -95,7 +94,7 @@ class _Kernel:
         self.h, self.m, self.d = qt.shape
         self.g, self.n, self.dv = kt.shape[0], kt.shape[1], vt.shape[2]
         self.rep = self.h // self.g  # query heads per KV head
-        self.scale = float(attrs["scale"])
+        self.scale = float(np.float32(attrs["scale"]))  # an fp32 immediate
         self.window = int(attrs["window"])
         self.r = rows_per_partition(self.rep, self.m)
         self.pph = P // self.r  # partitions per head in a block
@@ -131,11 +130,17 @@ class _Kernel:
                 offset=off,
             )
         ps = b.alloc((P, nb), F32, "psum", name="ps_sink")
-        b.nc_matmul(dst=_acc(ps, (0, P), (0, nb)), stationary=_acc(ind, (0, r), (0, P)), moving=_acc(s_rows, (0, r), (0, nb)))
+        b.nc_matmul(
+            dst=_acc(ps, (0, P), (0, nb)),
+            stationary=_acc(ind, (0, r), (0, P)),
+            moving=_acc(s_rows, (0, r), (0, nb)),
+        )
         self.negsink = b.alloc((P, nb), F32, name="neg_sink")
         b.tensor_copy(dst=_acc(self.negsink, (0, P), (0, nb)), src=_acc(ps, (0, P), (0, nb)))
         self.sink = b.alloc((P, nb), F32, name="sink")
-        b.activation(dst=_acc(self.sink, (0, P), (0, nb)), op="copy", data=_acc(ps, (0, P), (0, nb)), scale=-1.0)
+        b.activation(
+            dst=_acc(self.sink, (0, P), (0, nb)), op="copy", data=_acc(ps, (0, P), (0, nb)), scale=-1.0
+        )
 
     def identity(self) -> None:
         b = self.b
@@ -198,7 +203,10 @@ class _Kernel:
         for src, dst, width in ((self.k, kn, d), (self.v, vn, dv)):
             if n % P == 0:
                 view = b.hbm_view(src, (P, n // P, width), (width, P * width, 1), offset=g * n * width)
-                b.dma_copy(dst=_acc(dst, (0, P), (0, n // P), (0, width)), src=_acc(view, (0, P), (0, n // P), (0, width)))
+                b.dma_copy(
+                    dst=_acc(dst, (0, P), (0, n // P), (0, width)),
+                    src=_acc(view, (0, P), (0, n // P), (0, width)),
+                )
                 continue
             for c, (c0, kc) in enumerate(self.chunks):
                 view = b.hbm_view(src, (kc, width), (width, 1), offset=(g * n + c0) * width)
@@ -227,6 +235,21 @@ class _Kernel:
         self.engine_turn += 1
         return "vector" if self.engine_turn % 2 else "scalar"
 
+    def add_masks(self, s, i: int, m0: int, ri: int, rows: int, vis, lo: int, hi: int, k0: int) -> None:
+        """Accumulate ``I · mask`` into unit ``ri``'s scores (slot ``i`` of PSUM tile ``s``) on
+        the chunks it only partly sees."""
+        b, rw = self.b, (0, rows)
+        for c in range(lo, hi + 1):
+            c0, kc = self.chunks[c]
+            if not vis[c].all():
+                mask = self.mask_tile(m0, ri, rows, c0, kc)
+                b.nc_matmul(
+                    dst=_acc(s, rw, (i, 1), (c0 - k0, kc)),
+                    stationary=_acc(self.ident, rw, rw),
+                    moving=_acc(mask, rw, (0, kc)),
+                    accumulate=True,
+                )
+
     # ---- one block (r query heads of one KV head, one query tile) as pipeline stages ------------
     def block(self, g: int, hb: int, slot: int, m0: int, rows: int, q_nat, out):
         """Emit the block's r units, one stage per ``next()``. The units share their PSUM tiles
@@ -243,7 +266,9 @@ class _Kernel:
         w = k1 - k0
         ps_q = b.alloc((P, r, P), self.dt, "psum", name="ps_q")
         for ri in range(r):
-            b.nc_transpose(dst=_acc(ps_q, (0, d), (ri, 1), rw), data=_acc(q_nat, rw, (slot, 1), (ri, 1), (0, d)))
+            b.nc_transpose(
+                dst=_acc(ps_q, (0, d), (ri, 1), rw), data=_acc(q_nat, rw, (slot, 1), (ri, 1), (0, d))
+            )
         yield
         q_t = b.alloc((P, r, P), self.dt, name="q_t")
         b.tensor_copy(dst=_acc(q_t, (0, d), col, rw), src=_acc(ps_q, (0, d), col, rw), engine=self.engine())
@@ -254,24 +279,23 @@ class _Kernel:
             if ri % per == 0:
                 s = b.alloc((P, min(per, r - ri), w), F32, "psum", name="scores")
             scores.append((s, ri % per))
-            b.nc_matmul(dst=_acc(s, rw, (ri % per, 1), (0, w)), stationary=_acc(q_t, (0, d), (ri, 1), rw), moving=_acc(kt, (0, d), (k0, w)))
-            for c in range(lo, hi + 1):
-                c0, kc = self.chunks[c]
-                if not vis[ri][c].all():
-                    mask = self.mask_tile(m0, ri, rows, c0, kc)
-                    b.nc_matmul(
-                        dst=_acc(s, rw, (ri % per, 1), (c0 - k0, kc)),
-                        stationary=_acc(self.ident, rw, rw),
-                        moving=_acc(mask, rw, (0, kc)),
-                        accumulate=True,
-                    )
+            b.nc_matmul(
+                dst=_acc(s, rw, (ri % per, 1), (0, w)),
+                stationary=_acc(q_t, (0, d), (ri, 1), rw),
+                moving=_acc(kt, (0, d), (k0, w)),
+            )
+            self.add_masks(s, ri % per, m0, ri, rows, vis[ri], lo, hi, k0)
         yield
         negmax = b.alloc((P, r), F32, name="neg_max")
         for ri in range(0, r, per):
             s, _ = scores[ri]
             n_in = min(per, r - ri)
             b.tensor_reduce(
-                dst=_acc(negmax, rw, (ri, n_in)), op="maximum", data=_acc(s, rw, (0, n_in), (0, w)), axis=2, negate=True
+                dst=_acc(negmax, rw, (ri, n_in)),
+                op="maximum",
+                data=_acc(s, rw, (0, n_in), (0, w)),
+                axis=2,
+                negate=True,
             )
         yield
         bias = b.alloc((P, r), F32, name="exp_bias")  # -m = min(-scale·max S, -sink)
@@ -299,16 +323,22 @@ class _Kernel:
             probs.append(p)
         yield
         sink_e = b.alloc((P, r), F32, name="sink_exp")  # exp(sink - m)
-        b.activation(dst=_acc(sink_e, rw, col), op="exp", data=_acc(bias, rw, col), bias=_acc(self.sink, rw, (hb, 1)))
+        b.activation(
+            dst=_acc(sink_e, rw, col), op="exp", data=_acc(bias, rw, col), bias=_acc(self.sink, rw, (hb, 1))
+        )
         denom = b.alloc((P, r), F32, name="denominator")
-        b.tensor_tensor(dst=_acc(denom, rw, col), data1=_acc(total, rw, col), data2=_acc(sink_e, rw, col), op="add")
+        b.tensor_tensor(
+            dst=_acc(denom, rw, col), data1=_acc(total, rw, col), data2=_acc(sink_e, rw, col), op="add"
+        )
         recip = b.alloc((P, r), F32, name="recip")
         b.activation(dst=_acc(recip, rw, col), op="reciprocal", data=_acc(denom, rw, col))
         ps_t = b.alloc((P, r, nch, P), self.dt, "psum", name="ps_pt")
         for ri, p in enumerate(probs):
             for c in range(lo, hi + 1):
                 c0, kc = self.chunks[c]
-                b.nc_transpose(dst=_acc(ps_t, (0, kc), (ri, 1), (c - lo, 1), rw), data=_acc(p, rw, (c0 - k0, kc)))
+                b.nc_transpose(
+                    dst=_acc(ps_t, (0, kc), (ri, 1), (c - lo, 1), rw), data=_acc(p, rw, (c0 - k0, kc))
+                )
         yield
         yield  # one tick more before the copy: the transposes take a while
         p_t = b.alloc((P, r, nch, P), self.dt, name="probs_t")
@@ -317,10 +347,16 @@ class _Kernel:
             for c in range(nch):
                 kc = self.chunks[lo + c][1]
                 b.tensor_copy(
-                    dst=_acc(p_t, (0, kc), col, (c, 1), rw), src=_acc(ps_t, (0, kc), col, (c, 1), rw), engine=self.engine()
+                    dst=_acc(p_t, (0, kc), col, (c, 1), rw),
+                    src=_acc(ps_t, (0, kc), col, (c, 1), rw),
+                    engine=self.engine(),
                 )
         else:
-            b.tensor_copy(dst=_acc(p_t, (0, kc), col, (0, nch), rw), src=_acc(ps_t, (0, kc), col, (0, nch), rw), engine=self.engine())
+            b.tensor_copy(
+                dst=_acc(p_t, (0, kc), col, (0, nch), rw),
+                src=_acc(ps_t, (0, kc), col, (0, nch), rw),
+                engine=self.engine(),
+            )
         yield
         pv = b.alloc((P, r, dv), F32, "psum", name="pv")
         for ri in range(r):
@@ -357,10 +393,16 @@ class _Kernel:
                 nb = self.rep // r
                 q_nat = b.alloc((P, nb, r, d), self.dt, name="q_nat")
                 view = self.q_view(self.q, g, m0, rows, d)
-                b.dma_copy(dst=_acc(q_nat, (0, rows), (0, nb), (0, r), (0, d)), src=_acc(view, *[(0, n) for n in view.type.shape]))
+                b.dma_copy(
+                    dst=_acc(q_nat, (0, rows), (0, nb), (0, r), (0, d)),
+                    src=_acc(view, *[(0, n) for n in view.type.shape]),
+                )
                 out = b.alloc((P, nb, r, dv), self.dt, name="out")
                 oview = self.q_view(self.o, g, m0, rows, dv)
-                store = (_acc(oview, *[(0, n) for n in oview.type.shape]), _acc(out, (0, rows), (0, nb), (0, r), (0, dv)))
+                store = (
+                    _acc(oview, *[(0, n) for n in oview.type.shape]),
+                    _acc(out, (0, rows), (0, nb), (0, r), (0, dv)),
+                )
                 for slot in range(nb):
                     gen = self.block(g, g * nb + slot, slot, m0, rows, q_nat, out)
                     running.append((gen, store if slot == nb - 1 else None))
@@ -388,8 +430,10 @@ class _Kernel:
 def sink_attention_body(types, attrs):
     """The NKI kernel of one ``tensor.sink_attention`` with operand types ``types``."""
     qt, kt, vt, st = types
-    if not (qt.dtype is kt.dtype is vt.dtype) or st.dtype is not F32 or not supported(
-        qt.shape, kt.shape, vt.shape, st.shape, qt.dtype, attrs
+    if (
+        not (qt.dtype is kt.dtype is vt.dtype)
+        or st.dtype is not F32
+        or not supported(qt.shape, kt.shape, vt.shape, st.shape, qt.dtype, attrs)
     ):
         shapes = ", ".join(f"{n} {t}" for n, t in zip(("q", "k", "v", "sinks"), types))
         raise BuildError(
