@@ -6,7 +6,8 @@ KV head h // (H / G). ``sinks`` (H,) holds one logit per query head that joins t
 max and denominator but has no value row: ``softmax([scale · q kᵀ, sink])[..., :N] @ v``. Key j
 is visible to query i when ``j <= i`` and, with ``window > 0``, ``j > i - window``; the others
 get probability 0. Computed in fp32 (float64 for float64 operands), the result cast to q's
-dtype. canonical/sink_attention.py forms the op from the model's graph; lower/sink_attention.py
+dtype; with ``rounded`` the scores and the probabilities are rounded to q's dtype first, as a
+graph with bf16 matmuls does (the kernel keeps the scores in fp32 and rounds P). canonical/sink_attention.py forms the op from the model's graph; lower/sink_attention.py
 lowers it as one kernel."""
 
 from __future__ import annotations
@@ -16,13 +17,18 @@ import numpy as np
 from .ops.composite import define_op
 
 
-def _sink_attention(q, k, v, sinks, scale=1.0, window=0):
+def _sink_attention(q, k, v, sinks, scale=1.0, window=0, rounded=False):
     """softmax over [scale * q @ kᵀ (causal, window), sink] without the sink column, @ v, in fp32,
-    cast to q's dtype; each KV head serves q.shape[0] // k.shape[0] consecutive query heads."""
+    cast to q's dtype; each KV head serves q.shape[0] // k.shape[0] consecutive query heads;
+    ``rounded``: the scores q @ kᵀ and the probabilities are rounded to q's dtype (a bf16 graph)."""
     work = np.float64 if q.dtype == np.float64 else np.float32
     rep = q.shape[-3] // k.shape[-3]
-    qf, kf, vf = (a.astype(work) for a in (q, np.repeat(k, rep, axis=-3), np.repeat(v, rep, axis=-3)))
-    s = (qf @ np.swapaxes(kf, -1, -2)) * work(scale)
+    kr, vr = np.repeat(k, rep, axis=-3), np.repeat(v, rep, axis=-3)
+    if rounded:  # the products in q's dtype, as the graph's bf16 matmuls
+        s = (q @ np.swapaxes(kr, -1, -2)).astype(work)
+    else:
+        s = q.astype(work) @ np.swapaxes(kr.astype(work), -1, -2)
+    s = s * work(scale)
     i, j = np.arange(s.shape[-2])[:, None], np.arange(s.shape[-1])[None, :]
     visible = j <= i
     if window > 0:
@@ -31,7 +37,10 @@ def _sink_attention(q, k, v, sinks, scale=1.0, window=0):
     sink = sinks.astype(work).reshape(-1, 1, 1)
     m = np.maximum(s.max(axis=-1, keepdims=True), sink)
     e = np.exp(s - m)
-    return ((e / (e.sum(axis=-1, keepdims=True) + np.exp(sink - m))) @ vf).astype(q.dtype)
+    p = e / (e.sum(axis=-1, keepdims=True) + np.exp(sink - m))
+    if rounded:
+        return (p.astype(q.dtype) @ vr).astype(q.dtype)
+    return (p @ vr.astype(work)).astype(q.dtype)
 
 
 SinkAttentionOp = define_op(

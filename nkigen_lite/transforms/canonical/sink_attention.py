@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...ir.rewrite import RewritePattern
 from ...tensor import ops as T
 from ...tensor.composites_sink_attention import SinkAttentionOp
@@ -50,9 +52,29 @@ def _iota_axes(a, b):
     ] % ib.result.type.rank
 
 
+def _constant_condition(const):
+    """("causal", None) or ("window", W) when the bool constant is ``j <= i`` or ``i - j < W``
+    (what canonicalize folds small iota masks into)."""
+    a = np.asarray(const.attrs["value"].array)
+    a = a.reshape(a.shape[-2:]) if a.ndim >= 2 else a
+    if a.ndim != 2 or a.dtype != bool:
+        return None
+    i, j = np.indices(a.shape)
+    if np.array_equal(a, j <= i):
+        return "causal", None
+    w = int(a[:, 0].sum())
+    if 0 < w < a.shape[0] and np.array_equal(a, i - j < w):
+        return "window", w
+    return None
+
+
 def _condition(cond):
     """("causal", None) for ``j <= i`` / ``i >= j``, ("window", W) for ``i - j < W`` /
-    ``i - j <= W - 1``; i the row iota (second axis from the right), j the column iota."""
+    ``i - j <= W - 1``; i the row iota (second axis from the right), j the column iota; or the
+    same masks folded into a bool constant."""
+    const = def_op(cond, T.ConstantOp)
+    if const is not None:
+        return _constant_condition(const)
     cmp = def_op(cond, (T.LessEqualOp, T.GreaterEqualOp, T.LessOp))
     if cmp is None:
         return None
@@ -82,7 +104,8 @@ def _masked(y):
         op = def_op(y, T.WhereOp)
         if op is None or splat_value(op.operand(2)) != -math.inf:
             return y, causal, window, ops
-        found = _condition(op.operand(0))
+        cond = op.operand(0).type.shape
+        found = _condition(op.operand(0)) if cond[-2:] == y.type.shape[-2:] and set(cond[:-2]) <= {1} else None
         if found is None:
             return y, causal, window, ops
         kind, w = found
@@ -196,7 +219,11 @@ class SinkAttentionToOp(RewritePattern):
             or op.result.type.size != h * m * dv
         ):
             return False
-        attrs = {"scale": c, "window": int(window)}
+        # a bf16 graph rounds the scores (a bf16 Q Kᵀ) and P (cast for a bf16 P V); f32 neither
+        rounded = qk.result.dtype is q.dtype and q.dtype.name != "f32"
+        if rounded != (op.operand(0).dtype is q.dtype and q.dtype.name != "f32"):
+            return False
+        attrs = {"scale": c, "window": int(window), "rounded": rounded}
         if not supported(q.type.shape, k.type.shape, v.type.shape, sinks.type.shape, q.dtype, attrs):
             return False
         inside = set(inside)
