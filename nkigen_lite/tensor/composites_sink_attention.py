@@ -7,8 +7,9 @@ max and denominator but has no value row: ``softmax([scale · q kᵀ, sink])[...
 is visible to query i when ``j <= i`` and, with ``window > 0``, ``j > i - window``; the others
 get probability 0. Computed in fp32 (float64 for float64 operands), the result cast to q's
 dtype; with ``rounded`` the scores and the probabilities are rounded to q's dtype first, as a
-graph with bf16 matmuls does (the kernel keeps the scores in fp32 and rounds P). canonical/sink_attention.py forms the op from the model's graph; lower/sink_attention.py
-lowers it as one kernel."""
+graph with bf16 matmuls does (the kernel keeps the scores in fp32 and rounds P).
+canonical/sink_attention.py forms the op from the model's graph; lower/sink_attention.py lowers
+it as one kernel."""
 
 from __future__ import annotations
 

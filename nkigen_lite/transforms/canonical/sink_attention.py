@@ -104,8 +104,10 @@ def _masked(y):
         op = def_op(y, T.WhereOp)
         if op is None or splat_value(op.operand(2)) != -math.inf:
             return y, causal, window, ops
-        cond = op.operand(0).type.shape
-        found = _condition(op.operand(0)) if cond[-2:] == y.type.shape[-2:] and set(cond[:-2]) <= {1} else None
+        shape = op.operand(0).type.shape
+        found = None
+        if shape[-2:] == y.type.shape[-2:] and set(shape[:-2]) <= {1}:
+            found = _condition(op.operand(0))
         if found is None:
             return y, causal, window, ops
         kind, w = found
