@@ -4,6 +4,7 @@ from .attention import ATTENTION_PATTERNS
 from .empty import EMPTY_PATTERNS
 from .folding import FOLDING_PATTERNS
 from .gather_shapes import GATHER_SHAPE_PATTERNS
+from .gathered_matmul import GATHERED_MATMUL_PATTERNS
 from .gqa import GQA_PATTERNS
 from .grouped_attention import GROUPED_ATTENTION_PATTERNS
 from .identities import IDENTITY_PATTERNS
@@ -28,6 +29,7 @@ PATTERNS = (
     + GROUPED_ATTENTION_PATTERNS
     + SINK_ATTENTION_PATTERNS
     + MATMUL_SPLIT_PATTERNS
+    + GATHERED_MATMUL_PATTERNS
 )
 
 __all__ = ["PATTERNS"]

@@ -23,6 +23,7 @@ from . import (
     collective,  # noqa: F401  (registers the collectives' item rule)
     custom,  # noqa: F401  (registers the custom-kernel rule)
     flash_attention,  # noqa: F401  (registers tensor.flash_attention's lowering)
+    gathered_matmul,  # noqa: F401  (registers tensor.gathered_matmul's lowering)
     grouped_attention,  # noqa: F401  (registers tensor.grouped_attention's lowering)
     indexed,  # noqa: F401  (registers the gather / scatter item rules)
     sink_attention,  # noqa: F401  (registers tensor.sink_attention's lowering)

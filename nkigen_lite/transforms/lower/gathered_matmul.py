@@ -1,0 +1,222 @@
+"""``tensor.gathered_matmul`` (``y[s] = a[s // group] @ table[ids[s]]``, M = 1) lowered with every
+selected matrix read straight from the table into SBUF, once per selection.
+
+The table (E, K, N) is viewed as ``E·P`` rows of ``q·N`` elements, ``P`` the largest divisor of K
+up to 128 and ``q = K / P``: row ``e·P + p`` holds rows ``p·q … p·q + q - 1`` of matrix ``e``,
+contiguous in HBM. One indirect DMA (``nki.dma_gather``, index column ``ids[s]·P + p``) brings a
+whole selected matrix into a ``[P, q·N]`` tile (``q·N`` contiguous elements per partition), so
+the HBM traffic is the selected matrices once each, plus ``a``, the ids and the result.
+
+The contraction runs over the same split of K: ``k = p·q + j``. ``aᵀ`` is staged once for all
+selections (``a`` loaded row-major, one TensorE transpose per ``j`` of the columns ``j, j+q, …``),
+so its column ``j·na + r`` holds ``a[r, p·q + j]`` on partition ``p``. Per selection and per
+128-column chunk of N the matrix chunk is the stationary operand and the ``aᵀ`` column the
+moving one (``q`` matmuls accumulating in PSUM; a one-column moving operand costs the minimum
+matmul time, half of streaming N columns with ``a`` stationary): the result comes out with N on
+the partitions, one PSUM column per selection. After a group of up to 128 selections every
+chunk is rounded to the result dtype (PSUM → SBUF, the rounding NumPy's matmul does), transposed
+back on TensorE and the group's rows stored with one DMA.
+
+Selections run in a ``fori_loop`` per group (over rows of ``a``, then over the ``group``
+selections sharing a row), so the code size does not grow with the number of selections; the
+deallocs stage gives the gathered tile rotating buffers, so the DMA of the next selection
+overlaps this one's matmuls.
+"""
+
+from __future__ import annotations
+
+from ...ir.dtypes import float32
+from ...ir.errors import BuildError
+from ...nki.builder import Builder
+from ...nki.types import Access, Affine, DimSlice
+from ...tensor.composites_gathered_matmul import GatheredMatmulOp
+from .custom import register_composite_lowering
+from .deallocs import insert_deallocs
+
+P = 128  # partitions
+BANK_F32 = 512  # fp32 columns per PSUM bank
+MAX_BANKS = 4  # PSUM banks holding a selection group's results
+MAX_ROW_BYTES = 64 * 1024  # one gathered matrix per partition (q * N elements)
+DTYPES = ("bf16", "f16", "f32")
+IDS = ("i32", "u32")
+
+
+def _ds(start, size: int, step: int = 1) -> DimSlice:
+    return DimSlice(Affine.of(start), size, step)
+
+
+def _acc(t, *dims) -> Access:
+    return Access(t, tuple(d if isinstance(d, DimSlice) else _ds(*d) for d in dims))
+
+
+def k_split(k: int) -> tuple[int, int]:
+    """(P, q): the largest divisor P of ``k`` up to 128 and q = k / P."""
+    p = max(d for d in range(1, min(k, P) + 1) if k % d == 0)
+    return p, k // p
+
+
+def _group_rows(group: int, chunks: int) -> int:
+    """Rows of ``a`` per selection group: as many as keep the group within 128 selections and
+    its results within ``MAX_BANKS`` PSUM banks (0 when not even one row fits)."""
+    rows = P // group
+    while rows > 0:
+        ns = rows * group
+        per_bank = BANK_F32 // ns
+        if per_bank and -(-chunks // per_bank) <= MAX_BANKS:
+            return rows
+        rows -= 1
+    return 0
+
+
+def supported(types, attrs) -> bool:
+    """Shapes the kernel handles: ``a`` (na, 1, K), ``table`` (E, K, N) of the same dtype
+    (bf16 / f16 / f32), ``ids`` (na·group,) int32 / uint32, ``group`` <= 128, P >= 32 (P the
+    largest divisor of K up to 128), one matrix at most ``MAX_ROW_BYTES`` per partition, and
+    the row indices ``ids·P + p`` exact in fp32."""
+    at, tt, it = types
+    g = int(attrs.get("group", 1))
+    if at.rank != 3 or tt.rank != 3 or it.rank != 1 or min(at.shape + tt.shape + it.shape) <= 0:
+        return False
+    na, m, k = at.shape
+    e, k2, n_cols = tt.shape
+    if m != 1 or k != k2 or at.dtype is not tt.dtype or at.dtype.name not in DTYPES:
+        return False
+    if it.dtype.name not in IDS or not 1 <= g <= P or it.shape[0] != na * g:
+        return False
+    p, q = k_split(k)
+    if p < 32 or q * n_cols * tt.dtype.itemsize > MAX_ROW_BYTES or e * p >= 2**24:
+        return False
+    return _group_rows(g, -(-n_cols // P)) > 0
+
+
+class _Kernel:
+    """Builds the kernel (module docstring) for one operand signature."""
+
+    def __init__(self, types, attrs):
+        at, tt, it = types
+        self.group = int(attrs["group"])
+        self.na, _, self.k = at.shape
+        self.e, _, self.n_cols = tt.shape
+        self.n = it.shape[0]
+        self.dt, self.idt = at.dtype, it.dtype
+        self.out_dt = GatheredMatmulOp.infer(types, attrs)[0].dtype
+        self.p, self.q = k_split(self.k)
+        self.b = b = Builder("gathered_matmul")
+        a = b.add_input("a", at.shape, self.dt)
+        table = b.add_input("table", tt.shape, self.dt)
+        ids = b.add_input("ids", it.shape, self.idt)
+        self.y = b.alloc((self.n, 1, self.n_cols), self.out_dt, "hbm", name="gathered")
+        row = self.q * self.n_cols
+        self.rows = b.hbm_view(table, (self.e * self.p, row), (row, 1), name="table_rows")
+        self.ids_all = b.hbm_view(ids, (self.p, self.n), (0, 1), name="ids_bcast")
+        self.a_rows = b.hbm_view(a, (self.na, self.k), (self.k, 1), name="a_rows")
+        self.y_rows = b.hbm_view(self.y, (self.n, self.n_cols), (self.n_cols, 1), name="y_rows")
+
+    def index_columns(self):
+        """[P, n] int32: column s holds ids[s]·P + p (the table row partition p reads)."""
+        b, p, n = self.b, self.p, self.n
+        raw = b.alloc((p, n), self.idt, name="ids")
+        b.dma_copy(dst=_acc(raw, (0, p), (0, n)), src=_acc(self.ids_all, (0, p), (0, n)))
+        f = b.alloc((p, n), float32, name="ids_f32")
+        b.tensor_copy(dst=_acc(f, (0, p), (0, n)), src=_acc(raw, (0, p), (0, n)))
+        part = b.alloc((p, n), float32, name="partition")
+        b.iota(dst=part, pattern=[[0, n]], channel_multiplier=1)
+        whole = ((0, p), (0, n))
+        rows = b.alloc((p, n), float32, name="rows_f32")
+        b.tensor_scalar(dst=_acc(rows, *whole), data=_acc(f, *whole), op0="multiply", operand0=float(p))
+        rows2 = b.alloc((p, n), float32, name="rows_f32")
+        b.tensor_tensor(dst=_acc(rows2, *whole), data1=_acc(rows, *whole), data2=_acc(part, *whole), op="add")
+        idx = b.alloc((p, n), self.idt, name="row_index")
+        b.tensor_copy(dst=_acc(idx, *whole), src=_acc(rows2, *whole))
+        return idx
+
+    def stage_a(self):
+        """[P, q·na]: column j·na + r holds a[r, p·q + j] on partition p."""
+        b, p, q, na, k = self.b, self.p, self.q, self.na, self.k
+        at = b.alloc((p, q * na), self.dt, name="a_t")
+        for r0 in range(0, na, P):
+            nr = min(P, na - r0)
+            nat = b.alloc((P, k), self.dt, name="a_nat")
+            b.dma_copy(dst=_acc(nat, (0, nr), (0, k)), src=_acc(self.a_rows, (r0, nr), (0, k)))
+            for j in range(q):
+                ps = b.alloc((P, P), self.dt, "psum", name="ps_a")
+                b.nc_transpose(dst=_acc(ps, (0, p), (0, nr)), data=_acc(nat, (0, nr), _ds(j, p, q)))
+                b.tensor_copy(dst=_acc(at, (0, p), (j * na + r0, nr)), src=_acc(ps, (0, p), (0, nr)))
+        return at
+
+    def build(self):
+        b, g, n_cols = self.b, self.group, self.n_cols
+        idx = self.index_columns()
+        at = self.stage_a()
+        chunks = -(-n_cols // P)
+        rows_per_group = _group_rows(g, chunks)
+        for r0 in range(0, self.na, rows_per_group):
+            nr = min(rows_per_group, self.na - r0)
+            self.selection_group(idx, at, r0, nr, chunks)
+        b.set_outputs({"y": self.y})
+        insert_deallocs(b.graph.body)
+        return b.graph
+
+    def selection_group(self, idx, at, r0: int, nr: int, chunks: int) -> None:
+        """Rows [r0, r0 + nr) of ``a``, i.e. selections [r0·group, (r0 + nr)·group)."""
+        b, g, n_cols = self.b, self.group, self.n_cols
+        ns, s0 = nr * g, r0 * g
+        per_bank = BANK_F32 // ns
+        n_banks = -(-chunks // per_bank)
+        banks = [b.alloc((P, per_bank * ns), float32, "psum", name="acc") for _ in range(n_banks)]
+        with b.fori_loop(0, nr) as r:
+            if g == 1:
+                self.selection(idx, at, banks, r0, Affine.of(r), Affine.of(r), ns, per_bank, chunks)
+            else:
+                with b.fori_loop(0, g) as j:
+                    sl = Affine.of(r) * g + Affine.of(j)
+                    self.selection(idx, at, banks, r0, Affine.of(r), sl, ns, per_bank, chunks)
+        out = b.alloc((P, n_cols), self.out_dt, name="y_rows")
+        for c in range(chunks):
+            c0, nc = c * P, min(P, n_cols - c * P)
+            bank, cc = divmod(c, per_bank)
+            rounded = b.alloc((P, ns), self.out_dt, name="y_t")
+            b.tensor_copy(dst=_acc(rounded, (0, nc), (0, ns)), src=_acc(banks[bank], (0, nc), (cc * ns, ns)))
+            ps = b.alloc((P, P), self.out_dt, "psum", name="ps_y")
+            b.nc_transpose(dst=_acc(ps, (0, ns), (0, nc)), data=_acc(rounded, (0, nc), (0, ns)))
+            b.tensor_copy(dst=_acc(out, (0, ns), (c0, nc)), src=_acc(ps, (0, ns), (0, nc)), engine="scalar")
+        b.dma_copy(dst=_acc(self.y_rows, (s0, ns), (0, n_cols)), src=_acc(out, (0, ns), (0, n_cols)))
+
+    def selection(self, idx, at, banks, r0: int, r: Affine, sl: Affine, ns: int, per_bank: int, chunks: int):
+        """Selection ``s0 + sl`` (row ``r0 + r`` of ``a``): its matrix gathered into SBUF, then
+        q matmuls per 128-column chunk into its PSUM column."""
+        b, p, q, n_cols = self.b, self.p, self.q, self.n_cols
+        s0 = r0 * self.group
+        row = q * n_cols
+        w = b.alloc((p, row), self.dt, name="w_sel")
+        b.dma_gather(
+            dst=_acc(w, (0, p), (0, row)),
+            src=_acc(self.rows, (0, self.e * p), (0, row)),
+            index=_acc(idx, (0, p), DimSlice(sl + s0, 1, 1)),
+        )
+        for c in range(chunks):
+            c0, nc = c * P, min(P, n_cols - c * P)
+            bank, cc = divmod(c, per_bank)
+            for j in range(q):
+                b.nc_matmul(
+                    dst=_acc(banks[bank], (0, nc), DimSlice(sl + cc * ns, 1, 1)),
+                    stationary=_acc(w, (0, p), (j * n_cols + c0, nc)),
+                    moving=_acc(at, (0, p), DimSlice(r + (j * self.na + r0), 1, 1)),
+                    accumulate=j > 0,
+                )
+
+
+def gathered_matmul_body(types, attrs):
+    """The NKI kernel of one ``tensor.gathered_matmul`` with operand types ``types``."""
+    if not supported(types, attrs):
+        shapes = ", ".join(f"{n} {t}" for n, t in zip(("a", "table", "ids"), types))
+        raise BuildError(
+            f"tensor.gathered_matmul ({shapes}, group {attrs.get('group')}): the kernel takes a "
+            f"(na, 1, K) and table (E, K, N) of one dtype ({'/'.join(DTYPES)}), ids (na·group,) "
+            f"int32 / uint32, group <= {P}, K with a divisor in [32, 128], one matrix at most "
+            f"{MAX_ROW_BYTES} B per partition"
+        )
+    return _Kernel(types, attrs).build()
+
+
+register_composite_lowering(GatheredMatmulOp, gathered_matmul_body)
