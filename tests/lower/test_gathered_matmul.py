@@ -20,19 +20,19 @@ from nkigen_lite.workloads.moe import build_moe, moe_inputs, moe_reference
 from ..emit.helpers import close
 
 
-def _op_graph(na, group, e, k, n_cols, dt, ids_dt=nk.int32):
+def _op_graph(na, group, e, k, n_cols, dt, ids_dt=nk.int32, m=1):
     b = nk.Builder("gm")
-    a = b.add_input("a", (na, 1, k), dt)
+    a = b.add_input("a", (na, m, k), dt)
     t = b.add_input("table", (e, k, n_cols), dt)
     i = b.add_input("ids", (na * group,), ids_dt)
     b.set_outputs({"y": b.composite("gathered_matmul", a, t, i, group=group)})
     return b.graph
 
 
-def _inputs(na, group, e, k, n_cols, dt, ids, seed=0):
+def _inputs(na, group, e, k, n_cols, dt, ids, seed=0, m=1):
     rng = np.random.default_rng(seed)
     return {
-        "a": rng.standard_normal((na, 1, k)).astype(dt.np_dtype),
+        "a": rng.standard_normal((na, m, k)).astype(dt.np_dtype),
         "table": (rng.standard_normal((e, k, n_cols)) / np.sqrt(k)).astype(dt.np_dtype),
         "ids": np.asarray(ids, np.int32),
     }
@@ -44,26 +44,33 @@ def _want(ins, group):
 
 
 CASES = [
-    # (na, group, experts, K, N, dtype, ids)
+    # (na, group, experts, K, N, dtype, ids[, M])
     (4, 2, 6, 256, 160, nk.bfloat16, [0, 5, 2, 2, 1, 3, 4, 0]),  # a row per token, repeats
     (3, 1, 5, 96, 300, nk.float32, [4, 4, 4]),  # K < 128 (P = 96), N not a multiple of 128
     (2, 3, 4, 192, 128, nk.bfloat16, [3, 3, 3, 3, 3, 3]),  # P = 96, q = 2; one matrix for all
     (40, 4, 9, 128, 64, nk.bfloat16, None),  # 160 selections: two selection groups
     (130, 1, 7, 64, 96, nk.float32, None),  # 130 rows of a: two 128-row stagings, two groups
+    # M > 1 rows per selection: a staged once (na = 1, the dense form's tokens) or per row
+    (1, 5, 5, 256, 160, nk.bfloat16, [4, 3, 2, 1, 0], 16),  # every matrix once, all rows
+    (3, 1, 4, 96, 300, nk.float32, [1, 1, 3], 7),  # a row block per selection, staged in the loop
+    (2, 2, 3, 128, 1100, nk.bfloat16, [2, 0, 0, 2], 64),  # N = 1100: 9 chunks over 2 PSUM banks
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}x{c[1]}_E{c[2]}_K{c[3]}_N{c[4]}_{c[5]}")
+@pytest.mark.parametrize(
+    "case", CASES, ids=lambda c: f"{c[0]}x{c[1]}_E{c[2]}_K{c[3]}_N{c[4]}_{c[5]}_M{c[7:] or 1}"
+)
 def test_kernel_matches_float64_numpy_on_interpreter_and_simulator(case):
-    na, g, e, k, n_cols, dt, ids = case
+    na, g, e, k, n_cols, dt, ids = case[:7]
+    m = case[7] if len(case) > 7 else 1
     if ids is None:
         ids = np.random.default_rng(1).integers(0, e, na * g)
-    g_ = _op_graph(na, g, e, k, n_cols, dt)
-    ins = _inputs(na, g, e, k, n_cols, dt, ids)
+    g_ = _op_graph(na, g, e, k, n_cols, dt, m=m)
+    ins = _inputs(na, g, e, k, n_cols, dt, ids, m=m)
     want = _want(ins, g)
     kern = nk.compile(g_)
     for what, got in (("Kernel.run", kern.run(ins)["y"]), ("nk.simulate", nk.simulate(kern, ins)["y"])):
-        assert got.shape == (na * g, 1, n_cols) and got.dtype == dt.np_dtype, what
+        assert got.shape == (na * g, m, n_cols) and got.dtype == dt.np_dtype, what
         close(got, want, dt, f"gathered_matmul {case[:5]}: {what}")
     # the expansion (nk.run) agrees too: the op means what its definition says
     close(nk.run(g_, ins, mode="float64")["y"], want, dt, "nk.run float64")
@@ -94,9 +101,9 @@ def test_wrong_ids_give_another_answer():
 
 def test_unsupported_shapes_are_refused_with_one_error_naming_the_op():
     bf = nk.bfloat16
-    types = [TensorType((2, 2, 64), bf), TensorType((4, 64, 32), bf), TensorType((2,), nk.int32)]
-    assert not supported(types, {"group": 1})  # M = 2 rows per selection
-    with pytest.raises(BuildError, match=r"tensor.gathered_matmul .*\(na, 1, K\)"):
+    types = [TensorType((2, 129, 64), bf), TensorType((4, 64, 32), bf), TensorType((2,), nk.int32)]
+    assert not supported(types, {"group": 1})  # M = 129 rows per selection
+    with pytest.raises(BuildError, match=r"tensor.gathered_matmul .*\(na, M <= 128, K\)"):
         gathered_matmul_body(types, {"group": 1})
     mixed = [TensorType((2, 1, 64), nk.float32), TensorType((4, 64, 32), bf), TensorType((2,), nk.int32)]
     assert not supported(mixed, {"group": 1})
@@ -118,8 +125,9 @@ def test_few_selections_become_gathered_matmuls_and_many_the_dense_form():
     few = _canonical_ops(build_moe(tokens=2, **SMALL))  # 16 selections of 16 experts
     assert few.count("tensor.gathered_matmul") == 3 and "tensor.gather_rows" not in few
     many = _canonical_ops(build_moe(tokens=4, **SMALL))  # 32 selections of 16 experts
-    assert "tensor.gathered_matmul" not in many
-    # every table read by one matmul over all experts; rows picked from the dense results
+    # every table read once by a gathered_matmul over ids 0 … E-1 (all tokens per expert); the
+    # selections' rows picked from the dense results
+    assert many.count("tensor.gathered_matmul") == 3
     assert many.count("tensor.gather_rows") == 3 and many.count("tensor.scatter_rows") == 1
 
 

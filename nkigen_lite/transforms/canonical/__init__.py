@@ -13,6 +13,7 @@ from .matmul_split import MATMUL_SPLIT_PATTERNS
 from .recompose import RECOMPOSE_PATTERNS
 from .shapes import SHAPE_PATTERNS
 from .sink_attention import SINK_ATTENTION_PATTERNS
+from .small_axis_sum import SMALL_AXIS_SUM_PATTERNS
 from .softmax_scale import SOFTMAX_SCALE_PATTERNS
 
 PATTERNS = (
@@ -30,6 +31,7 @@ PATTERNS = (
     + SINK_ATTENTION_PATTERNS
     + MATMUL_SPLIT_PATTERNS
     + GATHERED_MATMUL_PATTERNS
+    + SMALL_AXIS_SUM_PATTERNS
 )
 
 __all__ = ["PATTERNS"]

@@ -106,9 +106,20 @@ class GatheredMatmul(RewritePattern):
             zeros = full(rw, 0, lhs.dtype, (e * t, 1, k))
             scattered = make(rw, T.ScatterRowsOp, [zeros, key, lhs], {"unique": True})
             xs = make(rw, T.ReshapeOp, [scattered], {"shape": (e, t, k)})
-        dense = make(rw, T.MatmulOp, [xs, table])  # (E, t, N): every matrix on every token
+        dense = self.every_matrix(rw, xs, table)  # (E, t, N): every matrix on every token
         flat = make(rw, T.ReshapeOp, [dense], {"shape": (e * t, 1, n_cols)})
         return replace(rw, op, make(rw, T.GatherRowsOp, [flat, key]))
+
+    @staticmethod
+    def every_matrix(rw, xs, table):
+        """``xs @ table`` for xs (1 or E, t, K): a ``gathered_matmul`` over ids 0 … E-1 (each
+        matrix read once, in one DMA) when the kernel takes the shapes, else the matmul."""
+        e = table.type.shape[0]
+        ids = make(rw, T.IotaOp, [], {"axis": 0}, result_type=TensorType((e,), int32))
+        group = e if xs.type.shape[0] == 1 else 1
+        if not supported([xs.type, table.type, ids.type], {"group": group}):
+            return make(rw, T.MatmulOp, [xs, table])
+        return make(rw, GatheredMatmulOp, [xs, table, ids], {"group": group})
 
 
 GATHERED_MATMUL_PATTERNS = (GatheredMatmul(),)
