@@ -7,11 +7,12 @@ selected expert's SwiGLU MLP ``(silu(x @ Wg[e]) * (x @ Wu[e])) @ Wd[e]`` and the
 of the k expert outputs.
 
 The expert weights are stacked tables ``w_gate`` / ``w_up`` (experts, hidden, inter) and
-``w_down`` (experts, inter, hidden); ``b.gather_rows`` picks the selected experts' slabs by id,
-so only the weights of the (token, expert) selections move from HBM: tokens·k slabs of each
-table, one per selection (a repeated expert is gathered again, not deduplicated), never the
-whole table. The expert MLPs run as batched matmuls over the tokens·k selections, each an
-M = 1 row (decode shape).
+``w_down`` (experts, inter, hidden); ``b.gather_rows`` picks the selected experts' slabs by id
+and the expert MLPs run as batched matmuls over the tokens·k selections, each an M = 1 row
+(decode shape). The compiler (canonical/gathered_matmul.py) reads each selection's slab once,
+straight into SBUF, when tokens·k <= experts (a repeated expert is read again, not
+deduplicated), and every expert once, applied to all tokens, when tokens·k > experts: never
+more than the whole table.
 
 Router logits are computed in fp32 (bf16 operands widened): the routing is a discrete
 choice, and fp32 logits keep the compiled kernel's top-k selection the same as the float64

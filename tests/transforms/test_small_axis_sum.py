@@ -47,6 +47,15 @@ def test_weighted_sum_over_k_becomes_slices_and_matches_numpy(keepdims):
     assert bytes_by_tensor(kern.nki)["y"]["read"] == t * k * h * 4
 
 
+def _on_chip_graph():
+    """The dense MoE's combine matrix: one_hot(ids) * w summed over k, computed on chip."""
+    b = nk.Builder("combine_matrix")
+    ids = b.add_input("ids", (4, 8), nk.int32)
+    w = b.add_input("w", (4, 8, 1), nk.float32)
+    b.set_outputs({"c": b.sum(b.one_hot(ids, 128).astype(nk.float32) * w, axis=1)})
+    return b.graph
+
+
 @pytest.mark.parametrize(
     "why, graph",
     [
@@ -54,6 +63,7 @@ def test_weighted_sum_over_k_becomes_slices_and_matches_numpy(keepdims):
         ("the last axis", _graph(16, 8, 512, axis=2)),
         ("a long axis", _graph(4, 64, 512)),
         ("short rows", _graph(16, 8, 64)),
+        ("Y computed in the sum's own group", _on_chip_graph()),
     ],
 )
 def test_other_sums_keep_the_reduction(why, graph):

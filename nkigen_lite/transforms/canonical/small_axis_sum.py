@@ -1,9 +1,10 @@
 """A weighted sum over a short middle axis becomes a sum of its slices.
 
-``sum(Y * w, axis=a)`` with ``Y`` (..., k, ..., H), ``a`` not the last axis, ``k <= MAX_TERMS``,
-a long last axis (``H >= MIN_ROW``) and ``w`` broadcast along it in f32 (the MoE combine: each token's
-k expert outputs weighted by its routing weights, ``(t, k, H) * (t, k, 1)`` summed over k)
-becomes ``Y[.., 0:1, ..] * w[.., 0:1, ..] + … + Y[.., k-1:k, ..] * w[.., k-1:k, ..]``
+``sum(Y * w, axis=a)`` in f32 with ``Y`` (..., k, ..., H), ``a`` not the last axis,
+``k <= MAX_TERMS``, a long last axis (``H >= MIN_ROW``), ``w`` broadcast along it and ``Y`` read
+from HBM (a kernel input, or a matmul or row gather, through reshapes and casts) — the MoE
+combine: each token's k expert outputs weighted by its routing weights, ``(t, k, H) * (t, k, 1)``
+summed over k — becomes ``Y[.., 0:1, ..] * w[.., 0:1, ..] + … + Y[.., k-1:k, ..] * w[.., k-1:k, ..]``
 (keepdims, then the reshape dropping the axis when the sum did). A fusion group reduces along
 trailing free dims only, so the sum over the middle axis would read ``Y`` with that axis last —
 a transposing load moving one element per DMA descriptor; the slices are strided views whose
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from ...ir.rewrite import RewritePattern
 from ...tensor import ops as T
+from ...tensor.composites_gathered_matmul import GatheredMatmulOp
 from ..match import def_op, make, replace
 
 MAX_TERMS = 16
@@ -31,6 +33,15 @@ def _slice(rw, v, axis: int, j: int):
         "strides": (1,) * len(shape),
     }
     return make(rw, T.SliceOp, [v], attrs)
+
+
+def _read_from_hbm(v) -> bool:
+    """True when ``v`` (through reshapes and casts) is a kernel input or the result of an op
+    lowered on its own into HBM (a matmul, a row gather): what the sum's group must load."""
+    while isinstance(v.defining_op, (T.ReshapeOp, T.CastOp)):
+        v = v.defining_op.operand(0)
+    op = v.defining_op
+    return op is None or isinstance(op, (T.MatmulOp, T.GatherRowsOp, GatheredMatmulOp))
 
 
 class SliceShortWeightedSum(RewritePattern):
@@ -57,7 +68,7 @@ class SliceShortWeightedSum(RewritePattern):
             return False
         if w.type.shape[-1] != 1:
             y, w = w, y
-        if w.type.shape[-1] != 1 or y.type.shape != x.type.shape:
+        if w.type.shape[-1] != 1 or y.type.shape != x.type.shape or not _read_from_hbm(y):
             return False
         total = None
         for j in range(k):
