@@ -76,6 +76,23 @@ def test_kernel_matches_float64_numpy_on_interpreter_and_simulator(case):
     close(nk.run(g_, ins, mode="float64")["y"], want, dt, "nk.run float64")
 
 
+def test_widened_results_are_the_matmuls_rounding_then_the_cast():
+    """astype="float32": the bf16-rounded products, widened exactly (NumPy's
+    ``(a @ t[ids]).astype(np.float32)``)."""
+    b = nk.Builder("gm_f32")
+    a = b.add_input("a", (4, 1, 256), nk.bfloat16)
+    t = b.add_input("table", (6, 256, 160), nk.bfloat16)
+    i = b.add_input("ids", (8,), nk.int32)
+    b.set_outputs({"y": b.composite("gathered_matmul", a, t, i, group=2, astype="float32")})
+    ins = _inputs(4, 2, 6, 256, 160, nk.bfloat16, [0, 5, 2, 2, 1, 3, 4, 0])
+    want = _want(ins, 2)
+    kern = nk.compile(b.graph)
+    for what, got in (("Kernel.run", kern.run(ins)["y"]), ("nk.simulate", nk.simulate(kern, ins)["y"])):
+        assert got.dtype == np.float32, what
+        np.testing.assert_array_equal(got, got.astype(nk.bfloat16.np_dtype).astype(np.float32), what)
+        close(got, want, nk.bfloat16, f"widened gathered_matmul: {what}")
+
+
 def test_each_selection_reads_its_matrix_once_and_nothing_goes_through_hbm_scratch():
     na, g, e, k, n_cols = 4, 2, 6, 256, 160
     kern = nk.compile(_op_graph(na, g, e, k, n_cols, nk.bfloat16))
@@ -124,6 +141,9 @@ def _canonical_ops(g) -> list[str]:
 def test_few_selections_become_gathered_matmuls_and_many_the_dense_form():
     few = _canonical_ops(build_moe(tokens=2, **SMALL))  # 16 selections of 16 experts
     assert few.count("tensor.gathered_matmul") == 3 and "tensor.gather_rows" not in few
+    # the casts to f32 after the three projections are folded into them (astype = "float32")
+    text = nk.compile(build_moe(tokens=2, **SMALL)).ir("canonicalize")
+    assert text.count('astype = "float32"') == 3
     many = _canonical_ops(build_moe(tokens=4, **SMALL))  # 32 selections of 16 experts
     # every table read once by a gathered_matmul over ids 0 … E-1 (all tokens per expert); the
     # selections' rows picked from the dense results

@@ -114,12 +114,38 @@ class GatheredMatmul(RewritePattern):
     def every_matrix(rw, xs, table):
         """``xs @ table`` for xs (1 or E, t, K): a ``gathered_matmul`` over ids 0 … E-1 (each
         matrix read once, in one DMA) when the kernel takes the shapes, else the matmul."""
+        group = _every_matrix_group(xs, table)
+        if group is None:
+            return make(rw, T.MatmulOp, [xs, table])
         e = table.type.shape[0]
         ids = make(rw, T.IotaOp, [], {"axis": 0}, result_type=TensorType((e,), int32))
-        group = e if xs.type.shape[0] == 1 else 1
-        if not supported([xs.type, table.type, ids.type], {"group": group}):
-            return make(rw, T.MatmulOp, [xs, table])
         return make(rw, GatheredMatmulOp, [xs, table, ids], {"group": group})
 
 
-GATHERED_MATMUL_PATTERNS = (GatheredMatmul(),)
+def _every_matrix_group(xs, table):
+    """``group`` of the gathered_matmul over ids 0 … E-1 computing ``xs @ table`` (E when xs
+    has one batch, else 1), or None when the kernel does not take the shapes."""
+    e = table.type.shape[0]
+    group = e if xs.type.shape[0] == 1 else 1
+    ok = supported([xs.type, table.type, TensorType((e,), int32)], {"group": group})
+    return group if ok else None
+
+
+class WidenGatheredMatmul(RewritePattern):
+    """cast(gathered_matmul(a, T, ids), f32) → gathered_matmul(a, T, ids, astype="float32")
+    (its only use): the kernel widens its rounded results on their last on-chip copy, instead of
+    a separate group reading them back from HBM."""
+
+    root = T.CastOp
+
+    def match_and_rewrite(self, op, rw):
+        gm = def_op(op.operand(0), GatheredMatmulOp)
+        if gm is None or gm.attrs["astype"] or op.result.dtype.name != "f32" or len(gm.result.uses) != 1:
+            return False
+        attrs = {"group": gm.attrs["group"], "astype": "float32"}
+        if not supported([v.type for v in gm.operands], attrs):
+            return False
+        return replace(rw, op, make(rw, GatheredMatmulOp, list(gm.operands), attrs))
+
+
+GATHERED_MATMUL_PATTERNS = (GatheredMatmul(), WidenGatheredMatmul())

@@ -93,9 +93,12 @@ def supported(types, attrs) -> bool:
     same dtype (bf16 / f16 / f32), ``ids`` (na·group,) int32 / uint32, ``group`` <= 128 when
     M = 1, P >= 32 (P the largest divisor of K up to 128), one matrix at most ``MAX_ROW_BYTES``
     per partition, the row indices ``ids·P + p`` exact in fp32, and one selection's results
-    within ``MAX_BANKS`` PSUM banks."""
+    within ``MAX_BANKS`` PSUM banks; ``astype`` none or float32 (the rounded results widened on
+    their last copy)."""
     at, tt, it = types
     g = int(attrs.get("group", 1))
+    if attrs.get("astype", "") not in ("", "float32"):
+        return False
     if at.rank != 3 or tt.rank != 3 or it.rank != 1 or min(at.shape + tt.shape + it.shape) <= 0:
         return False
     na, m, k = at.shape
@@ -122,6 +125,7 @@ class _Kernel:
         self.n = it.shape[0]
         self.dt, self.idt = at.dtype, it.dtype
         self.out_dt = GatheredMatmulOp.infer(types, attrs)[0].dtype
+        self.round_dt = GatheredMatmulOp.infer(types, {**attrs, "astype": ""})[0].dtype  # the matmul's
         self.p, self.q = k_split(self.k)
         self.b = b = Builder("gathered_matmul")
         a = b.add_input("a", at.shape, self.dt)
@@ -196,9 +200,9 @@ class _Kernel:
         for c in range(chunks):
             c0, nc = c * P, min(P, n_cols - c * P)
             bank, cc = divmod(c, per_bank)
-            rounded = b.alloc((P, ns), self.out_dt, name="y_t")
+            rounded = b.alloc((P, ns), self.round_dt, name="y_t")
             b.tensor_copy(dst=_acc(rounded, (0, nc), (0, ns)), src=_acc(banks[bank], (0, nc), (cc * ns, ns)))
-            ps = b.alloc((P, P), self.out_dt, "psum", name="ps_y")
+            ps = b.alloc((P, P), self.round_dt, "psum", name="ps_y")
             b.nc_transpose(dst=_acc(ps, (0, ns), (0, nc)), data=_acc(rounded, (0, nc), (0, ns)))
             b.tensor_copy(dst=_acc(out, (0, ns), (c0, nc)), src=_acc(ps, (0, ns), (0, nc)), engine="scalar")
         b.dma_copy(dst=_acc(self.y_rows, (s0, ns), (0, n_cols)), src=_acc(out, (0, ns), (0, n_cols)))
@@ -257,9 +261,9 @@ class _Kernel:
             for c in range(chunks):
                 c0, nc = c * P, min(P, n_cols - c * P)
                 bank, cc = divmod(c, per_bank)
-                rounded = b.alloc((P, m), self.out_dt, name="y_t")
+                rounded = b.alloc((P, m), self.round_dt, name="y_t")
                 b.tensor_copy(dst=_acc(rounded, (0, nc), (0, m)), src=_acc(banks[bank], (0, nc), (cc * m, m)))
-                ps = b.alloc((P, P), self.out_dt, "psum", name="ps_y")
+                ps = b.alloc((P, P), self.round_dt, "psum", name="ps_y")
                 b.nc_transpose(dst=_acc(ps, (0, m), (0, nc)), data=_acc(rounded, (0, nc), (0, m)))
                 b.tensor_copy(dst=_acc(out, (0, m), (c0, nc)), src=_acc(ps, (0, m), (0, nc)), engine="scalar")
             b.dma_copy(
