@@ -39,6 +39,8 @@ P = 128  # partitions
 BANK_F32 = 512  # fp32 columns per PSUM bank
 MAX_BANKS = 4  # PSUM banks holding a selection group's results
 MAX_ROW_BYTES = 64 * 1024  # one gathered matrix per partition (q * N elements)
+MAX_STAGED_BYTES = 32 * 1024  # aᵀ staged once for all selections, per partition
+MAX_SELECTIONS = 4096  # the index columns: 4 bytes per selection on every partition
 DTYPES = ("bf16", "f16", "f32")
 IDS = ("i32", "u32")
 
@@ -92,7 +94,8 @@ def supported(types, attrs) -> bool:
     """Shapes the kernel handles: ``a`` (na, M, K) with M <= 128, ``table`` (E, K, N) of the
     same dtype (bf16 / f16 / f32), ``ids`` (na·group,) int32 / uint32, ``group`` <= 128 when
     M = 1, P >= 32 (P the largest divisor of K up to 128), one matrix at most ``MAX_ROW_BYTES``
-    per partition, the row indices ``ids·P + p`` exact in fp32, and one selection's results
+    per partition, at most ``MAX_SELECTIONS`` ids, ``aᵀ`` within ``MAX_STAGED_BYTES`` per
+    partition when staged once, the row indices ``ids·P + p`` exact in fp32, one selection's results
     within ``MAX_BANKS`` PSUM banks; ``astype`` none or float32 (the rounded results widened on
     their last copy)."""
     at, tt, it = types
@@ -109,6 +112,9 @@ def supported(types, attrs) -> bool:
         return False
     p, q = k_split(k)
     if p < 32 or q * n_cols * tt.dtype.itemsize > MAX_ROW_BYTES or e * p >= 2**24:
+        return False
+    staged_whole = m == 1 or na == 1
+    if it.shape[0] > MAX_SELECTIONS or (staged_whole and q * na * m * at.dtype.itemsize > MAX_STAGED_BYTES):
         return False
     chunks = -(-n_cols // P)
     return _group_rows(g, chunks) > 0 if m == 1 else _bank_split(m, chunks) > 0
