@@ -1,6 +1,7 @@
 """The canonicalization rules, grouped by kind; ``PATTERNS`` is the full set in a fixed order."""
 
 from .attention import ATTENTION_PATTERNS
+from .causal_attention import CAUSAL_ATTENTION_PATTERNS
 from .empty import EMPTY_PATTERNS
 from .folding import FOLDING_PATTERNS
 from .gather_shapes import GATHER_SHAPE_PATTERNS
@@ -29,6 +30,7 @@ PATTERNS = (
     + ATTENTION_PATTERNS
     + GROUPED_ATTENTION_PATTERNS
     + SINK_ATTENTION_PATTERNS
+    + CAUSAL_ATTENTION_PATTERNS
     + MATMUL_SPLIT_PATTERNS
     + GATHERED_MATMUL_PATTERNS
     + SMALL_AXIS_SUM_PATTERNS

@@ -1,0 +1,392 @@
+"""``tensor.causal_attention`` lowered block by block: only diagonal key blocks are masked, key
+blocks above the diagonal are never computed.
+
+One ``fori_loop`` over the (flat) KV heads. Per KV head: K and V are loaded once (one DMA each,
+keys on the partitions in 128-key chunks), Kᵀ by bf16 TensorE transposes, and Q of the head's
+R query heads for all query tiles by one DMA, Qᵀ likewise. Per query head and query tile t of up
+to 128 rows the keys run to the tile's last row: chunks 0..t-1 are entirely at or below the
+diagonal (no mask), chunk t is the diagonal one (``S + mask/scale`` against one constant tile
+built once by GpSimd ``affine_select`` for the whole kernel), chunks after t are skipped (with a
+mask <= ``SKIP_MASK`` their probabilities are ``exp(mask + ...)``, 0 in fp32). The tile's scores
+stay in PSUM (at most ``MAX_KEYS`` keys: four banks of fp32): ``-max`` by negated row reduces
+read from PSUM, ``P = exp(scale·S - scale·max)`` written in the 16-bit dtype by ScalarE with the
+row sums fused, ``Pᵀ`` by bf16 TensorE transposes (8 chunks per PSUM bank, evacuated by ScalarE
+and VectorE in turn), ``O = Pᵀᵀ V`` accumulated in PSUM and ``O · 1/Σ`` cast while
+leaving it; the R heads of a tile are stored by one DMA. Units (query head, tile) are emitted as
+a software pipeline — per step the scores of unit u+1, the ``Pᵀ`` and ``P V`` of unit u, the
+softmax of unit u+1, the output of unit u — and the loop body is then reordered by the list
+schedule of emit_order.py (within the PSUM banks and 3/4 of SBUF), so each engine's in-order
+stream takes the work that is ready first (attention alone, 16/8 heads at seq 2048: 1,733 ->
+804 µs scheduled).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...ir.dtypes import get_dtype
+from ...ir.errors import BuildError
+from ...nki.types import Access, Affine, DimSlice
+from ...tensor.composites_causal_attention import CausalAttentionOp
+from .context import LowerContext
+from .emit_order import list_order
+from .homes import HbmHome
+from .rules import item_rule
+from .views import copy_home
+
+P = 128  # partitions
+BANK = 512  # fp32 scores per PSUM bank
+MAX_HEAD_DIM = 128  # q / k feature dim on the partitions for Q Kᵀ
+MAX_VALUE_DIM = 512  # v feature dim: one PSUM bank of fp32 outputs
+MAX_KEYS = 2048  # a query tile's scores in at most four PSUM banks
+MIN_KEYS = 129  # one query tile has no block to skip: the row pipeline does as well there
+SKIP_MASK = -1e4  # masks at most this make the blocks above the diagonal contribute 0
+SLOTS = 8  # 128-column bf16 transposes per PSUM bank
+DTYPES = ("bf16", "f16")
+F32 = get_dtype("f32")
+_EVAC = ("scalar", "vector")  # engines evacuating Pᵀ banks, in turn (GpSimd cannot read PSUM)
+
+
+def supported(q_shape, k_shape, v_shape, dtype, mask_value) -> bool:
+    """q (..., H, M, D), k (..., G, N, D), v (..., G, N, Dv) of equal ranks >= 3 and equal
+    leading dims, G dividing H, ``MIN_KEYS`` <= M == N <= ``MAX_KEYS``, D <= 128, Dv <= 512, a 16-bit float
+    dtype and a mask <= ``SKIP_MASK``."""
+    qs, ks, vs = tuple(q_shape), tuple(k_shape), tuple(v_shape)
+    if not (len(qs) == len(ks) == len(vs) >= 3) or min(qs + ks + vs) <= 0:
+        return False
+    if qs[:-3] != ks[:-3] or ks[:-2] != vs[:-2] or qs[-3] % ks[-3]:
+        return False
+    m, d = qs[-2:]
+    n, dv = vs[-2:]
+    if (
+        ks[-1] != d
+        or ks[-2] != n
+        or m != n
+        or not MIN_KEYS <= n <= MAX_KEYS
+        or d > MAX_HEAD_DIM
+        or dv > MAX_VALUE_DIM
+    ):
+        return False
+    return getattr(dtype, "name", dtype) in DTYPES and float(mask_value) <= SKIP_MASK
+
+
+def _ds(start, size: int) -> DimSlice:
+    return DimSlice(Affine.of(start), size, 1)
+
+
+def _acc(t, *dims) -> Access:
+    return Access(t, tuple(d if isinstance(d, DimSlice) else _ds(*d) for d in dims))
+
+
+def _finish(gen):
+    """Run a stage generator to its end; its return value."""
+    try:
+        while True:
+            next(gen)
+    except StopIteration as stop:
+        return stop.value
+
+
+def _flat_home(ctx: LowerContext, v, shape) -> HbmHome:
+    """``v``'s home as ``shape`` (leading dims flattened); a row-major copy when no view is."""
+    h = ctx.home(v).reshape(tuple(shape))
+    if h is None:
+        h = ctx.alloc_hbm(v.type.shape, v.dtype)
+        copy_home(ctx, ctx.home(v), h)
+        h = h.reshape(tuple(shape))
+    return h
+
+
+class _Emitter:
+    """Emits the kernel (module docstring) for one op into the kernel being lowered."""
+
+    def __init__(self, ctx: LowerContext, op):
+        q, k, v = op.operands
+        self.ctx, self.b = ctx, ctx.b
+        self.dt = q.dtype
+        self.scale = float(op.attrs["scale"])
+        self.mask_value = float(op.attrs["mask_value"])
+        self.m, self.d = q.type.shape[-2:]
+        self.n, self.dv = v.type.shape[-2:]
+        self.hq, self.hk = math.prod(q.type.shape[:-2]), math.prod(k.type.shape[:-2])
+        self.rep = self.hq // self.hk
+        self.tiles = -(-self.m // P)
+        self.chunks = -(-self.n // P)
+        ctx.at_op(op)
+        # rows on the partitions, heads along the free axis: (rows, heads, features) views
+        self.q_rows = _flat_home(ctx, q, (self.hq, self.m, self.d)).transpose((1, 0, 2))
+        self.k_rows = _flat_home(ctx, k, (self.hk, self.n, self.d)).transpose((1, 0, 2))
+        self.v_rows = _flat_home(ctx, v, (self.hk, self.n, self.dv)).transpose((1, 0, 2))
+        out = ctx.home_for_store(op.result)
+        flat = out.reshape((self.hq, self.m, self.dv))
+        self.copy_to = None
+        if flat is None:  # the result's home is not a view of (heads, rows, dv): copy after
+            self.copy_to = out
+            flat = ctx.alloc_hbm(op.result.type.shape, self.dt).reshape((self.hq, self.m, self.dv))
+            self.tmp_home = flat
+        self.o_rows = flat.transpose((1, 0, 2))
+
+    def view(self, h: HbmHome):
+        return self.ctx.view(h)
+
+    # ---- once per kernel -------------------------------------------------------------------
+    def mask_tile(self):
+        """mask/scale where key j > row p of a diagonal chunk, 0 elsewhere (fp32, added to the
+        unscaled scores)."""
+        b = self.b
+        t = b.alloc((P, P), F32, name="causal_bias")
+        b.memset(dst=_acc(t, (0, P), (0, P)), value=0.0, engine="gpsimd")
+        b.affine_select(
+            dst=_acc(t, (0, P), (0, P)),
+            pattern=[[1, P]],
+            channel_multiplier=-1,
+            on_true_tile=_acc(t, (0, P), (0, P)),
+            on_false_value=float(np.float32(self.mask_value / self.scale)),
+            cmp_op="less_equal",
+        )
+        return t
+
+    # ---- once per KV head ------------------------------------------------------------------
+    def load(self, g):
+        """K, V and the group's Q into SBUF (keys / rows on the partitions, chunk-major)."""
+        b, d, dv = self.b, self.d, self.dv
+        k_nat = b.alloc((P, self.chunks, d), self.dt, name="k_nat")
+        v_nat = b.alloc((P, self.chunks, dv), self.dt, name="v_nat")
+        q_nat = b.alloc((P, self.tiles, self.rep, d), self.dt, name="q_nat")
+        hd = _ds(g, 1)
+        hq = _ds(Affine.of(g) * self.rep, self.rep)
+        self._rows_dma(k_nat, self.k_view, self.n, hd, d, 1)
+        self._rows_dma(q_nat, self.q_view, self.m, hq, d, self.rep)
+        self._rows_dma(v_nat, self.v_view, self.n, hd, dv, 1)
+        return k_nat, v_nat, q_nat
+
+    def _rows_view(self, rows: HbmHome, n: int):
+        """(view, chunked): ``rows`` (n, heads, f) as (128, n/128, heads, f) when n is a multiple
+        of 128 (row c·128 + p at [p, c]), else as it is. Made before the loop (views are
+        kernel-level)."""
+        if n % P == 0:
+            return self.view(rows.reshape((n // P, P) + rows.shape[1:]).transpose((1, 0, 2, 3))), True
+        return self.view(rows), False
+
+    def _rows_dma(self, tile, rows, n: int, heads: DimSlice, f: int, nh: int) -> None:
+        """Row r = c·128 + p of ``rows`` (from ``_rows_view``) into ``tile[p, c, (head,) :f]``:
+        one DMA when n is a multiple of 128, else one per chunk."""
+        b = self.b
+        view, chunked = rows
+        lead = (_ds(0, nh),) if tile.type.rank == 4 else ()
+        if chunked:
+            src = _acc(view, (0, P), (0, n // P), heads, (0, f))
+            b.dma_copy(dst=_acc(tile, (0, P), (0, n // P), *lead, (0, f)), src=src)
+            return
+        for c in range(-(-n // P)):
+            kc = min(P, n - c * P)
+            b.dma_copy(
+                dst=_acc(tile, (0, kc), (c, 1), *lead, (0, f)), src=_acc(view, (c * P, kc), heads, (0, f))
+            )
+
+    def transposed(self, nat, count: int, rows_of, out, col0: int, lead=()) -> None:
+        """``out[:features, col0 + i·128 + r]`` = the 128-row blocks ``nat[r, i, (lead), :]``
+        transposed (16-bit TensorE transposes, ``SLOTS`` per PSUM bank, one copy per bank)."""
+        b, f = self.b, nat.type.shape[-1]
+        for s0 in range(0, count, SLOTS):
+            sn = min(SLOTS, count - s0)
+            ps = b.alloc((P, SLOTS * P), self.dt, "psum", name="ps_t")
+            for i in range(s0, s0 + sn):
+                r = rows_of(i)
+                data = _acc(nat, (0, r), (i, 1), *[(x, 1) for x in lead], (0, f))
+                b.nc_transpose(dst=_acc(ps, (0, f), ((i - s0) * P, r)), data=data)
+            width = (sn - 1) * P + rows_of(s0 + sn - 1)
+            engine = "vector" if (s0 // SLOTS) % 2 == 0 else "scalar"
+            b.tensor_copy(
+                dst=_acc(out, (0, f), (col0 + s0 * P, width)), src=_acc(ps, (0, f), (0, width)), engine=engine
+            )
+
+    # ---- one (query head, query tile) unit, in two stages ------------------------------------
+    def scores(self, q_t, k_t, j: int, t: int, mask):
+        """Stage 1 (a generator returning (P, 1/Σ, rows)): S; then the diagonal mask, -max,
+        P = exp(...) with row sums, 1/Σ."""
+        b, d = self.b, self.d
+        r0 = t * P
+        mt = min(P, self.m - r0)
+        keys = r0 + mt
+        rows = (0, mt)
+        q_cols = _acc(q_t, (0, d), (j * self.m + r0, mt))
+        banks = []
+        for b0 in range(0, keys, BANK):
+            w = min(BANK, keys - b0)
+            s = b.alloc((P, BANK), F32, "psum", name="scores")
+            b.nc_matmul(dst=_acc(s, rows, (0, w)), stationary=q_cols, moving=_acc(k_t, (0, d), (b0, w)))
+            banks.append((s, b0, w))
+        yield  # the previous unit's P V goes here, between this unit's scores and its softmax
+        s_last, b_last, _ = banks[-1]
+        y = b.alloc((P, P), F32, name="scores_diag")
+        b.tensor_tensor(
+            dst=_acc(y, rows, (0, mt)),
+            data1=_acc(s_last, rows, (r0 - b_last, mt)),
+            data2=_acc(mask, rows, (0, mt)),
+            op="add",
+        )
+        parts = [(s, 0, w - (mt if s is s_last else 0), b0) for s, b0, w in banks]
+        parts = [p for p in parts if p[2] > 0] + [(y, 0, mt, r0)]
+        cols = len(parts)
+        negs = b.alloc((P, cols), F32, name="neg_maxes")
+        for i, (src, c0, w, _k0) in enumerate(parts):
+            b.tensor_reduce(
+                dst=_acc(negs, rows, (i, 1)),
+                op="maximum",
+                data=_acc(src, rows, (c0, w)),
+                axis=1,
+                negate=True,
+                keepdims=True,
+            )
+        neg = negs
+        if cols > 1:
+            neg = b.alloc((P, 1), F32, name="neg_max")
+            b.tensor_reduce(
+                dst=_acc(neg, rows, (0, 1)),
+                op="minimum",
+                data=_acc(negs, rows, (0, cols)),
+                axis=1,
+                keepdims=True,
+            )
+        bias = b.alloc((P, 1), F32, name="exp_bias")
+        b.tensor_scalar(
+            dst=_acc(bias, rows, (0, 1)),
+            data=_acc(neg, rows, (0, 1)),
+            op0="multiply",
+            operand0=self.scale,
+            engine="scalar",
+        )
+        p = b.alloc((P, keys), self.dt, name="probs")
+        sums = b.alloc((P, cols), F32, name="row_sums")
+        for i, (src, c0, w, k0) in enumerate(parts):
+            b.activation(
+                dst=_acc(p, rows, (k0, w)),
+                op="exp",
+                data=_acc(src, rows, (c0, w)),
+                bias=_acc(bias, rows, (0, 1)),
+                scale=self.scale,
+                reduce_res=_acc(sums, rows, (i, 1)),
+            )
+        total = sums
+        if cols > 1:
+            total = b.alloc((P, 1), F32, name="row_sum")
+            b.tensor_reduce(
+                dst=_acc(total, rows, (0, 1)),
+                op="add",
+                data=_acc(sums, rows, (0, cols)),
+                axis=1,
+                keepdims=True,
+            )
+        recip = b.alloc((P, 1), F32, name="recip")
+        b.activation(dst=_acc(recip, rows, (0, 1)), op="reciprocal", data=_acc(total, rows, (0, 1)))
+        return p, recip, mt
+
+    def values(self, v_nat, unit, j: int, t: int, out):
+        """Stage 2 (a generator): Pᵀ per 128-key chunk, O = Σ Pᵀᵀ V in PSUM; then O · 1/Σ into
+        ``out[:, j]``."""
+        b, dv = self.b, self.dv
+        p, recip, mt = unit
+        rows = (0, mt)
+        n_chunks = t + 1
+        o = b.alloc((P, dv), F32, "psum", name="pv")
+        for s0 in range(0, n_chunks, SLOTS):
+            sn = min(SLOTS, n_chunks - s0)
+            ps = b.alloc((P, SLOTS * P), self.dt, "psum", name="ps_pt")
+            pt = b.alloc((P, SLOTS * P), self.dt, name="probs_t")
+            kcs = [P if c < t else mt for c in range(s0, s0 + sn)]
+            for c, kc in zip(range(s0, s0 + sn), kcs):
+                b.nc_transpose(dst=_acc(ps, (0, kc), ((c - s0) * P, mt)), data=_acc(p, rows, (c * P, kc)))
+            engine = _EVAC[self.evac % len(_EVAC)]
+            self.evac += 1
+            if mt == P:
+                b.tensor_copy(
+                    dst=_acc(pt, (0, P), (0, sn * P)), src=_acc(ps, (0, P), (0, sn * P)), engine=engine
+                )
+            else:  # a short last tile: only its rows' columns and keys were written
+                for i, kc in enumerate(kcs):
+                    cols = (i * P, mt)
+                    b.tensor_copy(dst=_acc(pt, (0, kc), cols), src=_acc(ps, (0, kc), cols), engine=engine)
+            for c, kc in zip(range(s0, s0 + sn), kcs):
+                b.nc_matmul(
+                    dst=_acc(o, rows, (0, dv)),
+                    stationary=_acc(pt, (0, kc), ((c - s0) * P, mt)),
+                    moving=_acc(v_nat, (0, kc), (c, 1), (0, dv)),
+                    accumulate=c > 0,
+                )
+        yield  # the next unit's softmax goes here: VectorE reaches it before this multiply
+        b.tensor_scalar(
+            dst=_acc(out, rows, (j, 1), (0, dv)),
+            data=_acc(o, rows, (0, dv)),
+            op0="multiply",
+            operand0=_acc(recip, rows, (0, 1)),
+        )
+
+    # ---- the whole op ------------------------------------------------------------------------
+    def emit(self) -> None:
+        b = self.b
+        self.evac = 0
+        mask = self.mask_tile()
+        o_view = self.view(self.o_rows)
+        self.q_view = self._rows_view(self.q_rows, self.m)
+        self.k_view = self._rows_view(self.k_rows, self.n)
+        self.v_view = self._rows_view(self.v_rows, self.n)
+        with b.fori_loop(0, self.hk) as g:
+            k_nat, v_nat, q_nat = self.load(g)
+            k_t = b.alloc((P, self.n), self.dt, name="k_t")
+            self.transposed(k_nat, self.chunks, lambda c: min(P, self.n - c * P), k_t, 0)
+            q_t = b.alloc((P, self.rep * self.m), self.dt, name="q_t")
+            for j in range(self.rep):
+                self.transposed(
+                    q_nat, self.tiles, lambda t: min(P, self.m - t * P), q_t, j * self.m, lead=(j,)
+                )
+            units = [(j, t) for t in range(self.tiles) for j in range(self.rep)]
+            outs: dict[int, object] = {}
+            # the software pipeline: per step, the scores of unit u+1, the P V of unit u, the
+            # softmax of unit u+1, the output of unit u
+            pending = None
+            for unit in units + [None]:
+                nxt = None
+                if unit is not None:
+                    nxt = (unit, self.scores(q_t, k_t, unit[0], unit[1], mask))
+                    next(nxt[1])
+                vals = None
+                if pending is not None:
+                    (pj, pt_), res = pending
+                    if pt_ not in outs:
+                        outs[pt_] = b.alloc((P, self.rep, self.dv), self.dt, name="o_tile")
+                    vals = self.values(v_nat, res, pj, pt_, outs[pt_])
+                    next(vals)
+                if nxt is not None:
+                    nxt = (nxt[0], _finish(nxt[1]))
+                if vals is not None:
+                    _finish(vals)
+                    if pj == self.rep - 1:
+                        mt = min(P, self.m - pt_ * P)
+                        heads = _ds(Affine.of(g) * self.rep, self.rep)
+                        b.dma_copy(
+                            dst=_acc(o_view, (pt_ * P, mt), heads, (0, self.dv)),
+                            src=_acc(outs[pt_], (0, mt), (0, self.rep), (0, self.dv)),
+                        )
+                pending = nxt
+        list_order(b._blocks[-1].last.body, self.ctx.target)
+        if self.copy_to is not None:
+            copy_home(self.ctx, self.tmp_home.reshape(self.copy_to.shape), self.copy_to)
+
+
+@item_rule(CausalAttentionOp)
+def lower_causal_attention(ctx: LowerContext, op) -> None:
+    q, k, v = op.operands
+    if not (q.dtype is k.dtype is v.dtype) or not supported(
+        q.type.shape, k.type.shape, v.type.shape, q.dtype, op.attrs["mask_value"]
+    ):
+        shapes = ", ".join(f"{n} {x.type}" for n, x in zip("qkv", op.operands))
+        raise BuildError(
+            f"tensor.causal_attention ({shapes}, mask_value {op.attrs['mask_value']}): the lowering "
+            f"takes q (..., H, M, D), k (..., G, N, D), v (..., G, N, Dv) of one dtype "
+            f"({'/'.join(DTYPES)}), equal leading dims, G dividing H, {MIN_KEYS} <= M == N <= "
+            f"{MAX_KEYS}, D <= {MAX_HEAD_DIM}, Dv <= {MAX_VALUE_DIM} and mask_value <= {SKIP_MASK}"
+        )
+    _Emitter(ctx, op).emit()
