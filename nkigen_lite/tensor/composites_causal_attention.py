@@ -20,14 +20,12 @@ def _causal_attention(q, k, v, scale=1.0, mask_value=-1e4):
     """The layer's causal attention (module docstring); float64 operands stay float64."""
     work = np.float64 if q.dtype == np.float64 else np.float32
     rep = q.shape[-3] // k.shape[-3]
-    qf, kf, vf = (a.astype(work) for a in (q, np.repeat(k, rep, axis=-3), np.repeat(v, rep, axis=-3)))
-    s = (qf @ np.swapaxes(kf, -1, -2)).astype(q.dtype).astype(work) * work(scale)
+    kk, vv = np.repeat(k, rep, axis=-3), np.repeat(v, rep, axis=-3)
+    s = (q @ np.swapaxes(kk, -1, -2)).astype(work) * work(scale)  # the product in q's dtype
     n = s.shape[-1]
     s = s + np.triu(np.full((n, n), mask_value, work), 1)
     e = np.exp(s - s.max(axis=-1, keepdims=True))
-    p = (e / e.sum(axis=-1, keepdims=True)).astype(q.dtype).astype(work)
-    return (p @ vf).astype(q.dtype)
-
+    return (e / e.sum(axis=-1, keepdims=True)).astype(q.dtype) @ vv
 
 CausalAttentionOp = define_op(
     "causal_attention",

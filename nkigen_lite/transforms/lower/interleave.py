@@ -225,9 +225,12 @@ def _candidates(block: Block, live: tuple[int, int], out: list) -> tuple[int, in
     return _candidates_of(block, live, out, lambda op: _has_tensor_work(op) and _independent(op))
 
 
+MAX_BODY_OPS = 1024  # larger bodies hold independent work enough; copying them costs compile time
+
+
 def _candidates_of(block: Block, live: tuple[int, int], out: list, qualifies) -> tuple[int, int]:
-    """Innermost loops of ``block`` (post-order) for which ``qualifies(loop)`` holds, each with
-    the SBUF bytes / PSUM banks live where it starts."""
+    """Innermost loops of ``block`` (post-order) of at most ``MAX_BODY_OPS`` ops for which
+    ``qualifies(loop)`` holds, each with the SBUF bytes / PSUM banks live where it starts."""
     sbuf, banks = live
     owner: dict = {}
     for op in list(block):
@@ -247,7 +250,8 @@ def _candidates_of(block: Block, live: tuple[int, int], out: list, qualifies) ->
         elif isinstance(op, ForiLoopOp):
             before = len(out)
             _candidates_of(op.body, (sbuf, banks), out, qualifies)
-            if len(out) == before and op.trip_count >= 2 and qualifies(op):
+            small = sum(1 for _ in op.body) <= MAX_BODY_OPS
+            if len(out) == before and op.trip_count >= 2 and small and qualifies(op):
                 out.append((op, sbuf, banks))
     return sbuf, banks
 
