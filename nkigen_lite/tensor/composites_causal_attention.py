@@ -27,6 +27,7 @@ def _causal_attention(q, k, v, scale=1.0, mask_value=-1e4):
     e = np.exp(s - s.max(axis=-1, keepdims=True))
     return (e / e.sum(axis=-1, keepdims=True)).astype(q.dtype) @ vv
 
+
 CausalAttentionOp = define_op(
     "causal_attention",
     _causal_attention,
