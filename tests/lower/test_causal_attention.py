@@ -61,12 +61,13 @@ def _bytes_read(kern, name: str) -> int:
 
 @pytest.mark.parametrize(
     "seq, heads, kv, hd",
-    [(256, 4, 2, 64), (200, 4, 2, 64), (384, 2, 1, 128), (300, 3, 3, 32)],
-    ids=["s256-gqa", "s200-partial-tile", "s384-d128", "s300-mha"],
+    [(256, 4, 2, 64), (200, 4, 2, 64), (384, 2, 1, 128), (300, 3, 3, 32), (384, 32, 16, 32)],
+    ids=["s256-gqa", "s200-partial-tile", "s384-d128", "s300-mha", "s384-kv-loop"],
 )
 def test_layer_attention_matches_float64(seq, heads, kv, hd):
     """Interpreter and simulator against float64 NumPy (bf16 output tolerance), sequences that
-    are and are not multiples of 128, grouped and multi-head."""
+    are and are not multiples of 128, grouped and multi-head; the last case has more than
+    MAX_UNROLLED_UNITS units, so its KV heads run in a loop (the others straight-line)."""
     args = layer_inputs(seq, heads, kv, hd, 96, seed=seq)
     kern = nk.compile(layer_attention, *args)
     assert _count(kern, MatmulOp) > 0, "the causal_attention lowering was not used"
