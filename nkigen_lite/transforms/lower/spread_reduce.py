@@ -37,6 +37,7 @@ from ...ir.graph import ReturnOp
 from ...ir.value import Value
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
+from .spread_full_sum import emit_full_sum
 
 MIN_BYTES = 512  # per partition: below this the looped lowering is as good
 MAX_BYTES = 64 * 1024  # per partition: above this the input streams through a loop instead
@@ -160,7 +161,8 @@ def emit_spread_reduce(ctx, sr: SpreadReduce) -> bool:
     if hy is None or (sr.cols > 1 and hy.strides[1] != 1):
         return False
     if sr.cols == 1:
-        _full_sum(ctx, sr, ctx.view(hx), ctx.view(hy), n)
+        xv, dt = ctx.view(hx), sr.x.type.dtype
+        emit_full_sum(ctx, sr, ctx.view(hy), n, lambda spans: _load_chunks(ctx, xv, dt, spans, sr))
     else:
         _column_sums(ctx, sr, ctx.view(hx), ctx.view(hy), n // sr.cols)
     return True
@@ -176,50 +178,6 @@ def _load_chunks(ctx, xv, dt, spans: list[tuple[int, int]], sr: SpreadReduce) ->
         b.dma_copy(dst=Access(t, (_ds(0, p), _ds(0, cnt))), src=Access(xv, (_ds(0, p), _ds(start, cnt))))
         tiles.append(t)
     return tiles
-
-
-def _full_sum(ctx, sr: SpreadReduce, xv, yv, n: int) -> None:
-    b, p, dt = ctx.b, ctx.partitions, sr.x.type.dtype
-    spans = chunks(n, dt.itemsize)
-    ones = b.alloc((p, 1), "f32", "sbuf", name="ones")
-    b.memset(dst=ones, value=1.0)
-    tiles = _load_chunks(ctx, xv, dt, spans, sr)
-    ctx.at_op(sr.op)
-    # VectorE's share of each chunk: its clock against ScalarE's (the rest, on ScalarE)
-    tg = ctx.target
-    v_ns, s_ns = 1e9 / tg.vector_clock_hz, 1e9 / tg.scalar_clock_hz
-    nch = len(tiles)
-    # each engine writes partials of its own (the scheduler orders writers of one tile)
-    parts_v = b.alloc((p, nch), "f32", "sbuf", name="partials")
-    parts_s = b.alloc((p, nch), "f32", "sbuf", name="partials_act")
-    junk = None
-    for j, (t, (_, cnt)) in enumerate(zip(tiles, spans)):
-        nv = cnt if cnt < 4 * tg.min_ii_cycles else round(cnt * s_ns / (v_ns + s_ns))
-        b.tensor_reduce(
-            dst=Access(parts_v, (_ds(0, p), _ds(j, 1))),
-            op="add",
-            data=Access(t, (_ds(0, p), _ds(0, nv))),
-            axis=(1,),
-            keepdims=True,
-        )
-        if nv == cnt:
-            b.memset(dst=Access(parts_s, (_ds(0, p), _ds(j, 1))), value=0.0)
-            continue
-        if junk is None:
-            junk = b.alloc((p, max(cnt for _, cnt in spans)), "f32", "sbuf", name="copyout")
-        b.activation(
-            dst=Access(junk, (_ds(0, p), _ds(0, cnt - nv))),
-            op="copy",
-            data=Access(t, (_ds(0, p), _ds(nv, cnt - nv))),
-            reduce_res=Access(parts_s, (_ds(0, p), _ds(j, 1))),
-        )
-    ps = b.alloc((1, nch), "f32", "psum", name="psum_red")
-    b.nc_matmul(dst=ps, stationary=ones, moving=parts_v)
-    b.nc_matmul(dst=ps, stationary=ones, moving=parts_s, accumulate=True)
-    out = b.alloc((1, 1), sr.op.result.type.dtype, "sbuf", name=sr.op.result.name_hint or "red")
-    b.tensor_reduce(dst=out, op="add", data=ps, axis=(1,), keepdims=True)
-    ctx.at(f"store {ctx.name(sr.op.result)}")
-    b.dma_copy(dst=Access(yv, (_ds(0, 1), _ds(0, 1))), src=Access(out, (_ds(0, 1), _ds(0, 1))))
 
 
 def _assign(spans, row_bytes: int, t_row: float, v_row: float, v_finish: float) -> list[list[str]]:
