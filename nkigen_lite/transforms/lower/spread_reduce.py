@@ -7,22 +7,21 @@ four DMAs of 2 KiB per partition; 1024x256: eight of 1 KiB) and adds every tile 
 accumulator on VectorE, one after another, so the fixed cost of each DMA and every VectorE pass
 sits on the critical path. Here the input, row-major contiguous, is seen as ``[P, F]``:
 partition ``p`` holds the ``F`` contiguous elements ``p·F ... p·F + F - 1`` (for column sums, the
-``r = R / P`` whole rows ``p·r ... p·r + r - 1`` of ``C`` columns). It is loaded in a few chunks
-along ``F`` (``chunks``: up to 4 KiB per partition, the last one about 1 KiB so that little work
-is left when the last byte arrives), all issued up front, and:
+``r = R / P`` whole rows ``p·r ... p·r + r - 1`` of ``C`` columns), loaded in a few chunks along
+``F``, all issued up front: large *bulk* chunks first, then small *tail* chunks, so that little
+work is left when the last byte arrives (under the cost model the first load's issue and
+first-byte latency and the store's are fixed costs no plan avoids). The chunk plan is the
+candidate whose estimated end (spread_timing.py) is earliest:
 
-- **full sum**: each chunk is summed per partition, part on VectorE (``tensor_reduce``) and part
-  on ScalarE (the ``copy`` activation's ``reduce_res``), each into its own column of a
-  ``[P, n]`` fp32 tile of partials; one ones-vector matmul sums the partials over the partitions
-  into PSUM and one ``tensor_reduce`` of that ``[1, n]`` row gives the result;
-- **column sums**: every row slice ``[P, C]`` of a chunk is summed over the partitions either on
-  TensorE (a ones-vector matmul accumulating into one PSUM row per 512 columns, the accumulation
-  group spanning all rows) or on VectorE (added into an fp32 ``[P, C]`` accumulator, which one
-  more ones-matmul adds to the same PSUM accumulation). Rows are given to the engine that would
-  finish them first (``_assign``, from the target's clocks and the chunks' arrival); the last
-  chunk's rows all go to TensorE, after the accumulator's matmul, so VectorE's work is done
-  before the last chunk arrives. The PSUM row is copied to SBUF and stored.
+- **full sum** (spread_full_sum.py): bulk chunks summed per partition by VectorE and ScalarE,
+  each partial added over the partitions by a ones-matmul into one PSUM row; tail chunks summed
+  over the partitions by TensorE directly; one ``tensor_reduce`` of the PSUM row;
+- **column sums** (spread_column_sums.py): bulk rows summed over the partitions by ones-matmuls
+  (TensorE) or added into an fp32 accumulator (VectorE) that one more ones-matmul adds in; tail
+  chunks (the last one the last row's last 64 columns, a PSUM window of its own) by TensorE; each
+  PSUM window copied to SBUF as soon as it is complete.
 
+TensorE's matmuls are emitted in the order their inputs are estimated to be ready.
 Results are fp32 sums (the ones-matmul sums in fp32 PSUM) in a different order than NumPy's.
 The pattern is claimed on the tensor graph (``find_spread_reduces``): a ``sum`` whose operand is
 a kernel input and whose result is only returned (maybe through a reshape); inputs between ``MIN_BYTES`` and
@@ -37,16 +36,13 @@ from ...ir.graph import ReturnOp
 from ...ir.value import Value
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
+from .spread_column_sums import emit_column_sums
 from .spread_full_sum import emit_full_sum
 
 MIN_BYTES = 512  # per partition: below this the looped lowering is as good
 MAX_BYTES = 64 * 1024  # per partition: above this the input streams through a loop instead
-CHUNK_BYTES = 4096  # per partition and DMA (>= 4 KiB runs at full DMA efficiency)
-LAST_CHUNK_BYTES = 1024  # the last DMA: small, so little work follows the last byte
 MAX_ROWS_PER_PARTITION = 64  # column sums: rows per partition (one instruction each)
 MAX_COLUMNS = 2048  # column sums: PSUM rows of 512 fp32 each, at most 4 banks
-FIRST_BYTE_NS = 1900.0  # DGE issue + first-byte latency of the first DMA (docs/costmodel.md)
-HBM_BYTES_PER_NS = 360.0 / 128  # per partition: the core's HBM share spread over 128 partitions
 
 
 @dataclass(eq=False)
@@ -121,34 +117,6 @@ def find_spread_reduces(graph, partitions: int) -> list[SpreadReduce]:
     return out
 
 
-def chunks(units: int, unit_bytes: int) -> list[tuple[int, int]]:
-    """(start, count) chunks of ``units`` (elements or rows of ``unit_bytes`` each): one when
-    they fit ``2 · LAST_CHUNK_BYTES``, else a last chunk of about ``LAST_CHUNK_BYTES`` after
-    near-equal chunks of at most ``CHUNK_BYTES``."""
-    total = units * unit_bytes
-    if total <= 2 * LAST_CHUNK_BYTES or units == 1:
-        return [(0, units)]
-    last = min(units - 1, max(1, -(-LAST_CHUNK_BYTES // unit_bytes)))
-    rest = units - last
-    n = max(1, min(rest, -(-rest * unit_bytes // CHUNK_BYTES)))
-    out, start = [], 0
-    for i in range(n):
-        cnt = rest // n + (1 if i < rest % n else 0)
-        out.append((start, cnt))
-        start += cnt
-    return out + [(start, last)]
-
-
-def _arrivals(sizes_bytes: list[int]) -> list[float]:
-    """Estimated time (ns) each chunk has arrived: transfers back to back at the HBM rate after
-    the first DMA's fixed cost."""
-    t, out = FIRST_BYTE_NS, []
-    for b in sizes_bytes:
-        t += b / HBM_BYTES_PER_NS
-        out.append(t)
-    return out
-
-
 def emit_spread_reduce(ctx, sr: SpreadReduce) -> bool:
     """Emit ``sr``; False (nothing emitted) when the input or output is not contiguous."""
     p = ctx.partitions
@@ -160,11 +128,15 @@ def emit_spread_reduce(ctx, sr: SpreadReduce) -> bool:
     hy = ctx.home_for_store(v).reshape((1, sr.cols))
     if hy is None or (sr.cols > 1 and hy.strides[1] != 1):
         return False
+    xv, dt = ctx.view(hx), sr.x.type.dtype
+
+    def load(spans):
+        return _load_chunks(ctx, xv, dt, spans, sr)
+
     if sr.cols == 1:
-        xv, dt = ctx.view(hx), sr.x.type.dtype
-        emit_full_sum(ctx, sr, ctx.view(hy), n, lambda spans: _load_chunks(ctx, xv, dt, spans, sr))
+        emit_full_sum(ctx, sr, ctx.view(hy), n, load)
     else:
-        _column_sums(ctx, sr, ctx.view(hx), ctx.view(hy), n // sr.cols)
+        emit_column_sums(ctx, sr, hy, n // sr.cols, load)
     return True
 
 
@@ -178,86 +150,3 @@ def _load_chunks(ctx, xv, dt, spans: list[tuple[int, int]], sr: SpreadReduce) ->
         b.dma_copy(dst=Access(t, (_ds(0, p), _ds(0, cnt))), src=Access(xv, (_ds(0, p), _ds(start, cnt))))
         tiles.append(t)
     return tiles
-
-
-def _assign(spans, row_bytes: int, t_row: float, v_row: float, v_finish: float) -> list[list[str]]:
-    """Engine ("tensor" or "vector") of every row of every chunk: each row of a chunk but the
-    last goes to the engine that would finish it first (rows start when their chunk has
-    arrived); TensorE also owes one matmul of ``v_finish`` ns once VectorE has rows; the last
-    chunk's rows all go to TensorE."""
-    arrive = _arrivals([cnt * row_bytes for _, cnt in spans])
-    free = {"tensor": 0.0, "vector": 0.0}
-    used_vector = False
-    out = []
-    for k, ((_, cnt), at) in enumerate(zip(spans, arrive)):
-        engines = []
-        for _ in range(cnt):
-            if k == len(spans) - 1:
-                engines.append("tensor")
-                continue
-            t_end = max(free["tensor"], at) + t_row
-            v_end = max(free["vector"], at) + v_row
-            if not used_vector:  # VectorE's first row also costs TensorE the finishing matmul
-                v_end += v_finish
-            eng = "tensor" if t_end <= v_end else "vector"
-            free[eng] = max(free[eng], at) + (t_row if eng == "tensor" else v_row)
-            used_vector = used_vector or eng == "vector"
-            engines.append(eng)
-        out.append(engines)
-    return out
-
-
-def _column_sums(ctx, sr: SpreadReduce, xv, yv, r: int) -> None:
-    b, p, dt, c = ctx.b, ctx.partitions, sr.x.type.dtype, sr.cols
-    tg = ctx.target
-    spans = chunks(r, c * dt.itemsize)
-    ones = b.alloc((p, 1), dt, "sbuf", name="ones")
-    b.memset(dst=ones, value=1.0)
-    tiles = _load_chunks(ctx, xv, dt, [(s * c, k * c) for s, k in spans], sr)
-    ctx.at_op(sr.op)
-    fmax = tg.psum_bank_fmax
-    blocks = [(j, min(fmax, c - j)) for j in range(0, c, fmax)]
-    rate = 4 if dt.itemsize == 4 else 1  # fp32 matmuls run at a quarter rate
-    mm_ns = sum(max(w, tg.min_ii_cycles) for _, w in blocks) * 1e9 / tg.tensor_clock_hz
-    plan = _assign(spans, c * dt.itemsize, mm_ns * rate, 2 * c * 1e9 / tg.vector_clock_hz, mm_ns * 4)
-    ones32 = ones
-    if dt.itemsize != 4 and any("vector" in es for es in plan):
-        ones32 = b.alloc((p, 1), "f32", "sbuf", name="ones_f32")
-        b.memset(dst=ones32, value=1.0)
-    acc = None
-    ps = [b.alloc((1, fmax), "f32", "psum", name="psum_red") for _ in blocks]
-    started = [False] * len(blocks)
-
-    def matmul(stationary, tile, col0: int) -> None:
-        for i, (j, w) in enumerate(blocks):
-            b.nc_matmul(
-                dst=Access(ps[i], (_ds(0, 1), _ds(0, w))),
-                stationary=stationary,
-                moving=Access(tile, (_ds(0, p), _ds(col0 + j, w))),
-                accumulate=started[i],
-            )
-            started[i] = True
-
-    for k, (t, engines) in enumerate(zip(tiles, plan)):
-        if k == len(tiles) - 1 and acc is not None:  # VectorE's rows join the PSUM sum
-            matmul(ones32, acc, 0)
-        for i, eng in enumerate(engines):
-            if eng == "tensor":
-                matmul(ones, t, i * c)
-                continue
-            row = Access(t, (_ds(0, p), _ds(i * c, c)))
-            if acc is None:
-                acc = b.alloc((p, c), "f32", "sbuf", name="acc")
-                b.tensor_copy(dst=Access(acc, (_ds(0, p), _ds(0, c))), src=row)
-            else:
-                whole = Access(acc, (_ds(0, p), _ds(0, c)))
-                b.tensor_tensor(dst=whole, data1=whole, data2=row, op="add")
-    out = b.alloc((1, c), sr.op.result.type.dtype, "sbuf", name=sr.op.result.name_hint or "red")
-    for i, (j, w) in enumerate(blocks):
-        b.tensor_copy(
-            dst=Access(out, (_ds(0, 1), _ds(j, w))),
-            src=Access(ps[i], (_ds(0, 1), _ds(0, w))),
-            engine="scalar",
-        )
-    ctx.at(f"store {ctx.name(sr.op.result)}")
-    b.dma_copy(dst=Access(yv, (_ds(0, 1), _ds(0, c))), src=Access(out, (_ds(0, 1), _ds(0, c))))
