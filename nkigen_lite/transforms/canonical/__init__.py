@@ -2,6 +2,7 @@
 
 from .attention import ATTENTION_PATTERNS
 from .causal_attention import CAUSAL_ATTENTION_PATTERNS
+from .decode_attention import DECODE_ATTENTION_PATTERNS
 from .empty import EMPTY_PATTERNS
 from .folding import FOLDING_PATTERNS
 from .gather_shapes import GATHER_SHAPE_PATTERNS
@@ -27,6 +28,7 @@ PATTERNS = (
     + SOFTMAX_SCALE_PATTERNS
     + GATHER_SHAPE_PATTERNS
     + GQA_PATTERNS
+    + DECODE_ATTENTION_PATTERNS
     + ATTENTION_PATTERNS
     + GROUPED_ATTENTION_PATTERNS
     + SINK_ATTENTION_PATTERNS
