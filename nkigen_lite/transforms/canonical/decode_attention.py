@@ -29,7 +29,9 @@ def _key_index(v, n: int) -> list | None:
     iota = def_op(v, T.IotaOp)
     if iota is not None:
         rank = v.type.rank
-        return [iota] if rank >= 1 and iota.attrs["axis"] % rank == rank - 1 and v.type.shape[-1] == n else None
+        return (
+            [iota] if rank >= 1 and iota.attrs["axis"] % rank == rank - 1 and v.type.shape[-1] == n else None
+        )
     const = def_op(v, T.ConstantOp)
     if const is not None and v.type.shape[-1:] == (n,) and v.dtype.is_int:
         a = np.asarray(const.attrs["value"].array)

@@ -46,7 +46,7 @@ F32 = get_dtype("f32")
 
 
 def _d(start, size: int, stride: int = 1) -> DimSlice:
-    return DimSlice(Affine.of(start), size, stride)
+    return DimSlice(Affine.of(start), size, stride if size > 1 else 1)
 
 
 def _acc(t, *dims) -> Access:
@@ -179,7 +179,9 @@ class _Kernel:
         mx_t = b.alloc((h, P), F32, "psum", name="part_max_t")
         b.nc_transpose(dst=_acc(mx_t, h, P), data=_acc(mx, P, h))
         neg = b.alloc((h, 1), F32, name="neg_max")
-        b.tensor_reduce(dst=_acc(neg, h, 1), op="maximum", data=_acc(mx_t, h, P), axis=1, negate=True, keepdims=True)
+        b.tensor_reduce(
+            dst=_acc(neg, h, 1), op="maximum", data=_acc(mx_t, h, P), axis=1, negate=True, keepdims=True
+        )
         neg_rows = b.alloc((h, P), F32, name="neg_max_rows")
         b.tensor_copy(dst=_acc(neg_rows, h, P), src=_acc(neg, h, (0, P, 0)))
         neg_all = b.alloc((P, h, 1), F32, "psum", name="neg_max_all")

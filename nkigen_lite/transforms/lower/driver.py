@@ -23,6 +23,7 @@ from . import (
     causal_attention,  # noqa: F401  (registers tensor.causal_attention's lowering)
     collective,  # noqa: F401  (registers the collectives' item rule)
     custom,  # noqa: F401  (registers the custom-kernel rule)
+    decode_attention,  # noqa: F401  (registers tensor.decode_attention's lowering)
     flash_attention,  # noqa: F401  (registers tensor.flash_attention's lowering)
     gathered_matmul,  # noqa: F401  (registers tensor.gathered_matmul's lowering)
     grouped_attention,  # noqa: F401  (registers tensor.grouped_attention's lowering)
