@@ -41,13 +41,15 @@ import math
 
 import numpy as np
 
-from ...ir.dtypes import float32, int32, uint8, uint32
+from ...ir.dtypes import float32, int32, uint32
 from ...ir.errors import BuildError
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from .context import LowerContext
 from .homes import HbmHome
 from .rules import item_rule
+from .topk_merge import NEG_FLT_MAX, _finish_values, _merge, _tile
+from .topk_rows import emit_rows_at_once, fits
 from .views import copy_home
 
 RAW_DTYPES = frozenset({"f32", "bf16", "f16", "i8", "u8", "i16", "u16"})
@@ -55,9 +57,7 @@ RAW_DTYPES = frozenset({"f32", "bf16", "f16", "i8", "u8", "i16", "u16"})
 KEYED_DTYPES = RAW_DTYPES - {"f32"}
 """Dtypes that may use k > 8: fp32 keys max(x, -FLT_MAX) keep their order with -inf free."""
 INDEX_LIMIT = 2**24  # fp32 holds every index below this exactly
-NEG_FLT_MAX = float(-np.finfo(np.float32).max)
 MERGE_MAX = 4096  # candidates one partition merges: candidates, indices, positions, one-hot in SBUF
-ONEHOT_BYTES = 64 * 1024  # per partition, the one-hot tile of one merge step
 
 
 def _topk_plan(n: int, k: int, dtype, target):
@@ -126,13 +126,6 @@ def _rows_view(ctx: LowerContext, h: HbmHome, perm, rows: int, cols: int, copy_i
     return tmp, shaped
 
 
-def _tile(t, p: int, *dims) -> Access:
-    """An access of tile ``t``: partitions [0, p) then (offset, size, stride) per free dim."""
-    return Access(
-        t, (DimSlice(0, p, 1),) + tuple(DimSlice(Affine.of(o), n, s if n > 1 else 1) for o, n, s in dims)
-    )
-
-
 @item_rule(T.TopkOp)
 def lower_topk(ctx: LowerContext, op: T.TopkOp) -> None:
     reason = native_topk_refusal(op, ctx.target)
@@ -149,19 +142,26 @@ def lower_topk(ctx: LowerContext, op: T.TopkOp) -> None:
     for r in op.results:
         home, back = _rows_view(ctx, ctx.home_for_store(r), perm, rows, k, copy_in=False)
         outs.append((home, back))
-    _emit(ctx, src, outs[0][0], outs[1][0], n, k, dt)
+    _emit(ctx, src, outs[0][0], outs[1][0], n, k, dt, bool(op.results[0].uses) or outs[0][1] is not None)
     for (_home, back), r in zip(outs, op.results):
         if back is not None:
             copy_home(ctx, back, ctx.home(r))
 
 
-def _emit(ctx: LowerContext, src: HbmHome, out_v: HbmHome, out_i: HbmHome, n: int, k: int, dt) -> None:
+def _emit(
+    ctx: LowerContext, src: HbmHome, out_v: HbmHome, out_i: HbmHome, n: int, k: int, dt, values: bool = True
+) -> None:
+    """topk of ``src`` (rows, n) into ``out_v`` / ``out_i`` (rows, k); ``values``: whether the
+    values are read (argmax reads only the indices)."""
     rows = src.shape[0]
     v_view, i_view = ctx.view(out_v), ctx.view(out_i)  # views are made outside the loops
     q = fold_factor(rows, n, k, dt, ctx.target)
     # folding needs each row's q pieces addressable as rows of one view (a strided source, e.g.
     # topk along a non-last axis, may not reshape without a copy: then one row per partition)
     folded = src.reshape((rows * q, n // q)) if q > 1 else None
+    if folded is not None and fits(rows, q, n // q, k, dt, ctx.target):
+        emit_rows_at_once(ctx, ctx.view(folded), v_view, i_view, rows, q, n // q, k, dt, values)
+        return
     if folded is not None:
         _emit_folded(ctx, folded, v_view, i_view, rows, q, n // q, k, dt)
         return
@@ -266,50 +266,3 @@ def _candidates(ctx, x_view, r0: Affine, p: int, length: int, k: int, dt, stride
 
     _chunks(ctx, length, size, chunk)
     return cv, ci, width
-
-
-def _merge(ctx, cv, ci, ov, oi, p: int, k: int, rounds: int, m: int, map_back: bool) -> None:
-    """The top k of the (p, m) candidates ``cv`` (indices in ``ci``) into ``ov`` / ``oi``: per
-    round max8, find_index8 (positions), then index = sum(ci * (iota == position)) for ``g``
-    positions at a time (the one-hot tile within ONEHOT_BYTES)."""
-    b, w = ctx.b, ctx.target.top8_width
-    g = max(1, min(w, ONEHOT_BYTES // (4 * m)))
-    pos = b.alloc((p, w, 1), uint32, "sbuf", name="merge_pos")
-    posf = b.alloc((p, w, 1), float32, "sbuf", name="merge_posf")
-    iot = b.alloc((p, 1, m), float32, "sbuf", name="cand_pos")
-    b.iota(dst=iot, pattern=[[1, m]])
-    onehot = b.alloc((p, g, m), float32, "sbuf", name="onehot")
-    mv = b.alloc((p, w), float32, "sbuf", name="merge_v")
-    gi = b.alloc((p, w), float32, "sbuf", name="merge_i")
-    for r in range(rounds):
-        b.max8(dst=mv, src=cv)
-        b.find_index8(dst=pos, data=cv, vals=mv)
-        if r < rounds - 1:
-            b.match_replace8(dst=cv, data=cv, vals=mv, imm=float("-inf"))
-        b.tensor_copy(dst=posf, src=pos)
-        take = min(w, k - r * w)
-        for j0 in range(0, take, g):
-            gj = min(g, take - j0)
-            hot = _tile(onehot, p, (0, gj, 1), (0, m, 1))
-            b.tensor_tensor(
-                dst=hot,
-                data1=_tile(iot, p, (0, gj, 0), (0, m, 1)),
-                data2=_tile(posf, p, (j0, gj, 1), (0, m, 0)),
-                op="equal",
-            )
-            b.tensor_tensor(dst=hot, data1=hot, data2=_tile(ci, p, (0, gj, 0), (0, m, 1)), op="multiply")
-            b.tensor_reduce(dst=_tile(gi, p, (j0, gj, 1)), op="add", data=hot, axis=(2,))
-        _finish_values(ctx, ov, _tile(mv, p, (0, take, 1)), p, r * w, take, map_back)
-        b.tensor_copy(dst=_tile(oi, p, (r * w, take, 1)), src=_tile(gi, p, (0, take, 1)))
-
-
-def _finish_values(ctx, ov, keys: Access, p: int, at: int, count: int, map_back: bool) -> None:
-    """ov[:, at:at+count] = the values of fp32 ``keys`` (-FLT_MAX back to -inf when keyed)."""
-    b = ctx.b
-    dst = _tile(ov, p, (at, count, 1))
-    if not map_back:
-        b.tensor_copy(dst=dst, src=keys)
-        return
-    pred = b.alloc((p, count), uint8, "sbuf", name="finite")
-    b.tensor_scalar(dst=pred, data=keys, op0="greater", operand0=NEG_FLT_MAX)
-    b.select(dst=dst, predicate=pred, on_true=keys, on_false=float("-inf"))

@@ -1,0 +1,67 @@
+"""The pieces of topk.py's lowering shared with topk_rows.py: tile accesses, the merge of
+candidates on their partitions (max8, find_index8, index picked by a one-hot compare) and the
+values' sentinel mapped back."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.dtypes import float32, uint8, uint32
+from ...nki.types import Access, Affine, DimSlice
+
+NEG_FLT_MAX = float(-np.finfo(np.float32).max)
+ONEHOT_BYTES = 64 * 1024  # per partition, the one-hot tile of one merge step
+
+
+def _tile(t, p: int, *dims) -> Access:
+    """An access of tile ``t``: partitions [0, p) then (offset, size, stride) per free dim."""
+    return Access(
+        t, (DimSlice(0, p, 1),) + tuple(DimSlice(Affine.of(o), n, s if n > 1 else 1) for o, n, s in dims)
+    )
+
+
+def _merge(ctx, cv, ci, ov, oi, p: int, k: int, rounds: int, m: int, map_back: bool) -> None:
+    """The top k of the (p, m) candidates ``cv`` (indices in ``ci``) into ``ov`` / ``oi``: per
+    round max8, find_index8 (positions), then index = sum(ci * (iota == position)) for ``g``
+    positions at a time (the one-hot tile within ONEHOT_BYTES)."""
+    b, w = ctx.b, ctx.target.top8_width
+    g = max(1, min(w, ONEHOT_BYTES // (4 * m)))
+    pos = b.alloc((p, w, 1), uint32, "sbuf", name="merge_pos")
+    posf = b.alloc((p, w, 1), float32, "sbuf", name="merge_posf")
+    iot = b.alloc((p, 1, m), float32, "sbuf", name="cand_pos")
+    b.iota(dst=iot, pattern=[[1, m]])
+    onehot = b.alloc((p, g, m), float32, "sbuf", name="onehot")
+    mv = b.alloc((p, w), float32, "sbuf", name="merge_v")
+    gi = b.alloc((p, w), float32, "sbuf", name="merge_i")
+    for r in range(rounds):
+        b.max8(dst=mv, src=cv)
+        b.find_index8(dst=pos, data=cv, vals=mv)
+        if r < rounds - 1:
+            b.match_replace8(dst=cv, data=cv, vals=mv, imm=float("-inf"))
+        b.tensor_copy(dst=posf, src=pos)
+        take = min(w, k - r * w)
+        for j0 in range(0, take, g):
+            gj = min(g, take - j0)
+            hot = _tile(onehot, p, (0, gj, 1), (0, m, 1))
+            b.tensor_tensor(
+                dst=hot,
+                data1=_tile(iot, p, (0, gj, 0), (0, m, 1)),
+                data2=_tile(posf, p, (j0, gj, 1), (0, m, 0)),
+                op="equal",
+            )
+            b.tensor_tensor(dst=hot, data1=hot, data2=_tile(ci, p, (0, gj, 0), (0, m, 1)), op="multiply")
+            b.tensor_reduce(dst=_tile(gi, p, (j0, gj, 1)), op="add", data=hot, axis=(2,))
+        _finish_values(ctx, ov, _tile(mv, p, (0, take, 1)), p, r * w, take, map_back)
+        b.tensor_copy(dst=_tile(oi, p, (r * w, take, 1)), src=_tile(gi, p, (0, take, 1)))
+
+
+def _finish_values(ctx, ov, keys: Access, p: int, at: int, count: int, map_back: bool) -> None:
+    """ov[:, at:at+count] = the values of fp32 ``keys`` (-FLT_MAX back to -inf when keyed)."""
+    b = ctx.b
+    dst = _tile(ov, p, (at, count, 1))
+    if not map_back:
+        b.tensor_copy(dst=dst, src=keys)
+        return
+    pred = b.alloc((p, count), uint8, "sbuf", name="finite")
+    b.tensor_scalar(dst=pred, data=keys, op0="greater", operand0=NEG_FLT_MAX)
+    b.select(dst=dst, predicate=pred, on_true=keys, on_false=float("-inf"))
