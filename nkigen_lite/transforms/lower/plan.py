@@ -11,6 +11,7 @@ from ...tensor import ops as T
 from ..layout.policy import default_roles as policy_roles
 from ..layout.policy import is_column_reduction, partition_tile
 from .groups import FusionGroup, domain_axes
+from .row_partitions import spread_single_row
 
 
 class RowTooWide(BuildError):
@@ -273,6 +274,7 @@ def _adjusted_roles(
         for d in range(len(dom)):
             if roles[d] == "P" and d not in acc and dom[d] > 1:
                 roles[d] = "I"
+    spread_single_row(roles, dom, red, acc, partitions, store_exts)
     # an iota along a dim that shares the partitions with another dim is not an affine
     # function of the partition index: put that dim in the free dims instead
     for op in group.ops:
