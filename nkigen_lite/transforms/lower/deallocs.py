@@ -13,9 +13,11 @@ from ...ir.passes import Pass, PassContext
 from ...nki.ops import AllocOp, DeallocOp
 from ...nki.target import TRN2
 from ...nki.types import TileType
+from .engine_balance import balance_engines
 from .interleave import interleave_loops
 from .rotation import plan_rotation
 from .stage_pipeline import pipeline_stages
+from .straight_order import reorder_straight
 
 
 def insert_deallocs(block: Block) -> int:
@@ -44,13 +46,19 @@ def insert_deallocs(block: Block) -> int:
 @dataclass(frozen=True)
 class InsertDeallocs(Pass):
     """Insert ``nki.dealloc`` after the last use of every tile (liveness per block), run pairs
-    of independent loop iterations interleaved (interleave.py), then give loop-body tiles
-    rotating buffers where SBUF and PSUM still fit (rotation.py)."""
+    of independent loop iterations interleaved (interleave.py), two-stage pipelines
+    (stage_pipeline.py), give loop-body tiles rotating buffers where SBUF and PSUM still fit
+    (rotation.py), move elementwise instructions to engines that shorten the scheduled time
+    (engine_balance.py) and reorder straight-line kernels by a list schedule when that is
+    shorter (straight_order.py)."""
 
     name = "deallocs"
 
     def run(self, graph: Graph, ctx: PassContext) -> None:
+        target = ctx.target or TRN2
         insert_deallocs(graph.body)
-        interleave_loops(graph, ctx.target or TRN2)
-        pipeline_stages(graph, ctx.target or TRN2)
-        plan_rotation(graph, ctx.target or TRN2)
+        interleave_loops(graph, target)
+        pipeline_stages(graph, target)
+        plan_rotation(graph, target)
+        balance_engines(graph, target)
+        reorder_straight(graph, target, insert_deallocs)
