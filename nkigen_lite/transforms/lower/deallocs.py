@@ -60,5 +60,5 @@ class InsertDeallocs(Pass):
         interleave_loops(graph, target)
         pipeline_stages(graph, target)
         plan_rotation(graph, target)
-        balance_engines(graph, target)
         reorder_straight(graph, target, insert_deallocs)
+        balance_engines(graph, target)

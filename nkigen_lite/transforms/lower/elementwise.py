@@ -128,15 +128,26 @@ def _narrow_int(v: Value) -> bool:
 
 
 def centred_multiply(em: TileFrame, op: Op, inst) -> None:
-    """``(data - mean) * factor`` of a centred value (centred.py): one VectorE tensor_scalar
-    (ScalarE's tensor_scalar takes multiply-then-add only)."""
+    """``(data - mean) * factor`` of a centred value (centred.py): one VectorE tensor_scalar, or
+    on ScalarE when the balance picks it: ``activation(copy, data·factor + (-mean·factor))``,
+    the bias column made by one-op ScalarE tensor_scalars on the (P, 1) columns."""
     cm = em.fold.centred[op]
     v = op.result
     data = em.access(cm.data, inst, em.ext(v))
     mean = fp32_column(em, cm.mean, inst)
     factor = cm.factor if not isinstance(cm.factor, Value) else fp32_column(em, cm.factor, inst)
     em.new_tile(v, inst)
-    em.note("vector", data.free_size)
+    if em.pick_engine(("vector", "scalar"), data.free_size) == "scalar":
+        t = em.scratch_tile(cm.mean, inst, "f32")
+        bias = em.tile_access(t, inst, em.ext(cm.mean))
+        if isinstance(factor, float):
+            em.b.tensor_scalar(dst=bias, data=mean, op0="multiply", operand0=-factor, engine="scalar")
+        else:  # one-op forms ScalarE runs too, so the chain may stay on one engine
+            neg = em.tile_access(em.scratch_tile(cm.mean, inst, "f32"), inst, em.ext(cm.mean))
+            em.b.tensor_scalar(dst=neg, data=mean, op0="multiply", operand0=-1.0, engine="scalar")
+            em.b.tensor_scalar(dst=bias, data=neg, op0="multiply", operand0=factor, engine="scalar")
+        em.b.activation(dst=em.access(v, inst), op="copy", data=data, bias=bias, scale=factor)
+        return
     em.b.tensor_scalar(
         dst=em.access(v, inst), data=data, op0="subtract", operand0=mean, op1="multiply", operand1=factor
     )

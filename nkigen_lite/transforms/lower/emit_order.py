@@ -151,8 +151,10 @@ class _ListScheduler:
         return order if len(order) == n else None
 
 
-def list_order(block, target) -> None:
-    """Reorder ``block`` (no loops, no deallocations yet) in place as the module docstring says."""
+def list_order(block, target, make_scheduler=_ListScheduler):
+    """Reorder ``block`` (no loops, no deallocations yet) in place as the module docstring says;
+    returns the scheduler (``make_scheduler(instrs, target)``, a ``_ListScheduler``) or None
+    when the block kept its order."""
     ops = list(block)
     if any(isinstance(op, DeallocOp) or op.regions for op in ops):
         raise ValueError("list_order takes a straight-line block before insert_deallocs")
@@ -160,10 +162,10 @@ def list_order(block, target) -> None:
     allocs = {op.result: op for op in ops if isinstance(op, AllocOp) and not _hbm(op.result)}
     ret = block.last if isinstance(block.last, ReturnOp) else None
     instrs = [op for op in ops if op not in head and not isinstance(op, AllocOp) and op is not ret]
-    sched = _ListScheduler(instrs, target)
+    sched = make_scheduler(instrs, target)
     order = sched.run()
     if order is None:
-        return
+        return None
     for op in ops:
         block.remove(op)
     for op in head:
@@ -181,3 +183,4 @@ def list_order(block, target) -> None:
             block.append(a)
     if ret is not None:
         block.append(ret)
+    return sched

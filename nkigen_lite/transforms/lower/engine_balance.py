@@ -47,7 +47,7 @@ def _all_float(op) -> bool:
     return all(a.dtype.is_float for a in _accesses(op))
 
 
-def _candidates(op, target: Target) -> tuple[str, ...]:
+def candidates(op, target: Target) -> tuple[str, ...]:
     """The engines ``op`` may run on with the same result (module docstring), or ()."""
     if isinstance(op, TensorTensorOp):
         if op.attrs["op"] not in _TT_ALU or not _all_float(op):
@@ -73,8 +73,16 @@ def _candidates(op, target: Target) -> tuple[str, ...]:
     return tuple(e for e in engines if all(a.dtype.name in target.dtypes_of(e) for a in _accesses(op)))
 
 
-def _with_engine(op, engine: str):
+def with_engine(op, engine: str):
     """A copy of ``op`` running on ``engine``, put in its place (``op`` is erased)."""
+    new = rebuilt(op, engine)
+    op.parent.insert_before(op, new)
+    op.erase()
+    return new
+
+
+def rebuilt(op, engine: str):
+    """A new, unplaced copy of ``op`` running on ``engine`` (its operands' uses registered)."""
     items = []
     accs = dict(op.access_attrs())
     for a in op.attr_spec:
@@ -87,8 +95,6 @@ def _with_engine(op, engine: str):
     operands, attrs = pack(items)
     new = type(op)(operands, attrs)
     new.loc = op.loc
-    op.parent.insert_before(op, new)
-    op.erase()
     return new
 
 
@@ -119,32 +125,56 @@ class _Oracle:
 
 def balance_engines(graph: Graph, target: Target) -> int:
     """Move instructions to other engines where the scheduled time drops (module docstring);
-    returns how many were moved."""
+    returns how many instructions end on another engine than they started on."""
     instrs: list = []
     _instructions(graph.body, instrs)
     if len(instrs) > MAX_INSTRUCTIONS:
         return 0
-    movable = [(op, _candidates(op, target)) for op in instrs]
+    movable = [(op, candidates(op, target)) for op in instrs]
     movable = [(op, c) for op, c in movable if len(c) > 1]
     if not movable:
         return 0
-    order = sorted(range(len(movable)), key=lambda i: (-instruction_cost(movable[i][0], target).ns, i))
+    cur = [op for op, _ in movable]
+    start = [op.engine for op in cur]
     oracle = _Oracle(graph, target)
+
+    def assign(moves: list) -> list:
+        """Put ``cur[i]`` on engine ``e`` for every (i, e); returns the moves undoing it."""
+        undo = []
+        for i, e in moves:
+            if cur[i].engine != e:
+                undo.append((i, cur[i].engine))
+                oracle.replaced.append(cur[i])
+                cur[i] = with_engine(cur[i], e)
+        return undo
+
     best = oracle.makespan()
-    moved = 0
+
+    def attempt(moves: list) -> bool:
+        nonlocal best
+        undo = assign(moves)
+        if not undo:
+            return False
+        t = oracle.makespan()
+        if t < best - 1e-6:
+            best = t
+            return True
+        assign(undo)
+        return False
+
+    # every instruction of one source op (the same loc: its tiles, its pipeline stages) together
+    groups: dict = {}
+    for i, (op, engines) in enumerate(movable):
+        groups.setdefault((op.loc or op.name, op.name, engines), []).append(i)
+    cost = [instruction_cost(op, target).ns for op in cur]
+    by_work = sorted(groups.items(), key=lambda kv: (-sum(cost[i] for i in kv[1]), kv[1][0]))
+    for (_, _, engines), members in by_work[:MAX_MOVABLE]:
+        for e in engines:
+            attempt([(i, e) for i in members])
+    # then one instruction at a time, the costliest first
+    order = sorted(range(len(cur)), key=lambda i: (-cost[i], i))
     for i in order[:MAX_MOVABLE]:
-        op, engines = movable[i]
-        home = op.engine
-        for eng in engines:
-            if eng == home:
-                continue
-            new = _with_engine(op, eng)
-            oracle.replaced.append(op)
-            t = oracle.makespan()
-            if t < best - 1e-6:
-                best, op = t, new
-                moved += 1
+        for e in movable[i][1]:
+            if attempt([(i, e)]):
                 break
-            oracle.replaced.append(new)
-            op = _with_engine(new, home)
-    return moved
+    return sum(op.engine != e for op, e in zip(cur, start))

@@ -107,10 +107,11 @@ def _stage(ops: list, t: Affine, slot: dict, idx, skip_deallocs: set) -> list:
     return out
 
 
-def _pipelined(plan: _Plan) -> list:
-    """The ops replacing the loop (module docstring)."""
+def _pipelined(plan: _Plan, slots: int = SLOTS) -> list:
+    """The ops replacing the loop (module docstring), crossing tiles in ``slots`` buffers."""
     loop = plan.loop
     lo, step, n = loop.attrs["lower"], loop.attrs["step"], loop.trip_count
+    SLOTS = slots  # noqa: N806  (the buffers of this pipeline)
     idx = loop.index
     crossing = {op.result for op in plan.crossing}
     out: list = []
@@ -165,12 +166,16 @@ def pipeline_stages(graph: Graph, target: Target) -> int:
     for loop, sbuf, banks in found:
         cut = _cut(list(loop.body))
         plan = _Plan(loop, cut)
-        try:
-            ops = _pipelined(plan)
-        except _Unsupported:
-            continue
-        if replace_loop_if_fits(loop, ops, sbuf, banks, target):
-            done += 1
+        # straight code (at most 2 * SLOTS trips): every trip in its own buffers when they fit
+        tries = [loop.trip_count, SLOTS] if SLOTS < loop.trip_count <= 2 * SLOTS else [SLOTS]
+        for slots in tries:
+            try:
+                ops = _pipelined(plan, slots)
+            except _Unsupported:
+                break
+            if replace_loop_if_fits(loop, ops, sbuf, banks, target):
+                done += 1
+                break
     return done
 
 

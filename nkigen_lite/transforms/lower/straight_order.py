@@ -1,18 +1,25 @@
-"""Straight-line kernels reordered by the list schedule of ``emit_order.py``, when that shortens
-the scheduled estimate.
+"""Straight-line kernels reordered by the list schedule of ``emit_order.py``, each movable
+elementwise instruction placed on the engine where it finishes first, when that shortens the
+scheduled estimate.
 
 After the two-stage pipeline (``stage_pipeline.py``) a short row loop is straight code, and a
 small kernel is straight code from the start; in program order each engine's stream still
 holds tile t's work before tile t+1's, and work that is ready early (a broadcast row copied out
 of PSUM, the next tile's statistics) may sit behind work that waits. ``list_order`` places each
 instruction where the cost model says it can start earliest, keeping every dependency through
-on-chip tiles.
+on-chip tiles. Here its list scheduler also chooses engines: an instruction several engines run
+with the same result (``engine_balance.candidates``: float elementwise VectorE / GpSimd /
+ScalarE forms) is placed on the candidate engine where it would finish first (its cost on that
+engine from perf/instruction_cost.py, the engine's free time and the cross-engine latencies of
+its dependencies), the classic earliest-finish-time rule.
 
 Applies to a kernel body without loops whose DMAs never read an HBM tensor the kernel also
 writes (``list_order`` keeps no order between DMAs through HBM: a scratch buffer stored and
-loaded back, or an output aliasing an input, keeps program order). The new order is kept only
-when the scheduled estimate (perf/schedule.py) is shorter; results do not change, since the same
-instructions read and write the same tiles in an order every dependency allows.
+loaded back, or an output aliasing an input, keeps program order), of at most
+``MAX_INSTRUCTIONS`` instructions (the list schedule is quadratic in them). The new order and
+engines are kept only when the scheduled estimate (perf/schedule.py) is shorter. Results do not
+change: the same instructions read and write the same tiles in an order every dependency allows,
+and a moved instruction computes the same bits on its new engine.
 """
 
 from __future__ import annotations
@@ -21,8 +28,12 @@ from ...ir.graph import Graph
 from ...nki.ops import DeallocOp, DmaCopyOp, HbmViewOp
 from ...nki.target import Target
 from ...nki.types import HbmType
+from ...perf.instruction_cost import instruction_cost
 from ...perf.schedule import Scheduler
-from .emit_order import list_order
+from .emit_order import _ListScheduler, list_order
+from .engine_balance import candidates, rebuilt, with_engine
+
+MAX_INSTRUCTIONS = 2000  # instructions of a straight-line kernel this pass reorders
 
 
 def _hbm_root(v):
@@ -35,7 +46,7 @@ def _hbm_root(v):
 
 def _qualifies(graph: Graph) -> bool:
     ops = list(graph.body)
-    if any(op.regions for op in ops):
+    if any(op.regions for op in ops) or len(ops) > 2 * MAX_INSTRUCTIONS:
         return False
     read, written = set(), set()
     for op in ops:
@@ -54,10 +65,52 @@ def _makespan(graph: Graph, target: Target) -> float:
     return sched.makespan
 
 
+class _EngineChoosing(_ListScheduler):
+    """The list scheduler of ``emit_order.py``; a movable instruction's engine is chosen when it
+    is placed (earliest finish), ``chosen`` maps its index to that engine."""
+
+    def __init__(self, instrs: list, target):
+        super().__init__(instrs, target)
+        self.options: dict[int, dict] = {}
+        for i, op in enumerate(instrs):
+            engines = candidates(op, target)
+            if len(engines) < 2:
+                continue
+            opts = {}
+            for e in engines:
+                if e == op.engine:
+                    opts[e] = self.costs[i]
+                else:
+                    probe = rebuilt(op, e)
+                    opts[e] = instruction_cost(probe, target)
+                    probe.drop_operand_uses()
+            self.options[i] = opts
+        self.chosen: dict[int, str] = {}
+
+    def _start_on(self, i: int, engine: str) -> float:
+        end, costs, lat = self.end, self.costs, self.lat
+        t = max((end[j] + lat.get((costs[j].engine, engine), 0.0) for j in self.deps[i]), default=0.0)
+        return max(t, self.free.get(engine, 0.0))
+
+    def start(self, i: int) -> float:
+        opts = self.options.get(i)
+        if opts is None:
+            return super().start(i)
+        return min(self._start_on(i, e) for e in opts)
+
+    def place(self, i: int) -> None:
+        opts = self.options.get(i)
+        if opts is not None:
+            e = min(opts, key=lambda e: (self._start_on(i, e) + opts[e].ns, e))
+            self.costs[i] = opts[e]
+            self.chosen[i] = e
+        super().place(i)
+
+
 def reorder_straight(graph: Graph, target: Target, insert_deallocs) -> bool:
     """Reorder ``graph`` (after deallocations were inserted) as the module docstring says;
-    ``insert_deallocs(block)`` puts them back after the reordering (deallocs.py, which imports
-    this module). True when the new order was kept."""
+    ``insert_deallocs(block)`` puts them back afterwards (deallocs.py, which imports this
+    module). True when the new order was kept."""
     if not _qualifies(graph):
         return False
     block = graph.body
@@ -66,12 +119,18 @@ def reorder_straight(graph: Graph, target: Target, insert_deallocs) -> bool:
     for op in before:
         if isinstance(op, DeallocOp):
             op.erase()
-    list_order(block, target)
+    sched = list_order(block, target, _EngineChoosing)
+    replaced = {}
+    if sched is not None:
+        for i, e in sorted(sched.chosen.items()):
+            op = sched.instrs[i]
+            if op.engine != e:
+                replaced[op] = with_engine(op, e)
     insert_deallocs(block)
     if _makespan(graph, target) < old:
         return True
-    for op in list(block):  # restore the program order and the deallocations as they were
-        if isinstance(op, DeallocOp):
+    for op in list(block):  # restore the program order, the engines and the deallocations
+        if isinstance(op, DeallocOp) or op in replaced.values():
             op.erase()
         else:
             block.remove(op)
@@ -80,5 +139,7 @@ def reorder_straight(graph: Graph, target: Target, insert_deallocs) -> bool:
             fresh = DeallocOp([op.operand(0)])
             fresh.loc = op.loc
             op = fresh
+        elif op in replaced:
+            op = rebuilt(op, op.engine)
         block.append(op)
     return False
