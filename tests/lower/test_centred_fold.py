@@ -35,18 +35,25 @@ def _full_width(op, n: int) -> bool:
 
 
 def test_layernorm_row_tile_has_no_subtract_pass():
-    """Per 128-row tile of a 512x1024 layernorm: VectorE makes 2 full-row passes (row sum and
-    the fused (x - mean) * rstd), not 3; the square activation reads x with -mean as its bias."""
+    """Per 128-row tile of a 512x1024 layernorm: 5 full-row passes (row sum, square with its
+    fused sum, the centred multiply, × w, + b), not 6; the square activation reads x with -mean
+    as its bias; the centred multiply reads x once, as the fused VectorE (x - mean) * rstd or as
+    the ScalarE activation x * rstd + (-mean * rstd) (elementwise.centred_multiply)."""
     k = nk.compile(get_workload("layernorm").graph(shape=(512, 1024)))
     body = _executed(k.nki.body)
-    vector_full = [op for op in body if op.attrs.get("engine") == "vector" and _full_width(op, 1024)]
-    assert len(vector_full) == 2 * 4, [op.name for op in vector_full]
+    compute = [op for op in body if op.name.startswith("nki.") and op.name != "nki.dma_copy"]
+    full = [op for op in compute if _full_width(op, 1024)]
+    assert len(full) == 5 * 4, [op.name for op in full]
     assert not any(op.loc == "tensor.sub %sub" for op in body)
-    fused = [op for op in body if isinstance(op, TensorScalarOp) and op.attrs["op1"] is not None]
+    norms = [op for op in full if op.loc == "tensor.mul %mul_2"]
     squares = [op for op in body if isinstance(op, ActivationOp) and op.attrs["op"] == "square"]
-    assert len(fused) == len(squares) == 4
-    for f, sq in zip(fused, squares):
-        assert (f.attrs["op0"], f.attrs["op1"]) == ("subtract", "multiply")
+    assert len(norms) == len(squares) == 4
+    for f, sq in zip(norms, squares):
+        if isinstance(f, TensorScalarOp):
+            assert (f.attrs["op0"], f.attrs["op1"]) == ("subtract", "multiply")
+        else:
+            assert isinstance(f, ActivationOp) and f.attrs["op"] == "copy"
+            assert f.access("bias") is not None and f.access("scale") is not None
         assert f.access("data").tensor.name_hint.startswith("x")
         assert sq.access("data").tensor is f.access("data").tensor
         assert sq.access("bias") is not None

@@ -37,29 +37,56 @@ def _executed(block, out=None, mult=1) -> list:
     return out
 
 
-def test_layernorm_statistics_of_next_tile_come_first():
+def _staged(monkeypatch, graph) -> nk.Kernel:
+    """The kernel as the pass leaves it: no straight-line reordering or engine moves after it
+    (straight_order.py, engine_balance.py)."""
+    with monkeypatch.context() as m:
+        m.setattr(deallocs, "reorder_straight", lambda g, t, f: False)
+        m.setattr(deallocs, "balance_engines", lambda g, t: 0)
+        return nk.compile(graph)
+
+
+def _norms(stream) -> list:
+    """Positions of the full-row centred multiplies (not the column ops sharing their loc)."""
+    return [
+        i
+        for i, op in enumerate(stream)
+        if op.loc == "tensor.mul %mul_2" and op.access("dst").free_size > 1
+    ]
+
+
+def test_layernorm_statistics_of_next_tile_come_first(monkeypatch):
     """512x1024 layernorm (4 row tiles): tile t+1's row sum precedes tile t's normalisation in
-    program order, for every t; the loaded tiles cross the stages in 3 buffers allocated
-    outside any loop."""
-    k = nk.compile(get_workload("layernorm").graph(shape=(512, 1024)))
+    program order, for every t; 4 trips become straight code, so the loaded tiles cross the
+    stages in one buffer per trip (4), allocated outside any loop."""
+    k = _staged(monkeypatch, get_workload("layernorm").graph(shape=(512, 1024)))
     stream = _executed(k.nki.body)
     sums = [i for i, op in enumerate(stream) if op.loc == "tensor.reduce %reduce"]
-    norms = [i for i, op in enumerate(stream) if op.loc == "tensor.mul %mul_2"]
+    norms = _norms(stream)
     assert len(sums) == len(norms) == 4
     for t in range(3):
         assert sums[t + 1] < norms[t]
     x_bufs = [op for op in k.nki.body if isinstance(op, AllocOp) and op.loc == "load %x"]
-    assert len(x_bufs) == stage_pipeline.SLOTS == 3
+    assert len(x_bufs) == 4
     assert all(op.bufs == 1 for op in x_bufs)
+
+
+def test_long_loop_crosses_stages_in_slots_buffers():
+    """16 row tiles stay a loop: the crossing tiles use SLOTS buffers."""
+    k = nk.compile(get_workload("layernorm").graph(shape=(2048, 1024)))
+    x_bufs = [op for op in k.nki.body if isinstance(op, AllocOp) and op.loc == "load %x"]
+    assert len(x_bufs) == stage_pipeline.SLOTS == 3
 
 
 def test_unpipelined_layernorm_orders_tile_by_tile(monkeypatch):
     """Without the pass the same instructions run tile after tile (the counts the test above
     relies on differ)."""
-    k = _unpipelined(monkeypatch, get_workload("layernorm").graph(shape=(512, 1024)))
+    with monkeypatch.context() as m:
+        m.setattr(deallocs, "reorder_straight", lambda g, t, f: False)
+        k = _unpipelined(m, get_workload("layernorm").graph(shape=(512, 1024)))
     stream = _executed(k.nki.body)
     sums = [i for i, op in enumerate(stream) if op.loc == "tensor.reduce %reduce"]
-    norms = [i for i, op in enumerate(stream) if op.loc == "tensor.mul %mul_2"]
+    norms = _norms(stream)
     assert all(sums[t + 1] > norms[t] for t in range(3))
 
 
