@@ -49,9 +49,7 @@ def _staged(monkeypatch, graph) -> nk.Kernel:
 def _norms(stream) -> list:
     """Positions of the full-row centred multiplies (not the column ops sharing their loc)."""
     return [
-        i
-        for i, op in enumerate(stream)
-        if op.loc == "tensor.mul %mul_2" and op.access("dst").free_size > 1
+        i for i, op in enumerate(stream) if op.loc == "tensor.mul %mul_2" and op.access("dst").free_size > 1
     ]
 
 
