@@ -26,7 +26,7 @@ F32 = nk.float32
 def _plain(monkeypatch, graph) -> nk.Kernel:
     """The kernel without engine moves and without the straight-line reordering."""
     with monkeypatch.context() as m:
-        m.setattr(deallocs, "balance_engines", lambda g, t: 0)
+        m.setattr(deallocs, "balance_engines", lambda *a: 0)
         m.setattr(deallocs, "reorder_straight", lambda g, t, f: False)
         return nk.compile(graph)
 
@@ -55,14 +55,15 @@ def _feeds(name: str, graph, seed=0) -> dict:
 
 
 def test_layernorm_affine_passes_on_both_engines():
-    """The ×w and +b passes (8 full-tile tensor_tensor) are split between VectorE and GpSimd
-    (main had all 8 on GpSimd), and the centred multiply runs on ScalarE for at least one tile."""
+    """The × w and + b passes (8 passes of 1,024 columns, some split per PSUM bank) run on both
+    VectorE and GpSimd (before: all 8 on GpSimd), and the centred multiply runs on ScalarE for
+    at least one tile."""
     k = nk.compile(get_workload("layernorm").graph(shape=(512, 1024)))
     stream = _executed(k.nki.body)
     tt = [op for op in stream if isinstance(op, TensorTensorOp) and _full_tile(op)]
-    assert len(tt) == 8
-    per = {e: sum(op.engine == e for op in tt) for e in ("vector", "gpsimd")}
-    assert per["vector"] >= 2 and per["gpsimd"] >= 2, per
+    cols = {e: sum(op.access("dst").free_size for op in tt if op.engine == e) for e in ("vector", "gpsimd")}
+    assert sum(cols.values()) == 8 * 1024
+    assert min(cols.values()) >= 1024, cols
     norms = [op for op in stream if op.loc == "tensor.mul %mul_2" and _full_tile(op)]
     assert len(norms) == 4
     assert any(isinstance(op, ActivationOp) for op in norms)
@@ -70,22 +71,38 @@ def test_layernorm_affine_passes_on_both_engines():
 
 def test_layernorm_no_engine_above_its_share():
     """Busy time per engine (cost model, executed instructions): no compute engine holds more
-    than 42% of the kernel's VectorE + ScalarE + GpSimd work (before: GpSimd 14.7 of 29.5 us,
-    50%; without the moves and reordering, VectorE 44%; now 39%)."""
+    than 45% of the kernel's VectorE + ScalarE + GpSimd work, and that work is below 26 us
+    (before: GpSimd 14.7 of 29.5 us, 50%; now VectorE 10.7 of 24.5 us, 44%, fewer VectorE
+    cycles where a broadcast row is read from PSUM)."""
     k = nk.compile(get_workload("layernorm").graph(shape=(512, 1024)))
     busy = k.estimate().by_engine_ns
     work = {e: busy[e] for e in ("vector", "scalar", "gpsimd")}
     total = sum(work.values())
-    assert max(work.values()) <= 0.42 * total, work
+    assert max(work.values()) <= 0.45 * total, work
+    assert total < 26_000, work
 
 
 def test_layernorm_instructions_and_bytes_unchanged_by_moves(monkeypatch):
-    """Moving and reordering changes neither what runs (per NKI op) nor the DMA bytes."""
+    """Moving and reordering changes neither the DMAs nor what runs per NKI op, except that a
+    × w / + b pass reading a row from PSUM is one instruction per bank (same columns in all)
+    and copies of a row nothing reads any more are dropped; the schedule is shorter."""
     g = get_workload("layernorm").graph(shape=(512, 1024))
     a, b = nk.compile(g), _plain(monkeypatch, g)
     assert a.stats().dma_bytes == b.stats().dma_bytes
-    names = lambda k: sorted(op.name for op in _executed(k.nki.body))  # noqa: E731
-    assert names(a) == names(b)
+    ea, eb = _executed(a.nki.body), _executed(b.nki.body)
+
+    def same(ops):
+        return sorted(op.name for op in ops if op.name not in ("nki.tensor_tensor", "nki.tensor_copy"))
+
+    def cols(ops):
+        return sum(op.access("dst").free_size for op in ops if op.name == "nki.tensor_tensor")
+
+    def copies(ops):
+        return sum(op.name == "nki.tensor_copy" for op in ops)
+
+    assert same(ea) == same(eb)
+    assert cols(ea) == cols(eb) == 8 * 1024
+    assert copies(ea) <= copies(eb) == 4
     assert a.estimate().scheduled_ns < b.estimate().scheduled_ns
 
 
@@ -219,3 +236,40 @@ def test_secondary_rows_improve(monkeypatch):
     ):
         g = get_workload(name).graph(**opts)
         assert nk.compile(g).estimate().scheduled_ns < _plain(monkeypatch, g).estimate().scheduled_ns
+
+
+# ---- broadcast rows read from PSUM (psum_rows.py) -----------------------------------------------
+
+
+def test_layernorm_reads_broadcast_rows_from_psum():
+    """Some VectorE × w / + b passes read the broadcast rows from their PSUM banks (one
+    instruction per 512-column bank, N cycles instead of 2N); every one of them reads a PSUM
+    tile written by a ones-matmul."""
+    k = nk.compile(get_workload("layernorm").graph(shape=(512, 1024)))
+    stream = _executed(k.nki.body)
+    from_psum = [
+        op
+        for op in stream
+        if isinstance(op, TensorTensorOp)
+        and any(op.access(n).space.value == "psum" for n in ("data1", "data2"))
+    ]
+    assert from_psum
+    assert all(op.engine == "vector" and op.access("dst").free_size == 512 for op in from_psum)
+    banks = {
+        op.access(n).tensor
+        for op in from_psum
+        for n in ("data1", "data2")
+        if op.access(n).space.value == "psum"
+    }
+    writers = [op for op in stream if op.name == "nki.nc_matmul" and op.access("dst").tensor in banks]
+    assert len(writers) == len(banks) <= 4
+
+
+def test_no_psum_rows_when_banks_are_short():
+    """broadcast_rows finds nothing when the kernel's PSUM tiles exceed the banks at once."""
+    from nkigen_lite.transforms.lower.psum_rows import broadcast_rows
+
+    k = nk.compile(get_workload("layernorm").graph(shape=(512, 1024)))
+    stream = _executed(k.nki.body)
+    small = TRN2.__class__(**{**TRN2.__dict__, "psum_num_banks": 2})
+    assert broadcast_rows(stream, small) == {}

@@ -61,4 +61,4 @@ class InsertDeallocs(Pass):
         pipeline_stages(graph, target)
         plan_rotation(graph, target)
         reorder_straight(graph, target, insert_deallocs)
-        balance_engines(graph, target)
+        balance_engines(graph, target, insert_deallocs)

@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from ...ir.graph import Graph
 from ...nki.access import pack
-from ...nki.ops import ForiLoopOp, NkiOp, TensorCopyOp, TensorScalarOp, TensorTensorOp
+from ...nki.ops import DeallocOp, ForiLoopOp, NkiOp, TensorCopyOp, TensorScalarOp, TensorTensorOp
 from ...nki.target import Target
 from ...nki.types import MemorySpace
 from ...perf.instruction_cost import instruction_cost
 from ...perf.schedule import Scheduler
+from .psum_rows import broadcast_rows, drop_unread_rows, psum_variant, psum_variant_possible
 
 MAX_INSTRUCTIONS = 400  # static NKI instructions of a kernel whose engines are searched
 MAX_MOVABLE = 64  # movable instructions tried (the costliest first)
@@ -123,29 +124,72 @@ class _Oracle:
         return sched.makespan
 
 
-def balance_engines(graph: Graph, target: Target) -> int:
-    """Move instructions to other engines where the scheduled time drops (module docstring);
-    returns how many instructions end on another engine than they started on."""
+PSUM_READ = "vector, row from PSUM"  # the state of an instruction reading a broadcast row's banks
+
+
+class _Movable:
+    """One movable instruction: its states (engines, and PSUM_READ when it reads a broadcast
+    row, psum_rows.py), the form it has now (one op, or the PSUM pieces) and a template to
+    rebuild any form from."""
+
+    def __init__(self, op, states: tuple, rows: dict):
+        self.tmpl, self.states, self.rows = op, states, rows
+        self.state = op.engine
+        self.form = [op]
+
+    def set(self, state: str, replaced: list) -> None:
+        if state == self.state:
+            return
+        anchor = self.form[0]
+        new = psum_variant(self.tmpl, self.rows) if state == PSUM_READ else [rebuilt(self.tmpl, state)]
+        for op in new:
+            anchor.parent.insert_before(anchor, op)
+        for op in self.form:
+            op.erase()
+            replaced.append(op)
+        self.form, self.state = new, state
+
+
+def balance_engines(graph: Graph, target: Target, insert_deallocs=None) -> int:
+    """Move instructions to other engines (or to reading a broadcast row from PSUM, in a
+    straight-line kernel, when ``insert_deallocs`` is given to move the banks' deallocations)
+    where the scheduled time drops (module docstring); returns how many end in another form."""
     instrs: list = []
     _instructions(graph.body, instrs)
     if len(instrs) > MAX_INSTRUCTIONS:
         return 0
-    movable = [(op, candidates(op, target)) for op in instrs]
-    movable = [(op, c) for op, c in movable if len(c) > 1]
+    straight = not any(isinstance(op, ForiLoopOp) for op in graph.body)
+    rows = broadcast_rows(instrs, target) if straight and insert_deallocs else {}
+    movable = []
+    for op in instrs:
+        states = candidates(op, target)
+        if rows and psum_variant_possible(op, rows):
+            states = tuple(dict.fromkeys(states + (op.engine, PSUM_READ)))
+        if len(states) > 1:
+            movable.append(_Movable(op, states, rows))
     if not movable:
         return 0
-    cur = [op for op, _ in movable]
-    start = [op.engine for op in cur]
-    oracle = _Oracle(graph, target)
+    _search(movable, _Oracle(graph, target), target)
+    if any(m.state == PSUM_READ for m in movable):
+        drop_unread_rows(graph.body, rows)
+        for op in list(graph.body):
+            if isinstance(op, DeallocOp):
+                op.erase()
+        insert_deallocs(graph.body)
+    return sum(m.state != m.tmpl.engine for m in movable)
+
+
+def _search(movable: list, oracle: _Oracle, target: Target) -> None:
+    """Greedy: whole source ops (the same loc) into each state, the costliest first, then one
+    instruction at a time; a move is kept when the scheduled time drops."""
 
     def assign(moves: list) -> list:
-        """Put ``cur[i]`` on engine ``e`` for every (i, e); returns the moves undoing it."""
         undo = []
-        for i, e in moves:
-            if cur[i].engine != e:
-                undo.append((i, cur[i].engine))
-                oracle.replaced.append(cur[i])
-                cur[i] = with_engine(cur[i], e)
+        for i, st in moves:
+            m = movable[i]
+            if m.state != st:
+                undo.append((i, m.state))
+                m.set(st, oracle.replaced)
         return undo
 
     best = oracle.makespan()
@@ -162,19 +206,16 @@ def balance_engines(graph: Graph, target: Target) -> int:
         assign(undo)
         return False
 
-    # every instruction of one source op (the same loc: its tiles, its pipeline stages) together
     groups: dict = {}
-    for i, (op, engines) in enumerate(movable):
-        groups.setdefault((op.loc or op.name, op.name, engines), []).append(i)
-    cost = [instruction_cost(op, target).ns for op in cur]
+    for i, m in enumerate(movable):
+        groups.setdefault((m.tmpl.loc or m.tmpl.name, m.tmpl.name, m.states), []).append(i)
+    cost = [instruction_cost(m.tmpl, target).ns for m in movable]
     by_work = sorted(groups.items(), key=lambda kv: (-sum(cost[i] for i in kv[1]), kv[1][0]))
-    for (_, _, engines), members in by_work[:MAX_MOVABLE]:
-        for e in engines:
-            attempt([(i, e) for i in members])
-    # then one instruction at a time, the costliest first
-    order = sorted(range(len(cur)), key=lambda i: (-cost[i], i))
+    for (_, _, states), members in by_work[:MAX_MOVABLE]:
+        for st in states:
+            attempt([(i, st) for i in members])
+    order = sorted(range(len(movable)), key=lambda i: (-cost[i], i))
     for i in order[:MAX_MOVABLE]:
-        for e in movable[i][1]:
-            if attempt([(i, e)]):
+        for st in movable[i].states:
+            if attempt([(i, st)]):
                 break
-    return sum(op.engine != e for op, e in zip(cur, start))

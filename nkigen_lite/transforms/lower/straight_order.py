@@ -25,7 +25,7 @@ and a moved instruction computes the same bits on its new engine.
 from __future__ import annotations
 
 from ...ir.graph import Graph
-from ...nki.ops import DeallocOp, DmaCopyOp, HbmViewOp
+from ...nki.ops import AllocOp, DeallocOp, DmaCopyOp, HbmViewOp
 from ...nki.target import Target
 from ...nki.types import HbmType
 from ...perf.instruction_cost import instruction_cost
@@ -120,26 +120,39 @@ def reorder_straight(graph: Graph, target: Target, insert_deallocs) -> bool:
         if isinstance(op, DeallocOp):
             op.erase()
     sched = list_order(block, target, _EngineChoosing)
-    replaced = {}
     if sched is not None:
-        for i, e in sorted(sched.chosen.items()):
-            op = sched.instrs[i]
-            if op.engine != e:
-                replaced[op] = with_engine(op, e)
+        _apply_choices(sched)
     insert_deallocs(block)
     if _makespan(graph, target) < old:
         return True
-    for op in list(block):  # restore the program order, the engines and the deallocations
-        if isinstance(op, DeallocOp) or op in replaced.values():
-            op.erase()
-        else:
-            block.remove(op)
-    for op in before:
-        if isinstance(op, DeallocOp):
-            fresh = DeallocOp([op.operand(0)])
-            fresh.loc = op.loc
-            op = fresh
-        elif op in replaced:
-            op = rebuilt(op, op.engine)
-        block.append(op)
+    _restore(block, before)
     return False
+
+
+def _apply_choices(sched: _EngineChoosing) -> None:
+    """Put the scheduler's engine choices into the reordered block."""
+    for i, e in sorted(sched.chosen.items()):
+        op = sched.instrs[i]
+        if op.engine != e:
+            with_engine(op, e)
+
+
+def _restore(block, before: list) -> None:
+    """Put back the program order, engines, deallocations and copies ``before`` lists."""
+    kept = set(before)
+    current = list(block)
+    for op in current:
+        if op in kept:
+            block.remove(op)
+        else:
+            op.erase()
+    present = set(current)
+    for op in before:
+        if op not in present:  # erased: a deallocation, a moved instruction, a dropped copy
+            if isinstance(op, DeallocOp):
+                fresh = DeallocOp([op.operand(0)])
+                fresh.loc = op.loc
+                op = fresh
+            elif not isinstance(op, AllocOp):
+                op = rebuilt(op, op.engine)
+        block.append(op)
