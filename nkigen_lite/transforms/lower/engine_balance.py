@@ -19,7 +19,8 @@ once into ``dst``):
 - float → float ``tensor_copy``: VectorE or ScalarE.
 
 Integer arithmetic stays where the lowering put it (GpSimd's is exact). Each candidate engine
-must also accept every operand's dtype (``Target.dtypes_of``). Kernels above
+must also accept every operand's dtype (``Target.dtypes_of``). Only elementwise and normalising
+kernels (``elementwise_kernel``: TensorE does at most row broadcasts) are searched. Kernels above
 ``MAX_INSTRUCTIONS`` static instructions keep their engines (each try schedules the kernel once),
 so the pass costs at most a fixed number of schedules of a bounded kernel.
 """
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 from ...ir.graph import Graph
 from ...nki.access import pack
-from ...nki.ops import DeallocOp, ForiLoopOp, NkiOp, TensorCopyOp, TensorScalarOp, TensorTensorOp
+from ...nki.ops import DeallocOp, ForiLoopOp, MatmulOp, NkiOp, TensorCopyOp, TensorScalarOp, TensorTensorOp
 from ...nki.target import Target
 from ...nki.types import MemorySpace
 from ...perf.instruction_cost import instruction_cost
@@ -99,6 +100,20 @@ def rebuilt(op, engine: str):
     return new
 
 
+def elementwise_kernel(instrs: list) -> bool:
+    """The kernel's TensorE work is at most row broadcasts (``ones[1,P]ᵀ · row`` matmuls, one
+    partition of contraction): an elementwise / normalising kernel. Kernels with matmuls or
+    transposes keep the engines and order their lowerings chose (matmul_lead.py,
+    matmul_prefetch.py, attention: evacuation engines and prefetch orders of their own)."""
+    for op in instrs:
+        if isinstance(op, MatmulOp):
+            if op.access("stationary").dims[0].size != 1:
+                return False
+        elif getattr(op, "engine", None) == "tensor":
+            return False
+    return True
+
+
 def _instructions(block, out: list) -> None:
     for op in block:
         if isinstance(op, ForiLoopOp):
@@ -156,7 +171,7 @@ def balance_engines(graph: Graph, target: Target, insert_deallocs=None) -> int:
     where the scheduled time drops (module docstring); returns how many end in another form."""
     instrs: list = []
     _instructions(graph.body, instrs)
-    if len(instrs) > MAX_INSTRUCTIONS:
+    if len(instrs) > MAX_INSTRUCTIONS or not elementwise_kernel(instrs):
         return 0
     straight = not any(isinstance(op, ForiLoopOp) for op in graph.body)
     rows = broadcast_rows(instrs, target) if straight and insert_deallocs else {}

@@ -13,8 +13,9 @@ ScalarE forms) is placed on the candidate engine where it would finish first (it
 engine from perf/instruction_cost.py, the engine's free time and the cross-engine latencies of
 its dependencies), the classic earliest-finish-time rule.
 
-Applies to a kernel body without loops whose DMAs never read an HBM tensor the kernel also
-writes (``list_order`` keeps no order between DMAs through HBM: a scratch buffer stored and
+Applies to an elementwise or normalising kernel (``engine_balance.elementwise_kernel``: TensorE
+does at most row broadcasts) whose body has no loops and whose DMAs never read an HBM tensor it
+also writes (``list_order`` keeps no order between DMAs through HBM: a scratch buffer stored and
 loaded back, or an output aliasing an input, keeps program order), of at most
 ``MAX_INSTRUCTIONS`` instructions (the list schedule is quadratic in them). The new order and
 engines are kept only when the scheduled estimate (perf/schedule.py) is shorter. Results do not
@@ -25,13 +26,13 @@ and a moved instruction computes the same bits on its new engine.
 from __future__ import annotations
 
 from ...ir.graph import Graph
-from ...nki.ops import AllocOp, DeallocOp, DmaCopyOp, HbmViewOp
+from ...nki.ops import AllocOp, DeallocOp, DmaCopyOp, HbmViewOp, NkiOp
 from ...nki.target import Target
 from ...nki.types import HbmType
 from ...perf.instruction_cost import instruction_cost
 from ...perf.schedule import Scheduler
 from .emit_order import _ListScheduler, list_order
-from .engine_balance import candidates, rebuilt, with_engine
+from .engine_balance import candidates, elementwise_kernel, rebuilt, with_engine
 
 MAX_INSTRUCTIONS = 2000  # instructions of a straight-line kernel this pass reorders
 
@@ -56,6 +57,8 @@ def _qualifies(graph: Graph) -> bool:
             acc = op.access(name)
             if acc is not None and isinstance(acc.tensor.type, HbmType):
                 dst.add(_hbm_root(acc.tensor))
+    if not elementwise_kernel([op for op in ops if isinstance(op, NkiOp)]):
+        return False
     return sum(isinstance(op, DmaCopyOp) for op in ops) > 1 and not (read & written)
 
 
