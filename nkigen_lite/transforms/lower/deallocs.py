@@ -13,7 +13,7 @@ from ...ir.passes import Pass, PassContext
 from ...nki.ops import AllocOp, DeallocOp
 from ...nki.target import TRN2
 from ...nki.types import TileType
-from .engine_balance import balance_engines
+from .engine_balance import ScheduleOracle, balance_engines
 from .interleave import interleave_loops
 from .rotation import plan_rotation
 from .stage_pipeline import pipeline_stages
@@ -60,5 +60,6 @@ class InsertDeallocs(Pass):
         interleave_loops(graph, target)
         pipeline_stages(graph, target)
         plan_rotation(graph, target)
-        reorder_straight(graph, target, insert_deallocs)
-        balance_engines(graph, target, insert_deallocs)
+        oracle = ScheduleOracle(graph, target)  # schedules cached across the two passes
+        reorder_straight(graph, target, insert_deallocs, oracle)
+        balance_engines(graph, target, insert_deallocs, oracle)

@@ -60,7 +60,7 @@ def _footprint(v, target) -> tuple[str, int]:
 class _ListScheduler:
     """The list schedule of ``instrs`` (module docstring): ``run()`` gives their new order."""
 
-    def __init__(self, instrs: list, target):
+    def __init__(self, instrs: list, target, cost=instruction_cost):
         self.instrs, self.target = instrs, target
         self.touches = [_touches(op) for op in instrs]
         n = len(instrs)
@@ -81,7 +81,7 @@ class _ListScheduler:
                 reads_since[x] = []
             for x in dict.fromkeys(r + w):
                 self.users.setdefault(x, []).append(i)
-        self.costs = [instruction_cost(op, target) for op in instrs]
+        self.costs = [cost(op, target) for op in instrs]
         self.lat = latency_table(target)
         self.end = [0.0] * n
         self.free: dict[str, float] = {}

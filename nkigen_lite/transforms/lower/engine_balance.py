@@ -32,7 +32,7 @@ from ...nki.access import pack
 from ...nki.ops import DeallocOp, ForiLoopOp, MatmulOp, NkiOp, TensorCopyOp, TensorScalarOp, TensorTensorOp
 from ...nki.target import Target
 from ...nki.types import MemorySpace
-from ...perf.instruction_cost import instruction_cost
+from ...perf.instruction_cost import FREE_OPS, instruction_cost
 from ...perf.schedule import Scheduler
 from .psum_rows import broadcast_rows, drop_unread_rows, psum_variant, psum_variant_possible
 
@@ -122,9 +122,10 @@ def _instructions(block, out: list) -> None:
             out.append(op)
 
 
-class _Oracle:
-    """The scheduled time of the kernel, with per-instruction facts cached across schedules
-    (instructions replaced are kept alive so that their ids are never reused)."""
+class ScheduleOracle:
+    """The scheduled time of a kernel (perf/schedule.py), with per-instruction costs and
+    accesses cached across schedules for one pass over one graph (instructions replaced or
+    built to be costed are kept alive in ``replaced``, so that their ids are never reused)."""
 
     def __init__(self, graph: Graph, target: Target):
         self.graph, self.target = graph, target
@@ -132,7 +133,20 @@ class _Oracle:
         self.info: dict = {}
         self.replaced: list = []
 
+    def cost(self, op, target: Target | None = None):  # noqa: ARG002  (a cost-function signature)
+        """``instruction_cost(op)``, cached (the op kept alive)."""
+        c = self.costs.get(id(op))
+        if c is None:
+            c = self.costs[id(op)] = instruction_cost(op, self.target)
+            self.replaced.append(op)
+        return c
+
     def makespan(self) -> float:
+        instrs: list = []
+        _instructions(self.graph.body, instrs)
+        for op in instrs:
+            if not isinstance(op, FREE_OPS):
+                self.cost(op)
         sched = Scheduler(self.target, self.costs)
         sched.info = self.info
         sched.run(self.graph.body)
@@ -144,31 +158,44 @@ PSUM_READ = "vector, row from PSUM"  # the state of an instruction reading a bro
 
 class _Movable:
     """One movable instruction: its states (engines, and PSUM_READ when it reads a broadcast
-    row, psum_rows.py), the form it has now (one op, or the PSUM pieces) and a template to
-    rebuild any form from."""
+    row, psum_rows.py), the form of each state tried (one op, or the PSUM pieces; built once,
+    detached from the block while another form is in place) and the state it is in."""
 
     def __init__(self, op, states: tuple, rows: dict):
         self.tmpl, self.states, self.rows = op, states, rows
         self.state = op.engine
-        self.form = [op]
+        self.forms = {op.engine: [op]}
 
-    def set(self, state: str, replaced: list) -> None:
+    def set(self, state: str) -> None:
         if state == self.state:
             return
-        anchor = self.form[0]
-        new = psum_variant(self.tmpl, self.rows) if state == PSUM_READ else [rebuilt(self.tmpl, state)]
+        cur = self.forms[self.state]
+        new = self.forms.get(state)
+        if new is None:
+            tmpl = self.tmpl
+            new = psum_variant(tmpl, self.rows) if state == PSUM_READ else [rebuilt(tmpl, state)]
+            self.forms[state] = new
+        anchor = cur[0]
         for op in new:
             anchor.parent.insert_before(anchor, op)
-        for op in self.form:
-            op.erase()
-            replaced.append(op)
-        self.form, self.state = new, state
+        for op in cur:
+            op.parent.remove(op)
+        self.state = state
+
+    def finish(self, keep: list) -> None:
+        """Drop the operand uses of the forms not in place (kept alive in ``keep``)."""
+        for st, ops in self.forms.items():
+            if st != self.state:
+                for op in ops:
+                    op.drop_operand_uses()
+                    keep.append(op)
 
 
-def balance_engines(graph: Graph, target: Target, insert_deallocs=None) -> int:
+def balance_engines(graph: Graph, target: Target, insert_deallocs=None, oracle=None) -> int:
     """Move instructions to other engines (or to reading a broadcast row from PSUM, in a
     straight-line kernel, when ``insert_deallocs`` is given to move the banks' deallocations)
-    where the scheduled time drops (module docstring); returns how many end in another form."""
+    where the scheduled time drops (module docstring); returns how many end in another form.
+    ``oracle``: a ScheduleOracle of ``graph`` shared with other passes (its caches)."""
     instrs: list = []
     _instructions(graph.body, instrs)
     if len(instrs) > MAX_INSTRUCTIONS or not elementwise_kernel(instrs):
@@ -184,7 +211,10 @@ def balance_engines(graph: Graph, target: Target, insert_deallocs=None) -> int:
             movable.append(_Movable(op, states, rows))
     if not movable:
         return 0
-    _search(movable, _Oracle(graph, target), target)
+    oracle = oracle or ScheduleOracle(graph, target)
+    _search(movable, oracle)
+    for m in movable:
+        m.finish(oracle.replaced)
     if any(m.state == PSUM_READ for m in movable):
         drop_unread_rows(graph.body, rows)
         for op in list(graph.body):
@@ -194,7 +224,7 @@ def balance_engines(graph: Graph, target: Target, insert_deallocs=None) -> int:
     return sum(m.state != m.tmpl.engine for m in movable)
 
 
-def _search(movable: list, oracle: _Oracle, target: Target) -> None:
+def _search(movable: list, oracle: ScheduleOracle) -> None:
     """Greedy: whole source ops (the same loc) into each state, the costliest first, then one
     instruction at a time; a move is kept when the scheduled time drops."""
 
@@ -204,7 +234,7 @@ def _search(movable: list, oracle: _Oracle, target: Target) -> None:
             m = movable[i]
             if m.state != st:
                 undo.append((i, m.state))
-                m.set(st, oracle.replaced)
+                m.set(st)
         return undo
 
     best = oracle.makespan()
@@ -224,12 +254,15 @@ def _search(movable: list, oracle: _Oracle, target: Target) -> None:
     groups: dict = {}
     for i, m in enumerate(movable):
         groups.setdefault((m.tmpl.loc or m.tmpl.name, m.tmpl.name, m.states), []).append(i)
-    cost = [instruction_cost(m.tmpl, target).ns for m in movable]
+    cost = [oracle.cost(m.tmpl).ns for m in movable]
     by_work = sorted(groups.items(), key=lambda kv: (-sum(cost[i] for i in kv[1]), kv[1][0]))
     for (_, _, states), members in by_work[:MAX_MOVABLE]:
         for st in states:
             attempt([(i, st) for i in members])
-    order = sorted(range(len(movable)), key=lambda i: (-cost[i], i))
+    # then one instruction at a time, the costliest first (a source op of one instruction was
+    # tried above)
+    alone = {kv[1][0] for kv in by_work[:MAX_MOVABLE] if len(kv[1]) == 1}
+    order = sorted((i for i in range(len(movable)) if i not in alone), key=lambda i: (-cost[i], i))
     for i in order[:MAX_MOVABLE]:
         for st in movable[i].states:
             if attempt([(i, st)]):

@@ -21,7 +21,7 @@ their last reader without crowding out any other PSUM tile) and ``W`` is written
 from __future__ import annotations
 
 from ...nki.access import pack
-from ...nki.ops import AllocOp, MatmulOp, TensorCopyOp, TensorTensorOp
+from ...nki.ops import AllocOp, DeallocOp, MatmulOp, TensorCopyOp, TensorTensorOp
 from ...nki.types import Access, Affine, DimSlice, MemorySpace
 
 _ALU = ("add", "subtract", "multiply", "maximum", "minimum")
@@ -153,7 +153,8 @@ def psum_variant(op, rows: dict) -> list | None:
 
 
 def drop_unread_rows(block, rows: dict) -> None:
-    """Erase the copies (and allocation) of a broadcast row no instruction reads any more."""
+    """Erase the copies, allocation and deallocation of a broadcast row no instruction reads
+    any more."""
     read = set()
     for op in block:
         if not hasattr(op, "access_attrs"):
@@ -166,6 +167,8 @@ def drop_unread_rows(block, rows: dict) -> None:
             continue
         for op in list(block):
             if isinstance(op, TensorCopyOp) and op.access("dst").tensor is w:
+                op.erase()
+            elif isinstance(op, DeallocOp) and op.operand(0) is w:
                 op.erase()
         for op in list(block):
             if isinstance(op, AllocOp) and op.result is w and not w.has_uses:

@@ -167,7 +167,8 @@ def pipeline_stages(graph: Graph, target: Target) -> int:
         cut = _cut(list(loop.body))
         plan = _Plan(loop, cut)
         # straight code (at most 2 * SLOTS trips): every trip in its own buffers when they fit
-        tries = [loop.trip_count, SLOTS] if SLOTS < loop.trip_count <= 2 * SLOTS else [SLOTS]
+        n = loop.trip_count
+        tries = [n, SLOTS] if n <= 2 * SLOTS and n != SLOTS else [SLOTS]
         for slots in tries:
             try:
                 ops = _pipelined(plan, slots)

@@ -29,10 +29,8 @@ from ...ir.graph import Graph
 from ...nki.ops import AllocOp, DeallocOp, DmaCopyOp, HbmViewOp, NkiOp
 from ...nki.target import Target
 from ...nki.types import HbmType
-from ...perf.instruction_cost import instruction_cost
-from ...perf.schedule import Scheduler
 from .emit_order import _ListScheduler, list_order
-from .engine_balance import candidates, elementwise_kernel, rebuilt, with_engine
+from .engine_balance import ScheduleOracle, candidates, elementwise_kernel, rebuilt, with_engine
 
 MAX_INSTRUCTIONS = 2000  # instructions of a straight-line kernel this pass reorders
 
@@ -62,18 +60,12 @@ def _qualifies(graph: Graph) -> bool:
     return sum(isinstance(op, DmaCopyOp) for op in ops) > 1 and not (read & written)
 
 
-def _makespan(graph: Graph, target: Target) -> float:
-    sched = Scheduler(target, {})
-    sched.run(graph.body)
-    return sched.makespan
-
-
 class _EngineChoosing(_ListScheduler):
     """The list scheduler of ``emit_order.py``; a movable instruction's engine is chosen when it
     is placed (earliest finish), ``chosen`` maps its index to that engine."""
 
-    def __init__(self, instrs: list, target):
-        super().__init__(instrs, target)
+    def __init__(self, instrs: list, target, oracle: ScheduleOracle):
+        super().__init__(instrs, target, oracle.cost)
         self.options: dict[int, dict] = {}
         for i, op in enumerate(instrs):
             engines = candidates(op, target)
@@ -85,7 +77,7 @@ class _EngineChoosing(_ListScheduler):
                     opts[e] = self.costs[i]
                 else:
                     probe = rebuilt(op, e)
-                    opts[e] = instruction_cost(probe, target)
+                    opts[e] = oracle.cost(probe)
                     probe.drop_operand_uses()
             self.options[i] = opts
         self.chosen: dict[int, str] = {}
@@ -110,23 +102,25 @@ class _EngineChoosing(_ListScheduler):
         super().place(i)
 
 
-def reorder_straight(graph: Graph, target: Target, insert_deallocs) -> bool:
+def reorder_straight(graph: Graph, target: Target, insert_deallocs, oracle=None) -> bool:
     """Reorder ``graph`` (after deallocations were inserted) as the module docstring says;
     ``insert_deallocs(block)`` puts them back afterwards (deallocs.py, which imports this
-    module). True when the new order was kept."""
+    module); ``oracle`` a ScheduleOracle of ``graph`` shared with other passes (its caches).
+    True when the new order was kept."""
     if not _qualifies(graph):
         return False
     block = graph.body
     before = list(block)
-    old = _makespan(graph, target)
+    oracle = oracle or ScheduleOracle(graph, target)
+    old = oracle.makespan()
     for op in before:
         if isinstance(op, DeallocOp):
             op.erase()
-    sched = list_order(block, target, _EngineChoosing)
+    sched = list_order(block, target, lambda instrs, tgt: _EngineChoosing(instrs, tgt, oracle))
     if sched is not None:
         _apply_choices(sched)
     insert_deallocs(block)
-    if _makespan(graph, target) < old:
+    if oracle.makespan() < old:
         return True
     _restore(block, before)
     return False
