@@ -41,7 +41,7 @@ def _staged(monkeypatch, graph) -> nk.Kernel:
     """The kernel as the pass leaves it: no straight-line reordering or engine moves after it
     (straight_order.py, engine_balance.py)."""
     with monkeypatch.context() as m:
-        m.setattr(deallocs, "reorder_straight", lambda g, t, f: False)
+        m.setattr(deallocs, "reorder_straight", lambda *a: False)
         m.setattr(deallocs, "balance_engines", lambda *a: 0)
         return nk.compile(graph)
 
@@ -80,7 +80,7 @@ def test_unpipelined_layernorm_orders_tile_by_tile(monkeypatch):
     """Without the pass the same instructions run tile after tile (the counts the test above
     relies on differ)."""
     with monkeypatch.context() as m:
-        m.setattr(deallocs, "reorder_straight", lambda g, t, f: False)
+        m.setattr(deallocs, "reorder_straight", lambda *a: False)
         k = _unpipelined(m, get_workload("layernorm").graph(shape=(512, 1024)))
     stream = _executed(k.nki.body)
     sums = [i for i, op in enumerate(stream) if op.loc == "tensor.reduce %reduce"]
@@ -97,7 +97,7 @@ def test_same_instructions_and_bytes(monkeypatch, name, shape):
     g = get_workload(name).graph(shape=shape)
     a = _staged(monkeypatch, g)
     with monkeypatch.context() as m:
-        m.setattr(deallocs, "reorder_straight", lambda g, t, f: False)
+        m.setattr(deallocs, "reorder_straight", lambda *a: False)
         m.setattr(deallocs, "balance_engines", lambda *a: 0)
         b = _unpipelined(m, g)
     sa, sb = a.stats(), b.stats()
