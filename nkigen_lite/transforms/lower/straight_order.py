@@ -25,8 +25,8 @@ and a moved instruction computes the same bits on its new engine.
 
 from __future__ import annotations
 
-from ...ir.graph import Graph
-from ...nki.ops import AllocOp, DeallocOp, DmaCopyOp, HbmViewOp, NkiOp
+from ...ir.graph import Graph, ReturnOp
+from ...nki.ops import AllocOp, ComputeOp, DeallocOp, DmaCopyOp, HbmViewOp, NkiOp
 from ...nki.target import Target
 from ...nki.types import HbmType
 from .emit_order import _ListScheduler, list_order
@@ -45,7 +45,10 @@ def _hbm_root(v):
 
 def _qualifies(graph: Graph) -> bool:
     ops = list(graph.body)
-    if any(op.regions for op in ops) or len(ops) > 2 * MAX_INSTRUCTIONS:
+    if len(ops) > 2 * MAX_INSTRUCTIONS:
+        return False
+    # only tiles, views and plain instructions (no loops, program ids, collectives, ...)
+    if any(not isinstance(op, (AllocOp, DeallocOp, HbmViewOp, ReturnOp, ComputeOp, DmaCopyOp)) for op in ops):
         return False
     read, written = set(), set()
     for op in ops:
