@@ -47,6 +47,7 @@ from .online import reads_running_max
 from .operand_cast import is_operand_cast
 from .output_views import place_reshaped_outputs
 from .pipeline import RowPipeline, emit_pipeline, group_member, matmul_member
+from .pipeline_views import concat_in_place
 from .plan import RowTooWide, fold_rows, is_row_local, make_plan
 from .remat import rematerialize
 from .row_sequence import emit_row_pair, find_row_pairs
@@ -265,7 +266,7 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
             _emit_row_split(ctx, rs, part, plans, row_local, done, flush)
             continue
         if isinstance(item, (FusionGroup, T.MatmulOp)):
-            member, plan = _pipeline_member(ctx, item, plans, row_local, budget)
+            member, plan = _pipeline_member(ctx, item, plans, row_local, budget, pipe)
             if member is None:
                 flush()
                 _emit_alone(ctx, item, plan, part, row_local, pairs.get(item), outputs)
@@ -277,6 +278,11 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
             continue
         if is_layout_convert(item) and pipe.root(item.operand(0)) in pipe.produced:
             pipe.alias[item.result] = pipe.root(item.operand(0))
+            continue
+        if isinstance(item, (T.ReshapeOp, T.SliceOp)) and pipe.try_view(item, ctx.target.psum_bank_fmax):
+            continue  # a view of a pipeline value on chip (pipeline_views.py)
+        if isinstance(item, T.ConcatOp) and concat_in_place(ctx, item):
+            _lower_op(ctx, item)  # its parts are stored into their slices: nothing to copy
             continue
         if not pipe.reads_pipeline(item) and _emits_nothing_dependent(item):
             _lower_op(ctx, item)
@@ -297,8 +303,11 @@ def _emit_collected(ctx: LowerContext, pipe: RowPipeline, part, row_local, outpu
     elif pipe.members:
         emit_pipeline(ctx, pipe, outputs, row_local)
     for alias, root in pipe.alias.items():
-        if root in ctx.homes and alias not in ctx.homes:
+        if root in ctx.homes and alias not in ctx.homes and alias not in pipe.views:
             ctx.homes[alias] = ctx.homes[root]
+    for op in pipe.view_ops:  # on-chip views whose root was stored: HBM views as well
+        if op.operand(0) in ctx.homes:
+            _lower_op(ctx, op)
 
 
 def _try_mlp_block(
@@ -357,15 +366,17 @@ def _folded_plan(ctx: LowerContext, g: FusionGroup, plans, budget: int):
     return plan
 
 
-def _pipeline_member(ctx: LowerContext, item, plans, row_local, budget: int):
+def _pipeline_member(ctx: LowerContext, item, plans, row_local, budget: int, pipe=None):
     """(row-pipeline member or None, plan) for a fusion group or matmul. None means the item is
-    emitted on its own: a group whose narrow rows fold (with that folded plan), or a group or
-    matmul that cannot join a row pipeline. A matmul's plan is None."""
+    emitted on its own: a group whose narrow rows fold (with that folded plan; not when it reads
+    an on-chip view of the pipeline being collected, pipeline_views.py), or a group or matmul
+    that cannot join a row pipeline. A matmul's plan is None."""
     if isinstance(item, T.MatmulOp):
         return matmul_member(item, ctx.partitions, ctx.homes), None
     plan, row_bytes = plans[item]
     folded = _folded_plan(ctx, item, plans, budget)
-    if folded is not plan:
+    reads_view = pipe is not None and any(u in pipe.views for op in item.ops for u in op.operands)
+    if folded is not plan and not reads_view:
         return None, folded
     return group_member(item, plan, row_local, row_bytes), plan
 

@@ -300,6 +300,8 @@ def cast(em: TileFrame, op: Op, inst) -> None:
     v = op.result
     if op in em.fold.aliased:
         em.tiles[v] = em.tiles[op.operand(0)]
+        if op.operand(0) in em.tile_offsets:
+            em.tile_offsets[v] = em.tile_offsets[op.operand(0)]
         return
     src_t, dst_t = op.operand(0).type.dtype, v.type.dtype
     x = em.access(op.operand(0), inst, em.ext(v))

@@ -51,6 +51,9 @@ class TileFrame:
         # instance's free-dim offsets instead of from offset 0
         self.resident: dict[Value, Value] = {}
         self.resident_values: set[Value] = set()  # values this group writes into such buffers
+        # values read from another value's tile at free-dim offsets (a free slice of a row
+        # pipeline value, pipeline_views.py): domain dim -> offset
+        self.tile_offsets: dict[Value, dict[int, int]] = {}
 
     # ---- shapes ------------------------------------------------------------------------------
     def ext(self, v: Value) -> tuple[int, ...]:
@@ -88,6 +91,7 @@ class TileFrame:
             raise AssertionError(f"lowering bug: no tile for {v!r}")
         ve = self.ext(v)
         whole_row = v in self.resident
+        shift = self.tile_offsets.get(v, {})
         dims = [DimSlice(Affine.of(0), inst.rows(), 1)]
         for d in self.plan.f_dims:
             if ve[d] == 1:
@@ -95,7 +99,7 @@ class TileFrame:
                 dims.append(DimSlice(Affine.of(0), n, 0 if n > 1 else 1))
             else:
                 start = inst.offsets[d] if whole_row else Affine.of(0)
-                dims.append(DimSlice(start, inst.extents[d], 1))
+                dims.append(DimSlice(start + shift.get(d, 0), inst.extents[d], 1))
         if not self.plan.f_dims:
             dims.append(DimSlice(Affine.of(0), 1, 1))
         return Access(t, tuple(dims))

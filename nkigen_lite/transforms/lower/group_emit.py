@@ -202,7 +202,7 @@ class GroupEmitter(TileFrame):
         for u in self.externals:
             if self.levels[u] == level:
                 if u in self.provided:
-                    self.tiles[u] = self.pipe[u]
+                    self._take_provided(u)
                     continue
                 self.ctx.at(f"load {self.ctx.name(u)}")
                 self._load(u, inst)
@@ -223,6 +223,15 @@ class GroupEmitter(TileFrame):
                 self.ctx.at(f"store {self.ctx.name(v)}")
                 self._store(v, inst)
         self.ctx.at(self.label())
+
+    def _take_provided(self, u: Value) -> None:
+        """``u``'s tile from the row pipeline's table, read at the free-dim offsets of a free
+        slice (pipeline_views.py)."""
+        self.tiles[u] = self.pipe[u]
+        offsets = self.pipe.offsets(u) if hasattr(self.pipe, "offsets") else None
+        if offsets is not None and any(offsets):
+            r = len(self.plan.domain)
+            self.tile_offsets[u] = dict(zip(range(r - len(offsets), r), offsets))
 
     # ---- DMA ----------------------------------------------------------------------------------
     def _window(self, view: Value, inst: Instance) -> Access:

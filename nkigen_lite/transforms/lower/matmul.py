@@ -29,6 +29,7 @@ from .matmul_lead import A_COPY_ENGINE, cache_groups, lead_tiles
 from .matmul_prefetch import load_prefetch, standalone_prefetch
 from .matmul_stage import b_chunk_home, load_b_part, natural_slice_bytes, stage_a_natural
 from .operand_cast import narrow_matmul_dtypes
+from .pipeline_views import split_access_dims
 from .psum_plan import matmul_block_banks
 
 
@@ -170,6 +171,9 @@ class MatmulEmitter:
         self.resident = False  # B loaded once before the loop nest (weights of a row pipeline)
         self.b_resident = None  # that cache tile [p, nk, n]
         self.prefetch = False  # B loaded whole at the start of the only M tile (matmul_prefetch.py)
+        # free shape (N/d, d) of the pipeline's C row tile read through a head split
+        # (pipeline_views.py); None: (N,)
+        self.row_split: tuple[int, int] | None = None
         # the engine evacuating Aᵀ's transposes (matmul_stage.py): ScalarE when B is resident,
         # beside VectorE's evacuation of C (matmul_lead.py)
         self.a_copy_engine = "vector"
@@ -479,7 +483,8 @@ class MatmulEmitter:
         pieces = load_prefetch(self, idx) if self.prefetch else None
         row = None
         if self.c_value is not None:  # the whole C row tile stays on chip for the pipeline
-            row = self.b.alloc((mt, self.n), self.c_dt, "sbuf", name=self.c_value.name_hint or "c")
+            free = self.row_split if self.row_split is not None else (self.n,)
+            row = self.b.alloc((mt,) + free, self.c_dt, "sbuf", name=self.c_value.name_hint or "c")
             self.pipe[self.c_value] = row
 
         def block(n0, w, _first):
@@ -493,7 +498,7 @@ class MatmulEmitter:
         else:
             self._instances(self.n, self.block, block)
         if row is not None and self.store:
-            self.b.dma_copy(dst=self._window("c", idx, m0, mt, 0, self.n), src=row)
+            self.b.dma_copy(dst=self._window("c", idx, m0, mt, 0, self.n), src=self._cols(row, mt, 0, self.n))
 
     def _n_block(self, idx, tiles: list, n0, w: int, row, b_cache=None, between=None) -> None:
         """One PSUM block of columns [n0, n0 + w) for the M tiles ``tiles`` = [(Aᵀ, m0, mt)]
@@ -501,9 +506,12 @@ class MatmulEmitter:
         its own banks, then (after ``between()``, when given) evacuated and stored (or, in a
         pipeline, copied into ``row``)."""
         chunks = [(j, min(self.fmax, w - j)) for j in range(0, w, self.fmax)]
-        banks = [
-            [self.b.alloc((self.p, self.fmax), "f32", "psum", name="acc") for _ in chunks] for _ in tiles
-        ]
+        split = self.row_split if row is not None else None
+        bank = (self.p, self.fmax) if split is None else (self.p, self.fmax // split[1], split[1])
+        banks = [[self.b.alloc(bank, "f32", "psum", name="acc") for _ in chunks] for _ in tiles]
+
+        def acc(ps, mt, nj):
+            return _tile_acc(ps, _ds(0, mt), _ds(0, nj)) if split is None else self._cols(ps, mt, 0, nj)
 
         nk, full = -(-self.k // self.p), self.k // self.p
 
@@ -526,7 +534,7 @@ class MatmulEmitter:
                 stat = at.access(c, seg, kt, _ds(0, mt))
                 for (j, nj), ps in zip(chunks, tbanks):
                     self.b.nc_matmul(
-                        dst=_tile_acc(ps, _ds(0, mt), _ds(0, nj)),
+                        dst=acc(ps, mt, nj),
                         stationary=stat,
                         moving=moving(j, nj),
                         accumulate=not first,
@@ -539,10 +547,7 @@ class MatmulEmitter:
         for (_at, m0, mt), tbanks in zip(tiles, banks):
             if row is not None:
                 for (j, nj), ps in zip(chunks, tbanks):
-                    self.b.tensor_copy(
-                        dst=_tile_acc(row, _ds(0, mt), _ds(Affine.of(n0) + j, nj)),
-                        src=_tile_acc(ps, _ds(0, mt), _ds(0, nj)),
-                    )
+                    self.b.tensor_copy(dst=self._cols(row, mt, Affine.of(n0) + j, nj), src=acc(ps, mt, nj))
                 continue
             ct = self.b.alloc((self.p, w), self.c_dt, "sbuf", name="c")
             for (j, nj), ps in zip(chunks, tbanks):
@@ -552,6 +557,15 @@ class MatmulEmitter:
             self.b.dma_copy(
                 dst=self._window("c", idx, m0, mt, n0, w), src=_tile_acc(ct, _ds(0, mt), _ds(0, w))
             )
+
+    def _cols(self, t, mt: int, col0, ncols: int) -> Access:
+        """Columns [col0, col0 + ncols) of rows [0, mt) of a C row tile or PSUM bank, which is
+        (rows, N) or, under a head split, (rows, N/d, d)."""
+        if len(t.type.shape) == 2:
+            return _tile_acc(t, _ds(0, mt), _ds(col0, ncols))
+        inner = t.type.shape[-1]
+        start, n = split_access_dims(col0, ncols, inner)
+        return _tile_acc(t, _ds(0, mt), _ds(start, n), _ds(0, inner))
 
 
 def _chunk_index(k0, p: int) -> Affine:

@@ -22,6 +22,7 @@ from .instance import LoopSpec, loops_of
 from .loopnest import loop_signature, run_loop_nest
 from .matmul import lower_matmul
 from .matmul_prefetch import choose_prefetch
+from .pipeline_views import ViewAlias, view_alias
 from .plan import GroupPlan
 from .resident import choose_resident, erase_from, region_peak
 
@@ -33,6 +34,7 @@ class Member:
     rows: tuple[int, ...]
     plan: GroupPlan | None = None
     sbuf_bytes: int = 0
+    row_tile_bytes: int = 0  # bytes per partition of the row tiles it computes (results)
 
     @property
     def ops(self) -> list[Op]:
@@ -43,15 +45,34 @@ class Member:
 
 
 def group_member(g: FusionGroup, plan: GroupPlan, row_local, row_bytes: int) -> Member | None:
-    """A fusion group can join a pipeline when it is (I..., P, F) over its last two dims."""
+    """A fusion group can join a pipeline when it is (I..., P, F) over its last two dims, or
+    (I..., P, F, F...) over its trailing dims (heads of a row: it then joins only a pipeline it
+    reads from, through a head split or a free slice, pipeline_views.py)."""
     r = len(plan.domain)
-    if r < 2 or plan.f_chunk is not None or plan.f_dims != (r - 1,) or plan.p_dims != (r - 2,):
+    if r < 2 or plan.f_chunk is not None or not plan.p_dims:
         return None
-    if tuple(plan.i_dims) != tuple(range(r - 2)):
+    k = plan.p_dims[0]
+    if plan.p_dims != (k,) or plan.f_dims != tuple(range(k + 1, r)) or not plan.f_dims:
+        return None
+    if tuple(plan.i_dims) != tuple(range(k)):
         return None
     if any(isinstance(op, T.ReduceOp) and not row_local(op) for op in g.ops):
         return None
-    return Member(g, loops_of(plan), plan.domain[:-1], plan, row_bytes * plan.domain[-1])
+    width = 1
+    for d in plan.f_dims:
+        width *= plan.domain[d]
+    results = sum(op.result.type.dtype.itemsize for op in g.ops if op.result.type.shape == plan.domain)
+    return Member(g, loops_of(plan), plan.domain[: k + 1], plan, row_bytes * width, results * width)
+
+
+def _sbuf_estimate(members: list[Member]) -> int:
+    """SBUF bytes per partition the members are estimated to need together: the sum of their
+    working sets, or — when one reads heads through on-chip views (several free dims), whose
+    chain of per-head norms and RoPE runs member after member — their row tiles (the values
+    one leaves for the next) plus the largest working set."""
+    if all(m.plan is None or len(m.plan.f_dims) == 1 for m in members):
+        return sum(m.sbuf_bytes for m in members)
+    return sum(m.row_tile_bytes for m in members) + max(m.sbuf_bytes for m in members)
 
 
 def matmul_member(op: T.MatmulOp, partitions: int, homes: dict) -> Member | None:
@@ -71,7 +92,7 @@ def matmul_member(op: T.MatmulOp, partitions: int, homes: dict) -> Member | None
         loops.append(LoopSpec("P", len(batch), partitions, m // partitions, m % partitions))
     nk = -(-k // partitions)
     sbuf = n * c.type.dtype.itemsize + nk * min(m, partitions) * 4 + min(n, 2048) * 4
-    return Member(op, loops, c.type.shape[:-1], None, sbuf)
+    return Member(op, loops, c.type.shape[:-1], None, sbuf, n * c.type.dtype.itemsize)
 
 
 @dataclass
@@ -82,9 +103,49 @@ class RowPipeline:
     produced: set = field(default_factory=set)
     passed: set = field(default_factory=set)
     alias: dict = field(default_factory=dict)  # layout_convert result -> the value it aliases
+    views: dict = field(default_factory=dict)  # on-chip view (pipeline_views.py) -> its ViewAlias
+    view_ops: list = field(default_factory=list)  # their ops, lowered as HBM views afterwards
+    split: dict = field(default_factory=dict)  # matmul result -> free shape of its row tile
 
     def root(self, v: Value) -> Value:
         return self.alias.get(v, v)
+
+    def try_view(self, op: Op, fmax: int) -> bool:
+        """Record ``op`` (a reshape or slice of a pipeline value) as an on-chip view when
+        pipeline_views.py allows it and its root's tile can take the shape it needs (a head
+        split's inner dim divides a PSUM bank's ``fmax`` columns)."""
+        if not self.members:
+            return False
+        src = op.operand(0)
+        root = self.root(src)
+        if root not in self.produced:
+            return False
+        va = view_alias(op, self.root, len(self.members[0].rows))
+        if va is None:
+            return False
+        producer = root.defining_op
+        if va.split is not None:
+            if not isinstance(producer, T.MatmulOp) or fmax % va.split[-1]:
+                return False
+            if root in self.split and self.split[root] != va.split:
+                return False
+            if root in self.passed and root not in self.split:
+                return False  # already read as a 2-D row tile
+            self.split[root] = va.split
+        else:
+            if src in self.views:
+                base = self.views[src]
+                if len(base.offsets) != len(va.offsets):
+                    return False
+                va = ViewAlias(va.value, root, None, tuple(a + b for a, b in zip(base.offsets, va.offsets)))
+            free = self.split.get(root)
+            rank = len(free) if free is not None else root.type.rank - len(self.members[0].rows)
+            if rank != len(va.offsets):
+                return False
+        self.alias[va.value] = root
+        self.views[va.value] = va
+        self.view_ops.append(op)
+        return True
 
     def reads_pipeline(self, op: Op) -> bool:
         return any(self.root(u) in self.produced for u in op.operands)
@@ -93,7 +154,7 @@ class RowPipeline:
         """Add ``m`` if it shares the loops and reads pipeline values only row-aligned."""
         if self.members and m.key() != self.members[0].key():
             return False
-        if sum(x.sbuf_bytes for x in self.members) + m.sbuf_bytes > budget:
+        if _sbuf_estimate(self.members + [m]) > budget:
             return False
         passed = set()
         if isinstance(m.item, FusionGroup):
@@ -104,12 +165,18 @@ class RowPipeline:
                     if r in self.produced and u.defining_op not in members:
                         if u.type.shape != m.plan.domain:
                             return False
+                        if r in self.split and u not in self.views:
+                            return False  # a head-split row tile is read through its view only
                         passed.add(r)
+            if len(m.plan.f_dims) > 1 and not passed:
+                return False  # several free dims: only to read a pipeline value on chip
         else:
             a, b = m.item.operands
             if self.root(b) in self.produced:
                 return False
             if self.root(a) in self.produced:
+                if self.root(a) in self.split or a in self.views:
+                    return False
                 if a.type.shape != m.item.result.type.shape[:-1] + (a.type.shape[-1],):
                     return False
                 passed.add(self.root(a))
@@ -210,13 +277,14 @@ def _emit_members(
             )
             if pipe.root(a) in pipe.passed:
                 em.a_value = pipe.root(a)
+            em.row_split = pipe.split.get(op.result)
             em.resident = op in resident
             em.prefetch = op in prefetch
             matmuls[op] = em
             participants.append(em)
     run_loop_nest(ctx.b, pipe.members[0].loops, participants)
     for alias, root in pipe.alias.items():
-        if root in ctx.homes and alias not in ctx.homes:
+        if root in ctx.homes and alias not in ctx.homes and alias not in pipe.views:
             ctx.homes[alias] = ctx.homes[root]
     return matmuls
 
@@ -239,3 +307,8 @@ class _AliasedTiles(dict):
 
     def __contains__(self, v):
         return self._key(v) in self._tiles
+
+    def offsets(self, v) -> tuple[int, ...] | None:
+        """Free-dim offsets at which a free-slice view reads its root's tile (None: from 0)."""
+        va = self._pipe.views.get(v)
+        return va.offsets if va is not None and va.split is None else None

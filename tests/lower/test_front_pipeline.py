@@ -1,0 +1,102 @@
+"""The front of a Qwen3 decoder layer — rmsnorm(h), the q / k / v projections, the per-head
+rmsnorm of q and k and RoPE (rotate halves) — is one row pipeline (pipeline_views.py): the head
+split of a projection and the RoPE halves are views of SBUF tiles, so q, k and v reach HBM once
+each and nothing else does. Bounds are HBM byte counts per tensor (perf/traffic.py); numerics
+on the NKI interpreter and the simulator against float64 NumPy."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import nkigen_lite as nk
+from nkigen_lite.perf.traffic import bytes_by_tensor
+from tests.trace.numpy_workloads import rmsnorm, rope
+
+BF16 = ml_dtypes.bfloat16
+D, HEADS, KV, HD = 256, 4, 2, 64
+NAMES = ["h", "w_in", "wq", "wk", "wv", "wqn", "wkn", "cos", "sin"]
+
+
+def front(h, w_in, wq, wk, wv, wqn, wkn, cos, sin):
+    """q, k after per-head rmsnorm and RoPE, v: h (1, S, D) bf16."""
+    _, s, _ = h.shape
+    x = rmsnorm(h, w_in)
+    q = rmsnorm((x @ wq).reshape(1, s, HEADS, HD), wqn)
+    k = rmsnorm((x @ wk).reshape(1, s, KV, HD), wkn)
+    v = (x @ wv).reshape(1, s, KV, HD)
+    q, k = rope(q, k, cos, sin)
+    return q, k, v
+
+
+def _inputs(seq: int, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    pos = np.arange(seq)[:, None] / 10000 ** (np.arange(HD // 2)[None] / (HD // 2))
+    return [
+        rng.standard_normal((1, seq, D)).astype(BF16),
+        (1 + 0.1 * rng.standard_normal(D)).astype(BF16),
+        (rng.standard_normal((D, HEADS * HD)) / np.sqrt(D)).astype(BF16),
+        (rng.standard_normal((D, KV * HD)) / np.sqrt(D)).astype(BF16),
+        (rng.standard_normal((D, KV * HD)) / np.sqrt(D)).astype(BF16),
+        (1 + 0.1 * rng.standard_normal(HD)).astype(BF16),
+        (1 + 0.1 * rng.standard_normal(HD)).astype(BF16),
+        np.cos(pos).astype(BF16),
+        np.sin(pos).astype(BF16),
+    ]
+
+
+def _reference(h, w_in, wq, wk, wv, wqn, wkn, cos, sin):
+    """float64, rounding to bf16 only where the program stores a bf16 value that a matmul
+    reads (x) — every other rounding is inside the tolerance."""
+    f = [a.astype(np.float64) for a in (h, w_in, wq, wk, wv, wqn, wkn, cos, sin)]
+    h, w_in, wq, wk, wv, wqn, wkn, cos, sin = f
+    s = h.shape[1]
+
+    def rms(x, w):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w
+
+    def rot(t):
+        lo, hi = t[..., : HD // 2], t[..., HD // 2 :]
+        c, sn = cos[None, :, None, :], sin[None, :, None, :]
+        return np.concatenate([lo * c - hi * sn, lo * sn + hi * c], axis=-1)
+
+    x = rms(h, w_in).astype(BF16).astype(np.float64)
+    q = rot(rms((x @ wq).reshape(1, s, HEADS, HD), wqn))
+    k = rot(rms((x @ wk).reshape(1, s, KV, HD), wkn))
+    return q, k, (x @ wv).reshape(1, s, KV, HD)
+
+
+@pytest.mark.parametrize("seq", [256, 130])
+def test_front_moves_each_tensor_through_hbm_once(seq):
+    args = _inputs(seq)
+    k = nk.compile(front, *args)
+    by = bytes_by_tensor(k.nki)
+    scratch = {t: d for t, d in by.items() if t.startswith("scratch")}
+    # was: q's projection, its norm and its RoPE output each written and read back (k too)
+    assert scratch == {}, scratch
+    for name, a in zip(NAMES, args):
+        # cos and sin are loaded by q's RoPE and by k's (one row tile each time; 2 x 16 KiB)
+        times = 2 if name in ("cos", "sin") else 1
+        assert by[name]["read"] == times * a.nbytes, (name, by[name])
+    q_bytes, kv_bytes = seq * HEADS * HD * 2, seq * KV * HD * 2
+    writes = sorted(d["write"] for t, d in by.items() if d["write"])
+    assert writes == sorted([q_bytes, kv_bytes, kv_bytes]), by
+    assert k.stats().hbm_traffic_ratio <= 1.07, k.stats().summary()
+
+
+@pytest.mark.parametrize("seq", [256, 130])
+def test_front_matches_float64(seq):
+    args = _inputs(seq, seed=seq)
+    k = nk.compile(front, *args)
+    ins = dict(zip(NAMES, args))
+    refs = _reference(*args)
+    for how, run in (("Kernel.run", k.run), ("nk.simulate", lambda i: nk.simulate(k, i))):
+        got = list(run(ins).values())
+        assert len(got) == 3, how
+        for g, want in zip(got, refs):
+            # bf16 results of bf16 products and norms: a few bf16 ulps (2^-8 relative) of the
+            # largest value (|q|, |k| ~ 3 after the norms, |v| ~ 3)
+            np.testing.assert_allclose(
+                np.asarray(g, np.float64), want, rtol=0, atol=0.03 * np.abs(want).max(), err_msg=how
+            )
