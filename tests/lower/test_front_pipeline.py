@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
+from nkigen_lite.nki.ops import DmaCopyOp, HbmViewOp
+from nkigen_lite.perf.layout import contiguous_run
 from nkigen_lite.perf.traffic import bytes_by_tensor
 from tests.trace.numpy_workloads import rmsnorm, rope
 
@@ -83,6 +85,27 @@ def test_front_moves_each_tensor_through_hbm_once(seq):
     writes = sorted(d["write"] for t, d in by.items() if d["write"])
     assert writes == sorted([q_bytes, kv_bytes, kv_bytes]), by
     assert k.stats().hbm_traffic_ratio <= 1.07, k.stats().summary()
+
+
+def test_rope_halves_are_stored_as_whole_rows():
+    """q and k after RoPE leave SBUF as whole rows (HEADS x HD, KV x HD contiguous elements per
+    row), one DMA per row tile, not as the two halves (HD / 2 elements per run) RoPE computes."""
+    seq = 256
+    k = nk.compile(front, *_inputs(seq))
+    outs = set(k.nki.outputs.values())
+    runs = {}
+    for op in k.nki.body.walk():
+        if isinstance(op, DmaCopyOp):
+            dst = op.access("dst")
+            base = dst.tensor
+            while isinstance(base.defining_op, HbmViewOp):
+                base = base.defining_op.operand(0)
+            if base in outs:
+                runs.setdefault(base.name_hint, []).append(contiguous_run(dst))
+    # one DMA per output and row tile (2 tiles of 128 rows), each a contiguous block of whole
+    # rows (was 2 DMAs of runs of HD / 2 = 32 elements per q and k tile)
+    assert sorted(len(r) for r in runs.values()) == [2, 2, 2], runs
+    assert sorted(min(r) for r in runs.values()) == [128 * KV * HD] * 2 + [128 * HEADS * HD], runs
 
 
 @pytest.mark.parametrize("seq", [256, 130])

@@ -274,13 +274,16 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
         if member is not None:
             if not pipe.try_join(member, budget):
                 flush()
-                pipe.try_join(member, budget)
+                if not pipe.try_join(member, budget):  # a group of heads reading nothing on chip
+                    _emit_alone(ctx, item, plan, part, row_local, pairs.get(item), outputs)
             continue
         if is_layout_convert(item) and pipe.root(item.operand(0)) in pipe.produced:
             pipe.alias[item.result] = pipe.root(item.operand(0))
             continue
         if isinstance(item, (T.ReshapeOp, T.SliceOp)) and pipe.try_view(item, ctx.target.psum_bank_fmax):
             continue  # a view of a pipeline value on chip (pipeline_views.py)
+        if isinstance(item, T.ConcatOp) and pipe.try_concat(item):
+            continue  # assembled in a row tile, stored once (pipeline_views.py)
         if isinstance(item, T.ConcatOp) and concat_in_place(ctx, item):
             _lower_op(ctx, item)  # its parts are stored into their slices: nothing to copy
             continue

@@ -298,7 +298,7 @@ def unary(em: TileFrame, op: Op, inst) -> None:
 @tile_rule(T.CastOp)
 def cast(em: TileFrame, op: Op, inst) -> None:
     v = op.result
-    if op in em.fold.aliased:
+    if op in em.fold.aliased and v not in em.into:
         em.tiles[v] = em.tiles[op.operand(0)]
         if op.operand(0) in em.tile_offsets:
             em.tile_offsets[v] = em.tile_offsets[op.operand(0)]

@@ -54,6 +54,10 @@ class TileFrame:
         # values read from another value's tile at free-dim offsets (a free slice of a row
         # pipeline value, pipeline_views.py): domain dim -> offset
         self.tile_offsets: dict[Value, dict[int, int]] = {}
+        # parts of a concat assembled in one row tile (pipeline_views.py): part -> (concat,
+        # offsets along the trailing free dims); the row pipeline's tile table (``pipe``, set
+        # by the group emitter) holds the concat's tile of the current instance
+        self.into: dict[Value, tuple] = {}
 
     # ---- shapes ------------------------------------------------------------------------------
     def ext(self, v: Value) -> tuple[int, ...]:
@@ -73,11 +77,28 @@ class TileFrame:
         if v in self.resident:
             self.tiles[v] = self.resident[v]
             return self.resident[v]
+        if v in self.into:
+            return self._concat_tile(v, inst)
         shape = (inst.rows(),) + inst.free(self.ext(v))
         dtype = dtype or self.fold.narrowed.get(v.defining_op) or v.type.dtype
         t = self.b.alloc(shape, dtype, "sbuf", name=v.name_hint or "t")
         self.tiles[v] = t
         return t
+
+    def _concat_tile(self, v: Value, inst: Instance) -> Value:
+        """The row tile of the concat ``v`` is part of (allocated by its first part in program
+        order), ``v`` written at its offsets."""
+        cat, offs = self.into[v]
+        first = next(op.result for op in self.g.ops if self.into.get(op.result, (None,))[0] is cat)
+        if v is first:
+            free = tuple(cat.type.shape[len(cat.type.shape) - len(offs) :])
+            self.pipe[cat] = self.b.alloc(
+                (inst.rows(),) + free, cat.type.dtype, "sbuf", name=cat.name_hint or "cat"
+            )
+        r = len(self.plan.domain)
+        self.tile_offsets[v] = {d: o for d, o in zip(range(r - len(offs), r), offs) if o}
+        self.tiles[v] = self.pipe[cat]
+        return self.tiles[v]
 
     def scratch_tile(self, like: Value, inst: Instance, dtype) -> Value:
         """A scratch tile shaped like ``like``'s tile for this instance."""

@@ -22,7 +22,7 @@ from .instance import LoopSpec, loops_of
 from .loopnest import loop_signature, run_loop_nest
 from .matmul import lower_matmul
 from .matmul_prefetch import choose_prefetch
-from .pipeline_views import ViewAlias, view_alias
+from .pipeline_views import ConcatStore, ViewAlias, concat_parts, view_alias
 from .plan import GroupPlan
 from .resident import choose_resident, erase_from, region_peak
 
@@ -106,6 +106,8 @@ class RowPipeline:
     views: dict = field(default_factory=dict)  # on-chip view (pipeline_views.py) -> its ViewAlias
     view_ops: list = field(default_factory=list)  # their ops, lowered as HBM views afterwards
     split: dict = field(default_factory=dict)  # matmul result -> free shape of its row tile
+    concats: dict = field(default_factory=dict)  # concat result assembled on chip -> its op
+    into: dict = field(default_factory=dict)  # part of such a concat -> (concat, free offsets)
 
     def root(self, v: Value) -> Value:
         return self.alias.get(v, v)
@@ -150,6 +152,20 @@ class RowPipeline:
     def reads_pipeline(self, op: Op) -> bool:
         return any(self.root(u) in self.produced for u in op.operands)
 
+    def try_concat(self, op: Op) -> bool:
+        """Assemble the concat ``op`` in a row tile when the last member computes all its parts
+        (pipeline_views.concat_parts); it is then stored once per row tile."""
+        if not self.members or not isinstance(self.members[-1].item, FusionGroup):
+            return False
+        m = self.members[-1]
+        parts = concat_parts(op, m.item, m.plan, len(m.rows))
+        if parts is None or any(u in self.into for u in parts):
+            return False
+        self.concats[op.result] = op
+        for u, offs in parts.items():
+            self.into[u] = (op.result, offs)
+        return True
+
     def try_join(self, m: Member, budget: int) -> bool:
         """Add ``m`` if it shares the loops and reads pipeline values only row-aligned."""
         if self.members and m.key() != self.members[0].key():
@@ -188,6 +204,7 @@ class RowPipeline:
     def all_ops(self) -> set[Op]:
         ops = {op for m in self.members for op in m.ops}
         ops |= {v.defining_op for v in self.alias}
+        ops |= set(self.concats.values())
         return ops
 
     def escapes(self, v: Value, outputs: set) -> bool:
@@ -240,9 +257,13 @@ def _emit_members(
             escaping = [
                 op.result
                 for op in g.ops
-                if pipe.escapes(op.result, outputs)
-                or any(
-                    u.op not in members and pipe.root(op.result) not in pipe.passed for u in op.result.uses
+                if op.result not in pipe.into
+                and (
+                    pipe.escapes(op.result, outputs)
+                    or any(
+                        u.op not in members and pipe.root(op.result) not in pipe.passed
+                        for u in op.result.uses
+                    )
                 )
             ]
             provided = {
@@ -262,6 +283,7 @@ def _emit_members(
                 provided=provided,
                 publish=publish,
             )
+            em.into = {u: pipe.into[u] for u in (op.result for op in g.ops) if u in pipe.into}
             participants.append(em)
         else:
             op = m.item
@@ -282,6 +304,7 @@ def _emit_members(
             em.prefetch = op in prefetch
             matmuls[op] = em
             participants.append(em)
+    participants += [ConcatStore(ctx, cat, pipe.members[0].loops, tiles) for cat in pipe.concats]
     run_loop_nest(ctx.b, pipe.members[0].loops, participants)
     for alias, root in pipe.alias.items():
         if root in ctx.homes and alias not in ctx.homes and alias not in pipe.views:

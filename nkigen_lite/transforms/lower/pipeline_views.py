@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...ir.value import Value
-from ...nki.types import Affine
+from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 
 
@@ -85,3 +85,70 @@ def concat_in_place(ctx, op: T.ConcatOp) -> bool:
             return False
         start += n
     return True
+
+
+def concat_parts(op: T.ConcatOp, group, plan, rows_rank: int) -> dict | None:
+    """{part: its offsets along the concat's free dims} when every part of ``op`` is computed by
+    the fusion group ``group`` (planned as ``plan``) over its whole domain, used only by the
+    concat, in the concat's dtype, and the concat axis is a free dim: the group then writes the
+    parts into one row tile of the concat, stored once (``ConcatStore``). None otherwise."""
+    ax = op.attrs["axis"]
+    v = op.result
+    if ax < rows_rank or v.type.rank != len(plan.domain):
+        return None
+    members = set(group.ops)
+    out, start = {}, 0
+    for u in op.operands:
+        if (
+            u.defining_op not in members
+            or u.num_uses != 1
+            or u in out
+            or u.type.dtype is not v.type.dtype
+            or u.type.shape != plan.domain
+        ):
+            return None
+        offs = [0] * (v.type.rank - rows_rank)
+        offs[ax - rows_rank] = start
+        out[u] = tuple(offs)
+        start += u.type.shape[ax]
+    return out
+
+
+class ConcatStore:
+    """A row-pipeline participant storing the row tile a group assembled for a concat (its parts
+    written at their offsets) with one DMA per row instance, after the group's ops."""
+
+    def __init__(self, ctx, concat: Value, loops, tiles: dict):
+        self.ctx, self.concat, self.loops, self.tiles = ctx, concat, loops, tiles
+        self.view = None
+
+    def prepare(self) -> None:
+        self.view = self.ctx.view(self.ctx.home_for_store(self.concat))
+
+    def top_instance(self) -> dict:
+        return {}
+
+    def enter(self, inst: dict, level: int, offset, extent: int) -> dict:
+        return {**inst, self.loops[level].dim: (offset, extent)}
+
+    def before(self, level: int, inst: dict) -> None:
+        if level != len(self.loops):
+            return
+        self.ctx.at(f"store {self.ctx.name(self.concat)}")
+        shape = self.view.type.shape
+        dims, rows = [], 1
+        for d, n in enumerate(shape):
+            off, ext = inst.get(d, (0, n))
+            dims.append(DimSlice(Affine.of(off), ext, 1))
+        tile = self.tiles[self.concat]
+        for d, n in enumerate(shape[: len(shape) - (tile.type.rank - 1)]):
+            rows *= inst.get(d, (0, n))[1]
+        src = Access(
+            tile,
+            (DimSlice(Affine.of(0), rows, 1),)
+            + tuple(DimSlice(Affine.of(0), n, 1) for n in tile.type.shape[1:]),
+        )
+        self.ctx.b.dma_copy(dst=Access(self.view, tuple(dims)), src=src)
+
+    def after(self, _level: int, _inst: dict) -> None:
+        return None
