@@ -174,6 +174,7 @@ class MatmulEmitter:
         # free shape (N/d, d) of the pipeline's C row tile read through a head split
         # (pipeline_views.py); None: (N,)
         self.row_split: tuple[int, int] | None = None
+        self.defer_resident = False  # resident B loaded by load_deferred_resident, not prepare
         # the engine evacuating Aᵀ's transposes (matmul_stage.py): ScalarE when B is resident,
         # beside VectorE's evacuation of C (matmul_lead.py)
         self.a_copy_engine = "vector"
@@ -206,8 +207,12 @@ class MatmulEmitter:
 
     # ---- participant of a loop nest ----------------------------------------------------------------
     def prepare(self) -> None:
-        if self.resident and self.resident_level() == 0:
+        if self.resident and self.resident_level() == 0 and not self.defer_resident:
             self._load_resident([0] * len(self.batch))
+
+    def load_deferred_resident(self) -> None:
+        """Load B resident now (its loop nest is emitted straight: pipeline_skew.py)."""
+        self._load_resident([0] * len(self.batch))
 
     def _load_resident(self, idx: list) -> None:
         self.ctx.at(self.label)

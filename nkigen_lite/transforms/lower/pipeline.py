@@ -22,6 +22,7 @@ from .instance import LoopSpec, loops_of
 from .loopnest import loop_signature, run_loop_nest
 from .matmul import lower_matmul
 from .matmul_prefetch import choose_prefetch
+from .pipeline_skew import run_skewed, skew_applies
 from .pipeline_views import ConcatStore, ViewAlias, concat_parts, view_alias
 from .plan import GroupPlan
 from .resident import choose_resident, erase_from, region_peak
@@ -154,7 +155,8 @@ class RowPipeline:
 
     def try_concat(self, op: Op) -> bool:
         """Assemble the concat ``op`` in a row tile when the last member computes all its parts
-        (pipeline_views.concat_parts); it is then stored once per row tile."""
+        (pipeline_views.concat_parts); later members read that tile, and it is stored once per
+        row tile when it is used outside the pipeline."""
         if not self.members or not isinstance(self.members[-1].item, FusionGroup):
             return False
         m = self.members[-1]
@@ -162,6 +164,7 @@ class RowPipeline:
         if parts is None or any(u in self.into for u in parts):
             return False
         self.concats[op.result] = op
+        self.produced.add(op.result)  # later members read it on chip
         for u, offs in parts.items():
             self.into[u] = (op.result, offs)
         return True
@@ -304,8 +307,14 @@ def _emit_members(
             em.prefetch = op in prefetch
             matmuls[op] = em
             participants.append(em)
-    participants += [ConcatStore(ctx, cat, pipe.members[0].loops, tiles) for cat in pipe.concats]
-    run_loop_nest(ctx.b, pipe.members[0].loops, participants)
+    loops = pipe.members[0].loops
+    participants += [
+        ConcatStore(ctx, cat, loops, tiles) for cat in pipe.concats if pipe.escapes(cat, outputs)
+    ]
+    if pipe.views and skew_applies(loops, participants):  # the layer's front (pipeline_skew.py)
+        run_skewed(ctx.b, loops, participants, tiles)
+    else:
+        run_loop_nest(ctx.b, loops, participants)
     for alias, root in pipe.alias.items():
         if root in ctx.homes and alias not in ctx.homes and alias not in pipe.views:
             ctx.homes[alias] = ctx.homes[root]

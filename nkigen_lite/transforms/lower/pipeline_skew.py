@@ -1,0 +1,187 @@
+"""A row pipeline's row tiles emitted in two skewed stages: the projections of tile t+1 are
+issued before the per-head work of tile t.
+
+Every engine runs its instructions in program order. The front of a decoder layer is, per row
+tile, a chain across engines — load h, rmsnorm and xᵀ (ScalarE, VectorE, GpSimd), the q / k / v
+projections (TensorE), then the per-head norms and RoPE of q and k (VectorE, GpSimd) and the
+stores. In one loop body each engine's instructions of tile t+1 sit behind its instructions of
+tile t, so TensorE idles while tile t's norms run and VectorE idles while tile t+1's matmuls
+wait for it. Here the pipeline's participants are cut after its last matmul: stage 1 is the
+members up to it, stage 2 the members after it (fusion groups and concat stores), and the row
+tiles are emitted straight, without a loop:
+
+    S1(0); S1(1), S2(0); S1(2), S2(1); ...; S2(T-1)
+
+(a modulo schedule with a stage offset of one). Each tile's values are separate allocations, so
+stage 2 of tile t reads its own tile's projections while tile t+1's are computed; the pipeline's
+tile table is saved after each S1 and restored for the matching S2. Resident weights are loaded
+inside tile 0, right before their first matmul, so tile 0's h load and rmsnorm are not queued
+behind 8 MiB of weights.
+
+Used for pipelines that read values through on-chip views (pipeline_views.py: the layer's
+front), over one partition-chunk loop of 2 to ``MAX_TILES`` row tiles (seq ≤ 2048); the static
+instruction count grows with the number of row tiles, which that bound keeps small. The same
+instructions run on the same data as in the loop (results are unchanged bit for bit).
+"""
+
+from __future__ import annotations
+
+from ...nki.ops import AllocOp, DmaCopyOp
+from ...nki.types import HbmType
+from .group_emit import GroupEmitter
+from .matmul import MatmulEmitter
+
+MAX_TILES = 16  # row tiles emitted straight at most
+
+
+def skew_applies(loops: list, participants: list) -> bool:
+    """One partition-chunk loop of 2..MAX_TILES row tiles, a matmul, and a fusion group after
+    the last matmul."""
+    if len(loops) != 1 or loops[0].kind != "P":
+        return False
+    lp = loops[0]
+    tiles = lp.n_full + (1 if lp.rem else 0)
+    if not 2 <= tiles <= MAX_TILES:
+        return False
+    last = max((i for i, p in enumerate(participants) if isinstance(p, MatmulEmitter)), default=None)
+    if last is None:
+        return False
+    return any(isinstance(p, GroupEmitter) for p in participants[last + 1 :])
+
+
+def run_skewed(b, loops: list, participants: list, tiles: dict) -> None:
+    """Emit the participants' row tiles as the module docstring says; ``tiles`` is the pipeline's
+    shared tile table (participants read and publish row tiles there)."""
+    lp = loops[0]
+    last = max(i for i, p in enumerate(participants) if isinstance(p, MatmulEmitter))
+    stage1, stage2 = participants[: last + 1], participants[last + 1 :]
+    deferred = [p for p in stage1 if isinstance(p, MatmulEmitter) and p.resident and p.resident_level() == 0]
+    for p in deferred:
+        p.defer_resident = True
+    for p in participants:
+        p.prepare()
+    tops = [p.top_instance() for p in participants]
+    for p, inst in zip(participants, tops):
+        p.before(0, inst)
+    rows = [(c * lp.chunk, lp.chunk) for c in range(lp.n_full)]
+    if lp.rem:
+        rows.append((lp.n_full * lp.chunk, lp.rem))
+    block = b._blocks[-1]
+    marks = []  # the op before each step (S1(t), S2(t-1))
+    pending = None
+    for t, (offset, extent) in enumerate(rows):
+        marks.append(block.last)
+        insts = [p.enter(inst, 0, offset, extent) for p, inst in zip(participants, tops)]
+        for p, inst in zip(stage1, insts):
+            if t == 0 and p in deferred:
+                p.load_deferred_resident()
+            p.before(1, inst)
+        for p, inst in zip(stage1, insts):
+            p.after(1, inst)
+        snapshot = dict(tiles)
+        if pending is not None:
+            _stage2(stage2, pending, tiles)
+        pending = (snapshot, insts[last + 1 :])
+    marks.append(block.last)
+    _stage2(stage2, pending, tiles)
+    marks.append(block.last)
+    _reorder_dmas(block, marks)
+    for p, inst in zip(participants, tops):
+        p.after(0, inst)
+
+
+def _stage2(stage2: list, pending: tuple, tiles: dict) -> None:
+    """Stage 2 of one row tile, reading the tile table as its stage 1 left it."""
+    snapshot, insts = pending
+    tiles.clear()
+    tiles.update(snapshot)
+    for p, inst in zip(stage2, insts):
+        p.before(1, inst)
+    for p, inst in zip(stage2, insts):
+        p.after(1, inst)
+
+
+def _hbm_root(v):
+    while v.defining_op is not None and v.defining_op.name == "nki.hbm_view":
+        v = v.defining_op.operand(0)
+    return v
+
+
+def _region(block, before, last) -> list:
+    """The ops after ``before`` (None: from the block's start) up to and including ``last``."""
+    ops, op = [], (before.next_op if before is not None else block.first)
+    while op is not None:
+        ops.append(op)
+        if op is last:
+            break
+        op = op.next_op
+    return ops
+
+
+def _reorder_dmas(block, marks: list) -> None:
+    """Reorder the straight row tiles: per step (``marks``: the op before each step, then the
+    last op), its loads of kernel inputs (with their tiles' allocations) go first, and the
+    stores of the step before go right after them. Each DMA queue serves its transfers in
+    issue order, so a store waiting for a step's compute would hold back the loads behind it
+    (the next tile's h, cos and sin). Legal: a moved load reads an input no DMA of the region
+    writes, into a tile nothing touched before it; a moved store is read by no op of the region
+    (its values reach later items only)."""
+    steps = [_region(block, a, z) for a, z in zip(marks, marks[1:])]
+    everything = [op for st in steps for op in st]
+    inside = set(everything)
+    written = {
+        _hbm_root(op.access("dst").tensor)
+        for op in everything
+        if isinstance(op, DmaCopyOp) and isinstance(op.access("dst").tensor.type, HbmType)
+    }
+    read = {
+        _hbm_root(op.access("src").tensor)
+        for op in everything
+        if isinstance(op, DmaCopyOp) and isinstance(op.access("src").tensor.type, HbmType)
+    }
+    inputs = set(block.args)
+    plan = []
+    for ops in steps:
+        loads, stores, moved = [], [], set()
+        for k, op in enumerate(ops):
+            if not isinstance(op, DmaCopyOp):
+                continue
+            src, dst = op.access("src"), op.access("dst")
+            src_hbm, dst_hbm = isinstance(src.tensor.type, HbmType), isinstance(dst.tensor.type, HbmType)
+            if src_hbm and not dst_hbm:
+                alloc = dst.tensor.defining_op
+                root = _hbm_root(src.tensor)
+                if (
+                    root not in inputs
+                    or root in written
+                    or not isinstance(alloc, AllocOp)
+                    or alloc not in ops
+                ):
+                    continue
+                j = ops.index(alloc)
+                if any(dst.tensor in o.operands for o in ops[j + 1 : k]):
+                    continue
+                if any(u.defining_op in inside and u is not dst.tensor for u in op.operands):
+                    continue
+                loads += [alloc, op]
+                moved |= {alloc, op}
+            elif dst_hbm and not src_hbm and _hbm_root(dst.tensor) not in read:
+                stores.append(op)
+                moved.add(op)
+        plan.append((loads, [op for op in ops if op not in moved], stores))
+    order, carried = [], []
+    for loads, rest, stores in plan:
+        order += loads + carried + rest
+        carried = stores
+    order += carried
+    if order == everything:
+        return
+    before = marks[0]
+    for op in everything:
+        block.remove(op)
+    for op in order:
+        if before is None:
+            block.prepend(op)
+        else:
+            block.insert_after(before, op)
+        before = op
