@@ -210,6 +210,12 @@ class MatmulEmitter:
         if self.resident and self.resident_level() == 0 and not self.defer_resident:
             self._load_resident([0] * len(self.batch))
 
+    def stage_a_early(self, inst: dict) -> None:
+        """Stage Aᵀ of the row instance ``inst`` now (kept in the pipeline table for the
+        matmuls of that instance: pipeline_skew.py)."""
+        self.ctx.at(self.label)
+        self._stage_a(inst["idx"], inst["m0"], inst["mt"])
+
     def load_deferred_resident(self) -> None:
         """Load B resident now (its loop nest is emitted straight: pipeline_skew.py)."""
         self._load_resident([0] * len(self.batch))

@@ -12,7 +12,10 @@ tiles are emitted straight, without a loop:
 
     S1(0); S1(1), S2(0); S1(2), S2(1); ...; S2(T-1)
 
-(a modulo schedule with a stage offset of one). Each tile's values are separate allocations, so
+(a modulo schedule with a stage offset of one). Within a step, tile t+1's xᵀ is staged before
+stage 2 of tile t and its projections are emitted after it: VectorE then runs tile t's norms
+while TensorE runs tile t+1's matmuls, and evacuates their PSUM banks afterwards (both tiles'
+accumulators at once would not fit the 8 banks). Each tile's values are separate allocations, so
 stage 2 of tile t reads its own tile's projections while tile t+1's are computed; the pipeline's
 tile table is saved after each S1 and restored for the matching S2. Resident weights are loaded
 inside tile 0, right before their first matmul, so tile 0's h load and rmsnorm are not queued
@@ -68,20 +71,28 @@ def run_skewed(b, loops: list, participants: list, tiles: dict) -> None:
         rows.append((lp.n_full * lp.chunk, lp.rem))
     block = b._blocks[-1]
     marks = []  # the op before each step (S1(t), S2(t-1))
+    first = next(i for i, p in enumerate(stage1) if isinstance(p, MatmulEmitter))
     pending = None
     for t, (offset, extent) in enumerate(rows):
         marks.append(block.last)
         insts = [p.enter(inst, 0, offset, extent) for p, inst in zip(participants, tops)]
-        for p, inst in zip(stage1, insts):
+        for p, inst in zip(stage1[:first], insts):
+            p.before(1, inst)
+        mm, inst = stage1[first], insts[first]
+        if mm.a_value is not None:  # xᵀ of tile t+1 staged before stage 2 of tile t
+            mm.stage_a_early(inst)
+        if pending is not None:
+            snapshot = dict(tiles)
+            _stage2(stage2, pending, tiles)
+            tiles.clear()
+            tiles.update(snapshot)
+        for p, inst in zip(stage1[first:], insts[first:]):
             if t == 0 and p in deferred:
                 p.load_deferred_resident()
             p.before(1, inst)
         for p, inst in zip(stage1, insts):
             p.after(1, inst)
-        snapshot = dict(tiles)
-        if pending is not None:
-            _stage2(stage2, pending, tiles)
-        pending = (snapshot, insts[last + 1 :])
+        pending = (dict(tiles), insts[last + 1 :])
     marks.append(block.last)
     _stage2(stage2, pending, tiles)
     marks.append(block.last)
