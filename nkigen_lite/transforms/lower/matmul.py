@@ -178,6 +178,7 @@ class MatmulEmitter:
         # the engine evacuating Aᵀ's transposes (matmul_stage.py): ScalarE when B is resident,
         # beside VectorE's evacuation of C (matmul_lead.py)
         self.a_copy_engine = "vector"
+        self.c_copy_engine = "vector"  # the engine evacuating C's PSUM banks into a pipeline row
         self.hb = hb
         # A natural is (batch, M, K), K-major (batch, K, M); B natural (batch, N, K), K-major (batch, K, N)
         homes = {"b_nat": _swap_last(hb), "b_km": hb}
@@ -558,7 +559,11 @@ class MatmulEmitter:
         for (_at, m0, mt), tbanks in zip(tiles, banks):
             if row is not None:
                 for (j, nj), ps in zip(chunks, tbanks):
-                    self.b.tensor_copy(dst=self._cols(row, mt, Affine.of(n0) + j, nj), src=acc(ps, mt, nj))
+                    self.b.tensor_copy(
+                        dst=self._cols(row, mt, Affine.of(n0) + j, nj),
+                        src=acc(ps, mt, nj),
+                        engine=self.c_copy_engine,
+                    )
                 continue
             ct = self.b.alloc((self.p, w), self.c_dt, "sbuf", name="c")
             for (j, nj), ps in zip(chunks, tbanks):

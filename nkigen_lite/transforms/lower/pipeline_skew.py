@@ -15,7 +15,8 @@ tiles are emitted straight, without a loop:
 (a modulo schedule with a stage offset of one). Within a step, tile t+1's xᵀ is staged before
 stage 2 of tile t and its projections are emitted after it: VectorE then runs tile t's norms
 while TensorE runs tile t+1's matmuls, and evacuates their PSUM banks afterwards (both tiles'
-accumulators at once would not fit the 8 banks). Each tile's values are separate allocations, so
+accumulators at once would not fit the 8 banks). Those evacuations run on ScalarE, which the
+norms leave mostly idle, so VectorE reaches tile t's norms sooner. Each tile's values are separate allocations, so
 stage 2 of tile t reads its own tile's projections while tile t+1's are computed; the pipeline's
 tile table is saved after each S1 and restored for the matching S2. Resident weights are loaded
 inside tile 0, right before their first matmul, so tile 0's h load and rmsnorm are not queued
@@ -35,6 +36,7 @@ from .group_emit import GroupEmitter
 from .matmul import MatmulEmitter
 
 MAX_TILES = 16  # row tiles emitted straight at most
+C_COPY_ENGINE = "scalar"  # evacuates the projections' PSUM banks
 
 
 def skew_applies(loops: list, participants: list) -> bool:
@@ -61,6 +63,9 @@ def run_skewed(b, loops: list, participants: list, tiles: dict) -> None:
     deferred = [p for p in stage1 if isinstance(p, MatmulEmitter) and p.resident and p.resident_level() == 0]
     for p in deferred:
         p.defer_resident = True
+    for p in stage1:
+        if isinstance(p, MatmulEmitter):
+            p.c_copy_engine = C_COPY_ENGINE
     for p in participants:
         p.prepare()
     tops = [p.top_instance() for p in participants]
