@@ -108,6 +108,39 @@ def test_rope_halves_are_stored_as_whole_rows():
     assert sorted(min(r) for r in runs.values()) == [128 * KV * HD] * 2 + [128 * HEADS * HD], runs
 
 
+def _hbm_base(v):
+    while isinstance(v.defining_op, HbmViewOp):
+        v = v.defining_op.operand(0)
+    return v
+
+
+def test_row_tiles_are_skewed():
+    """4 row tiles emitted straight in skewed steps (pipeline_skew.py): tile t+1's h load is
+    issued before tile t's q store, and tile t's q store before tile t+3's h load (a loop, even
+    one whose iterations are interleaved, loads every h before storing any q)."""
+    k = nk.compile(front, *_inputs(512))
+    h = k.nki.inputs[NAMES.index("h")]
+    q = next(iter(k.nki.outputs.values()))
+    events = []
+    for op in k.nki.body:
+        for inner in op.walk():
+            if isinstance(inner, DmaCopyOp):
+                src, dst = _hbm_base(inner.access("src").tensor), _hbm_base(inner.access("dst").tensor)
+                if src is h:
+                    assert inner.parent is k.nki.body, "h is loaded inside a loop"
+                    events.append("h")
+                elif dst is q:
+                    events.append("q")
+    assert events.count("h") == 4 and events.count("q") == 4, events
+    for t in range(3):
+        assert _nth(events, "h", t + 1) < _nth(events, "q", t), events
+    assert _nth(events, "q", 0) < _nth(events, "h", 3), events
+
+
+def _nth(seq, x, n):
+    return [i for i, y in enumerate(seq) if y == x][n]
+
+
 @pytest.mark.parametrize("seq", [256, 130])
 def test_front_matches_float64(seq):
     args = _inputs(seq, seed=seq)
