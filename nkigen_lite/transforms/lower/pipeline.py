@@ -194,8 +194,8 @@ class RowPipeline:
             if self.root(b) in self.produced:
                 return False
             if self.root(a) in self.produced:
-                if self.root(a) in self.split or a in self.views:
-                    return False
+                if self.root(a) in self.split or a in self.views or self.root(a) in self.concats:
+                    return False  # A is read as a 2-D row tile
                 if a.type.shape != m.item.result.type.shape[:-1] + (a.type.shape[-1],):
                     return False
                 passed.add(self.root(a))

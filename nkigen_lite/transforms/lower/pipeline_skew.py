@@ -16,11 +16,12 @@ tiles are emitted straight, without a loop:
 stage 2 of tile t and its projections are emitted after it: VectorE then runs tile t's norms
 while TensorE runs tile t+1's matmuls, and evacuates their PSUM banks afterwards (both tiles'
 accumulators at once would not fit the 8 banks). Those evacuations run on ScalarE, which the
-norms leave mostly idle, so VectorE reaches tile t's norms sooner. Each tile's values are separate allocations, so
-stage 2 of tile t reads its own tile's projections while tile t+1's are computed; the pipeline's
-tile table is saved after each S1 and restored for the matching S2. Resident weights are loaded
-inside tile 0, right before their first matmul, so tile 0's h load and rmsnorm are not queued
-behind 8 MiB of weights.
+norms leave mostly idle, so VectorE reaches tile t's norms sooner. Each tile's values are
+separate allocations, so stage 2 of tile t reads its own tile's projections while tile t+1's
+are computed; the pipeline's tile table is saved after each S1 and restored for the matching
+S2. Resident weights are loaded inside tile 0, right before their first matmul, so tile 0's h
+load and rmsnorm are not queued behind 8 MiB of weights; per step, loads of kernel inputs go
+first and the previous step's stores right after them (``_reorder_dmas``).
 
 Used for pipelines that read values through on-chip views (pipeline_views.py: the layer's
 front), over one partition-chunk loop of 2 to ``MAX_TILES`` row tiles (seq ≤ 2048); the static
