@@ -178,7 +178,7 @@ class MatmulEmitter:
         # the engine evacuating Aᵀ's transposes (matmul_stage.py): ScalarE when B is resident,
         # beside VectorE's evacuation of C (matmul_lead.py)
         self.a_copy_engine = "vector"
-        self.c_copy_engine = "vector"  # the engine evacuating C's PSUM banks into a pipeline row
+        self.c_copy_engine = "vector"  # the engine evacuating C's PSUM banks
         self.hb = hb
         # A natural is (batch, M, K), K-major (batch, K, M); B natural (batch, N, K), K-major (batch, K, N)
         homes = {"b_nat": _swap_last(hb), "b_km": hb}
@@ -568,7 +568,9 @@ class MatmulEmitter:
             ct = self.b.alloc((self.p, w), self.c_dt, "sbuf", name="c")
             for (j, nj), ps in zip(chunks, tbanks):
                 self.b.tensor_copy(
-                    dst=_tile_acc(ct, _ds(0, mt), _ds(j, nj)), src=_tile_acc(ps, _ds(0, mt), _ds(0, nj))
+                    dst=_tile_acc(ct, _ds(0, mt), _ds(j, nj)),
+                    src=_tile_acc(ps, _ds(0, mt), _ds(0, nj)),
+                    engine=self.c_copy_engine,
                 )
             self.b.dma_copy(
                 dst=self._window("c", idx, m0, mt, n0, w), src=_tile_acc(ct, _ds(0, mt), _ds(0, w))
