@@ -43,6 +43,7 @@ from .limits import LoweringLimit
 from .liveness import peak_live_bytes
 from .matmul import lower_matmul
 from .mlp_block import choose_block, emit_mlp_block, match_mlp_block
+from .mlp_prologue import match_prologue
 from .online import reads_running_max
 from .operand_cast import is_operand_cast
 from .output_views import place_reshaped_outputs
@@ -251,6 +252,12 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
         _emit_collected(ctx, pipe, part, row_local, outputs)
         pipe = RowPipeline()
 
+    def take() -> RowPipeline:
+        """The collected pipeline, not emitted (the MLP block may run it as its prologue)."""
+        nonlocal pipe
+        taken, pipe = pipe, RowPipeline()
+        return taken
+
     seconds = {id(p.second) for p in pairs.values()}  # emitted with their pair's first group
     claimed = {op: rs for rs in splits for op in rs.ops}
     done: set = set()
@@ -258,7 +265,7 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
     items = hoist_projections(items, _emits_nothing_dependent)
     skip: set = set()
     for i, item in enumerate(items):
-        if _try_mlp_block(ctx, items, i, plans, row_local, outputs, skip, flush):
+        if _try_mlp_block(ctx, items, i, plans, row_local, outputs, skip, take, part):
             continue
         member = None
         rs = claimed.get(item.ops[0]) if isinstance(item, FusionGroup) else None
@@ -314,10 +321,12 @@ def _emit_collected(ctx: LowerContext, pipe: RowPipeline, part, row_local, outpu
 
 
 def _try_mlp_block(
-    ctx: LowerContext, items, i: int, plans, row_local, outputs: set, skip: set, flush
+    ctx: LowerContext, items, i: int, plans, row_local, outputs: set, skip: set, take, part
 ) -> bool:
     """Emit the gated MLP starting at ``items[i]`` as one blocked loop nest (mlp_block.py) when
-    it matches and fits; its items are then added to ``skip`` (True for those: emitted)."""
+    it matches and fits; its items are then added to ``skip`` (True for those: emitted). The
+    row pipeline collected before it (``take()``) becomes its staging loop when it computes the
+    MLP's input (mlp_prologue.py), else it is emitted first."""
     if id(items[i]) in skip:
         return True
     if not isinstance(items[i], T.MatmulOp):
@@ -325,10 +334,19 @@ def _try_mlp_block(
     blk = match_mlp_block(items, i, plans, row_local, outputs, _emits_nothing_dependent)
     if blk is None:
         return False
+    pipe = take()
+    blk.prologue = match_prologue(pipe, blk, ctx.partitions)
     blk.width = choose_block(ctx, blk, plans)
+    if blk.width is None and blk.prologue is not None and blk.prologue.kept:
+        blk.prologue.kept = []  # the epilogue's operands through HBM, the MLP input on chip
+        blk.width = choose_block(ctx, blk, plans)
+    if blk.width is None and blk.prologue is not None:
+        blk.prologue = None
+        blk.width = choose_block(ctx, blk, plans)
+    if blk.prologue is None:
+        _emit_collected(ctx, pipe, part, row_local, outputs)
     if blk.width is None:
         return False
-    flush()
     for it in blk.prelude:
         _lower_op(ctx, it)
     emit_mlp_block(ctx, blk, outputs, row_local, plans)

@@ -38,6 +38,7 @@ from .instance import LoopSpec
 from .loopnest import loop_signature, run_loop_nest
 from .matmul import lower_matmul
 from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles
+from .mlp_prologue import Prologue, emit_prologue, kept_bytes
 from .pipeline import group_member
 from .views import is_layout_convert
 
@@ -64,6 +65,7 @@ class MlpBlock:
     prelude: list  # view items between them, lowered first
     d_values: list  # the down projection's result and its layout conversions (aliases)
     width: int = 0
+    prologue: Prologue | None = None  # the row pipeline computing h, run as hᵀ's staging loop
 
 
 def _is_weight(v: Value, produced: set) -> bool:
@@ -208,10 +210,14 @@ def choose_block(ctx, blk: MlpBlock, plans: dict) -> int | None:
     nk, n_rt = -(-k // p), -(-s // p)
     if k % p or n_rt < 2:  # one row tile: the row pipeline reads every weight once already
         return None
-    h_t, acc = nk * s * max(a_isz, 2), n_rt * d * 4
+    kept = kept_bytes(blk.prologue, p)  # the epilogue's operands held for all rows
+    h_t, acc = nk * s * max(a_isz, 2) + kept, n_rt * d * 4
     room = ctx.target.sbuf_bytes_per_partition - SBUF_MARGIN
     epi = plans[blk.epilogue][1] * d if blk.epilogue is not None else 0
-    if max(h_t + acc + 3 * k * 4, acc + 2 * (epi + d * 4)) > room:  # prologue, epilogue
+    staging = 3 * k * 4
+    if blk.prologue is not None:  # the pipeline's own row tiles (weights streamed at worst)
+        staging = max(staging, sum(m.sbuf_bytes for m in blk.prologue.pipe.members))
+    if max(h_t + staging, kept + acc + 2 * (epi + d * 4)) > room:  # prologue, epilogue
         return None
     for bw in BLOCK_WIDTHS:
         if inter % bw:
@@ -354,14 +360,20 @@ def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> 
     b, p, tg = ctx.b, ctx.partitions, ctx.target
     bw = blk.width
     tiles: dict = {}
-    ups = [lower_matmul(ctx, m, pipe=tiles, store=False, run=False) for m in blk.ups]
+    fused = blk.prologue is not None
+    ups = [lower_matmul(ctx, m, pipe=tiles, a_provided=fused, store=False, run=False) for m in blk.ups]
     down = lower_matmul(ctx, blk.down, pipe=tiles, a_provided=True, store=False, run=False)
     em0 = ups[0]
     s, k, inter, d = em0.m, em0.k, em0.n, down.n
     idx = [0] * len(em0.batch)
     nk, nb, n_rt = k // p, bw // p, -(-s // p)
 
-    h_t = _stage_h_t(ctx, blk, em0, idx)
+    if fused:
+        ctx.at_op(blk.ups[0])
+        h_t = b.alloc((p, nk, s), em0.a_dt, "sbuf", name="h_t")
+        emit_prologue(ctx, blk.prologue, blk, outputs, row_local, h_t)
+    else:
+        h_t = _stage_h_t(ctx, blk, em0, idx)
     ctx.at_op(blk.down)
     acc = b.alloc((p, n_rt * d), "f32", "sbuf", name="mlp_acc")  # row tile r at columns r * d
     b.memset(dst=Access(acc, (_ds(0, p), _ds(0, n_rt * d))), value=0.0)
@@ -452,11 +464,12 @@ class _AccRows:
     """Epilogue participant: the row tile of ``acc`` rounded to the down projection's dtype,
     published for the epilogue group and stored when the result leaves the block."""
 
-    def __init__(self, ctx, values: list, acc, loops, store_home, p: int):
+    def __init__(self, ctx, values: list, acc, loops, store_home, p: int, kept: dict | None = None):
         self.ctx, self.v, self.acc, self.loops, self.p = ctx, values[0], acc, loops, p
         self.values = values
         self.view = None if store_home is None else ctx.view(store_home)
         self.tiles: dict = {}
+        self.kept = kept or {}  # value kept on chip by the prologue -> its all-rows buffer
 
     def prepare(self) -> None:
         return None
@@ -481,6 +494,13 @@ class _AccRows:
         )
         for v in self.values:
             self.tiles[v] = t
+        for v, buf in self.kept.items():
+            self.ctx.at(f"kept {self.ctx.name(v)}")
+            kt = self.ctx.b.alloc((self.p, d), v.type.dtype, "sbuf", name="kept_rows")
+            self.ctx.b.tensor_copy(
+                dst=Access(kt, (_ds(0, mt), _ds(0, d))), src=Access(buf, (_ds(0, mt), _ds(col, d)))
+            )
+            self.tiles[v] = kt
         if self.view is not None:
             self.ctx.b.dma_copy(
                 dst=Access(self.view, (_ds(m0, mt), _ds(0, d))), src=Access(t, (_ds(0, mt), _ds(0, d)))
@@ -499,7 +519,8 @@ def _epilogue(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict, acc, s: 
     home = ctx.home_for_store(v).reshape((s, d)) if store else None
     p = ctx.partitions
     loops = [LoopSpec("P", v.type.rank - 2, p, s // p, s % p)] if s > p else []
-    rows = _AccRows(ctx, blk.d_values, acc, loops, home, p)
+    kept = blk.prologue.buffers if blk.prologue is not None else {}
+    rows = _AccRows(ctx, blk.d_values, acc, loops, home, p, kept)
     parts = [rows]
     if epi is not None:
         plan = plans[epi][0]
@@ -508,7 +529,7 @@ def _epilogue(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict, acc, s: 
             for op in epi.ops
             if op.result in outputs or any(u.op not in inside for u in op.result.uses)
         ]
-        provided = {u for op in epi.ops for u in op.operands if u in blk.d_values}
+        provided = {u for op in epi.ops for u in op.operands if u in blk.d_values or u in kept}
         em = GroupEmitter(ctx, epi, escaping, plan, row_local, pipe=rows.tiles, provided=provided)
         if loop_signature(em.loops) != loop_signature(loops):
             raise AssertionError("lowering bug: the MLP epilogue's loops differ from its rows")

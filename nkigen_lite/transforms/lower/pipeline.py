@@ -109,6 +109,7 @@ class RowPipeline:
     split: dict = field(default_factory=dict)  # matmul result -> free shape of its row tile
     concats: dict = field(default_factory=dict)  # concat result assembled on chip -> its op
     into: dict = field(default_factory=dict)  # part of such a concat -> (concat, free offsets)
+    inside: set = field(default_factory=set)  # ops outside the members whose reads stay on chip
 
     def root(self, v: Value) -> Value:
         return self.alias.get(v, v)
@@ -208,7 +209,7 @@ class RowPipeline:
         ops = {op for m in self.members for op in m.ops}
         ops |= {v.defining_op for v in self.alias}
         ops |= set(self.concats.values())
-        return ops
+        return ops | self.inside
 
     def escapes(self, v: Value, outputs: set) -> bool:
         """True when ``v`` (or an alias of it) is used outside the pipeline or returned."""
@@ -217,13 +218,15 @@ class RowPipeline:
         return any(x in outputs or any(u.op not in inside for u in x.uses) for x in values)
 
 
-def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local) -> None:
+def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local, extra=None) -> None:
     """Emit the members in one shared loop nest (see module docstring), with the weights that
-    fit SBUF resident (resident.py: emitted once streaming them, measured, emitted again)."""
+    fit SBUF resident (resident.py: emitted once streaming them, measured, emitted again).
+    ``extra(tiles)``: more participants after the members, reading the pipeline's tile table
+    (mlp_prologue.py)."""
     block = ctx.b._blocks[-1]
     before = block.last
     saved = (dict(ctx.homes), dict(ctx._views), ctx._scratch)
-    matmuls = _emit_members(ctx, pipe, outputs, row_local, frozenset())
+    matmuls = _emit_members(ctx, pipe, outputs, row_local, frozenset(), extra=extra)
     first = before.next_op if before is not None else block.first
     cands = [em for em in matmuls.values() if em.resident_bytes() is not None]
     if first is None:
@@ -237,16 +240,22 @@ def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local) -> None:
         erase_from(block, first)
         ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
         fetched = frozenset(op for op, em in matmuls.items() if em in fetch)
-        _emit_members(ctx, pipe, outputs, row_local, frozenset(), fetched)
+        _emit_members(ctx, pipe, outputs, row_local, frozenset(), fetched, extra=extra)
         return
     erase_from(block, first)
     ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
     resident = frozenset(op for op, em in matmuls.items() if em in chosen)
-    _emit_members(ctx, pipe, outputs, row_local, resident)
+    _emit_members(ctx, pipe, outputs, row_local, resident, extra=extra)
 
 
 def _emit_members(
-    ctx, pipe: RowPipeline, outputs: set, row_local, resident: frozenset, prefetch: frozenset = frozenset()
+    ctx,
+    pipe: RowPipeline,
+    outputs: set,
+    row_local,
+    resident: frozenset,
+    prefetch: frozenset = frozenset(),
+    extra=None,
 ) -> dict:
     """Emit the shared loop nest once; ``resident``: matmul ops whose B is loaded once,
     ``prefetch``: those whose B is prefetched whole. Returns {matmul op: its emitter}."""
@@ -311,6 +320,8 @@ def _emit_members(
     participants += [
         ConcatStore(ctx, cat, loops, tiles) for cat in pipe.concats if pipe.escapes(cat, outputs)
     ]
+    if extra is not None:
+        participants += extra(tiles)
     if pipe.views and skew_applies(loops, participants):  # the layer's front (pipeline_skew.py)
         run_skewed(ctx.b, loops, participants, tiles)
     else:
