@@ -69,11 +69,12 @@ def _check_reads_once(kern, args):
     assert not _scratch(kern), _scratch(kern)
 
 
-@pytest.mark.parametrize("seq", [512, 2048])
+@pytest.mark.parametrize("seq", [128, 512, 2048])
 def test_qwen3_sized_back_half_reads_each_tensor_once(seq):
     """Hidden 1024, O width 2048, intermediate 3072 (Qwen3-0.6B), bf16: o, h and every weight
-    read once, y written once, nothing else crosses HBM (was o2 and the normalised rows
-    stored and read back: 4 MiB at seq 512, 16 MiB at 2048)."""
+    read once, y written once, nothing else crosses HBM (was o2 stored and read back at every
+    size, and the normalised rows at 512 and 2048 (4 MiB at 512, 16 MiB at 2048), the
+    (128, 3072) MLP intermediate at 128)."""
     shapes = [(1, seq, 2048), (1, seq, 1024), (2048, 1024), (1024,), (1024, 6144), (3072, 1024)]
     args = [np.zeros(s, BF16) for s in shapes]
     kern = nk.compile(back, *args)
@@ -83,9 +84,11 @@ def test_qwen3_sized_back_half_reads_each_tensor_once(seq):
     assert kern.stats().peak_sbuf_bytes <= nk.TRN2.sbuf_bytes_per_partition
 
 
-def test_back_half_matches_float64_with_a_partial_row_tile():
-    """304 rows (two full row tiles and 48 rows), two intermediate blocks."""
-    args = _inputs(304, 256, 256, 1024, seed=3)
+@pytest.mark.parametrize("seq", [304, 100])
+def test_back_half_matches_float64_with_a_partial_row_tile(seq):
+    """304 rows (two full row tiles and 48 rows) or one partial row tile of 100, two
+    intermediate blocks."""
+    args = _inputs(seq, 256, 256, 1024, seed=3)
     g = nk.trace(back).trace(*args)
     kern = nk.compile(g)
     _check_reads_once(kern, args)

@@ -208,7 +208,9 @@ def choose_block(ctx, blk: MlpBlock, plans: dict) -> int | None:
     a_isz = a.type.dtype.itemsize
     w_isz = max(m.operand(1).type.dtype.itemsize for m in blk.ups + [blk.down])
     nk, n_rt = -(-k // p), -(-s // p)
-    if k % p or n_rt < 2:  # one row tile: the row pipeline reads every weight once already
+    if k % p or (n_rt < 2 and blk.prologue is None):
+        # one row tile: the row pipeline reads every weight once already (a fused prologue
+        # still keeps its rows and the intermediate, which that pipeline may spill, on chip)
         return None
     kept = kept_bytes(blk.prologue, p)  # the epilogue's operands held for all rows
     h_t, acc = nk * s * max(a_isz, 2) + kept, n_rt * d * 4
@@ -355,6 +357,29 @@ def _transpose_act(ctx, down, act_t, a_t, nb: int, mt: int) -> None:
         )
 
 
+def _stage(ctx, blk: MlpBlock, em0, idx: list, outputs: set, row_local):
+    """hᵀ for every row: computed by the fused prologue's pipeline, or loaded and transposed."""
+    if blk.prologue is None:
+        return _stage_h_t(ctx, blk, em0, idx)
+    p = ctx.partitions
+    ctx.at_op(blk.ups[0])
+    h_t = ctx.b.alloc((p, em0.k // p, em0.m), em0.a_dt, "sbuf", name="h_t")
+    emit_prologue(ctx, blk.prologue, blk, outputs, row_local, h_t)
+    return h_t
+
+
+def _drive_act(gem: GroupEmitter, top, levels: int, rows: tuple, cols: tuple) -> None:
+    """Run the element-wise group on one (row tile, block) instance: ``rows`` / ``cols`` are
+    (dim, offset, extent). Without loops (one row tile, one block) it runs whole here."""
+    inst_p = top.enter(*rows)
+    inst = inst_p.enter(*cols)
+    chain = [top, inst_p, inst] if levels == 2 else [top, inst]
+    for lv in range(1 if levels else 0, levels + 1):
+        gem.before(lv, chain[lv])
+    for lv in range(levels, 0 if levels else -1, -1):
+        gem.after(lv, chain[lv])
+
+
 def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> None:
     """Emit the blocked loop nest of the module docstring."""
     b, p, tg = ctx.b, ctx.partitions, ctx.target
@@ -368,12 +393,7 @@ def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> 
     idx = [0] * len(em0.batch)
     nk, nb, n_rt = k // p, bw // p, -(-s // p)
 
-    if fused:
-        ctx.at_op(blk.ups[0])
-        h_t = b.alloc((p, nk, s), em0.a_dt, "sbuf", name="h_t")
-        emit_prologue(ctx, blk.prologue, blk, outputs, row_local, h_t)
-    else:
-        h_t = _stage_h_t(ctx, blk, em0, idx)
+    h_t = _stage(ctx, blk, em0, idx, outputs, row_local)
     ctx.at_op(blk.down)
     acc = b.alloc((p, n_rt * d), "f32", "sbuf", name="mlp_acc")  # row tile r at columns r * d
     b.memset(dst=Access(acc, (_ds(0, p), _ds(0, n_rt * d))), value=0.0)
@@ -387,8 +407,9 @@ def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> 
     p_dim, f_dim = plan.p_dims[0], plan.f_dims[0]
     gem.prepare()
     top = gem.top_instance()
-    gem.before(0, top)
     levels = len(gem.loops)
+    if levels:  # else (one row tile, one block) the group runs whole per instance below
+        gem.before(0, top)
     fmax = tg.psum_bank_fmax
 
     def block(j):
@@ -423,13 +444,7 @@ def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> 
                 for m, t in zip(blk.ups, ts):
                     tiles[m.result] = t
                 gem.note("vector", d)  # the accumulation below: balance the group's engines
-                inst_p = top.enter(p_dim, m0, mt)
-                inst = inst_p.enter(f_dim, col, bw)
-                chain = [top, inst_p, inst] if levels == 2 else [top, inst]
-                for lv in range(1, levels + 1):
-                    gem.before(lv, chain[lv])
-                for lv in range(levels, 0, -1):
-                    gem.after(lv, chain[lv])
+                _drive_act(gem, top, levels, (p_dim, m0, mt), (f_dim, col, bw))
                 acts.append(tiles[blk.act])
             ctx.at_op(blk.down)
             for (_m0, mt, rt), act_t in zip(insts, acts):
@@ -456,7 +471,8 @@ def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> 
     else:
         with b.fori_loop(0, nblocks) as j:
             block(j)
-    gem.after(0, top)
+    if levels:
+        gem.after(0, top)
     _epilogue(ctx, blk, outputs, row_local, plans, acc, s, d)
 
 
