@@ -96,7 +96,8 @@ def test_qwen3_0_6b_layer_mlp_intermediate_stays_on_chip(seq):
     several row tiles: its 18 MiB of MLP weights do not fit SBUF beside a row pipeline; blocked
     over the intermediate dim (mlp_block.py) every weight is read once and no (seq, 3072)
     intermediate is written to HBM (was the (seq, 6144) gate/up product, written and read
-    back). At seq 128 (one row tile) the row pipeline keeps the weights streamed once."""
+    back). At seq 128 (one row tile) the fused prologue brings the block too
+    (test_mlp_prologue.py)."""
     kern = _qwen3_0_6b_layer(seq)
     by = bytes_by_tensor(kern.nki)
     assert by["w_gu"]["read"] == 1024 * 6144 * 2 and by["w_dn"]["read"] == 3072 * 1024 * 2
