@@ -116,3 +116,28 @@ def test_disjoint_windows_rule():
     assert not interleave._disjoint(overlapping, i, 1, set())  # row i+1 is next i's row
     wide = [acc(Affine.of(i) * 2, 3)]
     assert not interleave._disjoint(wide, i, 1, set())  # 3 rows moving by 2
+
+
+def test_sbuf_tile_filled_slot_by_slot_is_independent():
+    """A loop that writes each iteration's slot of an SBUF tile allocated before it (a buffer
+    holding every row tile, mlp_prologue.py) is independent when nothing in it reads that
+    tile; reading it (or writing overlapping slots) makes it loop-carried."""
+    from nkigen_lite.nki.types import Access, Affine, DimSlice
+
+    def loop(read_back: bool, step: int):
+        b = nk.nki.Builder("k")
+        x = b.add_input("x", (128, 64), nk.float32)
+        whole = b.alloc((128, 64), "f32", "sbuf", name="whole")
+        with b.fori_loop(0, 4) as i:
+            t = b.alloc((128, 16), "f32", "sbuf", name="t")
+            cols = DimSlice(Affine.of(i) * 16, 16, 1)
+            b.dma_copy(dst=t, src=Access(x, (DimSlice(Affine.of(0), 128, 1), cols)))
+            if read_back:
+                b.tensor_copy(dst=t, src=Access(whole, (DimSlice(Affine.of(0), 128, 1), cols)))
+            slot = DimSlice(Affine.of(i) * step, 16, 1)
+            b.tensor_copy(dst=Access(whole, (DimSlice(Affine.of(0), 128, 1), slot)), src=t)
+        return next(op for op in b.graph.body.walk() if isinstance(op, ForiLoopOp))
+
+    assert interleave._independent(loop(False, 16))
+    assert not interleave._independent(loop(True, 16))  # reads what an earlier iteration wrote
+    assert not interleave._independent(loop(False, 8))  # 16 columns moving by 8: overlapping

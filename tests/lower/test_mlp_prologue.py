@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
+from nkigen_lite.nki.ops import ActivationOp, ForiLoopOp, MatmulOp, TransposeOp
 from nkigen_lite.perf.traffic import bytes_by_tensor
 
 BF16 = ml_dtypes.bfloat16
@@ -125,3 +126,31 @@ def test_residual_read_elsewhere_is_still_stored():
     o, h, w_o = (a.astype(np.float64) for a in args[:3])
     o2 = (o @ w_o).astype(BF16).astype(np.float64) + h
     np.testing.assert_allclose(out[names[1]].astype(np.float64), o2, rtol=0, atol=0.02 * np.abs(o2).max())
+
+
+def test_row_tiles_are_skewed_in_the_block_loop():
+    """In the loop over row tiles of an intermediate block, a row tile's element-wise chain
+    is emitted right after its up projections, before the next row tile's (each engine runs
+    its stream in order: ScalarE's silu of row tile 0 must not queue behind the PSUM copies of
+    row tile 1), and its down projection after the next row tile's up projections."""
+    args = _inputs(512, 256, 256, 1024, seed=5)
+    kern = nk.compile(back, *args)
+    bodies = [
+        list(op.body)
+        for op in kern.nki.body.walk()
+        if isinstance(op, ForiLoopOp) and any(isinstance(o, TransposeOp) for o in op.body)
+    ]
+    assert bodies
+    for body in bodies:
+
+        def row_of(o):
+            if isinstance(o, MatmulOp) and o.access("stationary").tensor.name_hint.startswith("h_t"):
+                return str(o.access("stationary").dims[-1])
+            return None
+
+        rows = list(dict.fromkeys(r for r in map(row_of, body) if r is not None))
+        assert len(rows) == 2, rows
+        second_up = next(i for i, o in enumerate(body) if row_of(o) == rows[1])
+        first_act = next(i for i, o in enumerate(body) if isinstance(o, ActivationOp))
+        first_t = next(i for i, o in enumerate(body) if isinstance(o, TransposeOp))
+        assert first_act < second_up < first_t

@@ -14,9 +14,10 @@ A loop is transformed when its body (nested loops included) runs a Tensor-engine
 and a ScalarE activation or VectorE reduction — a chain across engines; the loads, matmuls and
 copies of a plain matmul overlap through rotating buffers instead, which the doubled tiles would
 crowd out — and only when the result is certainly the same: every instruction in it writes
-only tiles allocated inside the body or HBM tensors nothing in the loop reads, and the windows
-of one HBM tensor written in different iterations are disjoint (one view, and a dim in which
-all its writers move together by at least their joint span per iteration); the body holds only
+only tiles allocated inside the body, or HBM tensors and SBUF tiles allocated before it that
+nothing in the loop reads, and the windows of one such tensor written in different iterations
+are disjoint (one view, and a dim in which all its writers move together by at least their
+joint span per iteration: a row tile's slot of a buffer holding all rows); the body holds only
 allocations, deallocations, loops and NKI instructions (no collectives, no indirect DMAs); and
 the kernel's SBUF and PSUM still fit with both iterations' tiles live (counted as the verifier
 counts them). Each round transforms the innermost qualifying loops; ``ROUNDS`` rounds (a loop
@@ -64,7 +65,7 @@ def _independent(loop: ForiLoopOp) -> bool:
     local = _allocated(body)
     idx = loop.index
     inner = {id(op.index) for op in body.walk() if isinstance(op, ForiLoopOp)}
-    read_hbm, writes = set(), []
+    read_outside, writes = set(), []
     for op in body.walk():
         if isinstance(op, (AllocOp, DeallocOp, ForiLoopOp)):
             continue
@@ -75,20 +76,20 @@ def _independent(loop: ForiLoopOp) -> bool:
             acc = op.access(name)
             if name in written:
                 writes.append(acc)
-            elif acc.tensor.type.space is MemorySpace.HBM:
-                read_hbm.add(_root(acc.tensor))
+            elif acc.tensor not in local:
+                read_outside.add(_root(acc.tensor))
     by_root: dict = {}
     for acc in writes:
         if acc.tensor in local:
             continue
-        if acc.tensor.type.space is not MemorySpace.HBM or _root(acc.tensor) in read_hbm:
+        if acc.tensor.type.space is MemorySpace.PSUM or _root(acc.tensor) in read_outside:
             return False
         by_root.setdefault(_root(acc.tensor), []).append(acc)
     return all(_disjoint(accs, idx, loop.attrs["step"], inner) for accs in by_root.values())
 
 
 def _disjoint(accs: list, idx, step: int, inner: set) -> bool:
-    """The windows the accesses ``accs`` (one HBM tensor) write in different iterations are
+    """The windows the accesses ``accs`` (one tensor) write in different iterations are
     disjoint: they address the tensor through one view, and in some dim all their offsets move
     by the same ``c`` per iteration, depend on no loop inside the body, and together span at
     most ``|c·step|`` elements in one iteration."""

@@ -44,7 +44,8 @@ from .views import is_layout_convert
 
 BLOCK_WIDTHS = (1024, 512, 256, 128)  # intermediate columns per block, widest that fits first
 SBUF_MARGIN = 16 * 1024  # bytes per partition left for what the estimate does not see
-PAIR = 2  # row tiles per loop iteration, their stages alternating (TensorE overlaps the chain)
+PAIR = 2  # row tiles per loop iteration (measured best of 2, 4, 8 under the cost model)
+LAG = 1  # a row tile's down projection follows the next row tile's up projections
 
 
 def _ds(off, size: int) -> DimSlice:
@@ -428,40 +429,44 @@ def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> 
             src=Access(down.views["b_chunks"], lead + (_ds(0, p), _ds(Affine.of(j) * nb, nb), _ds(0, d))),
         )
 
-        def rows(insts):
-            ups_of = []
-            for m0, mt, _rt in insts:
-                at = _RowWindow(ChunkTiles.one(h_t, nk), m0)
-                ts = []
-                for em, m, cache in zip(ups, blk.ups, caches):
-                    ctx.at_op(m)
-                    t = b.alloc((p, bw), em.c_dt, "sbuf", name=m.result.name_hint or "up")
-                    _up_block(b, p, fmax, at, nk, mt, cache, bw, t)
-                    ts.append(t)
-                ups_of.append(ts)
-            acts = []
-            for (m0, mt, _rt), ts in zip(insts, ups_of):
-                for m, t in zip(blk.ups, ts):
-                    tiles[m.result] = t
-                gem.note("vector", d)  # the accumulation below: balance the group's engines
-                _drive_act(gem, top, levels, (p_dim, m0, mt), (f_dim, col, bw))
-                acts.append(tiles[blk.act])
+        def up_and_act(m0, mt: int):
+            at = _RowWindow(ChunkTiles.one(h_t, nk), m0)
+            for em, m, cache in zip(ups, blk.ups, caches):
+                ctx.at_op(m)
+                t = b.alloc((p, bw), em.c_dt, "sbuf", name=m.result.name_hint or "up")
+                _up_block(b, p, fmax, at, nk, mt, cache, bw, t)
+                tiles[m.result] = t
+            gem.note("vector", d)  # the accumulation below: balance the group's engines
+            _drive_act(gem, top, levels, (p_dim, m0, mt), (f_dim, col, bw))
+            return tiles[blk.act]
+
+        def down_rows(mt: int, rt, act_t) -> None:
             ctx.at_op(blk.down)
-            for (_m0, mt, rt), act_t in zip(insts, acts):
-                a_t = b.alloc((p, nb, p), down.a_dt, "sbuf", name="act_t")
-                _transpose_act(ctx, down, act_t, a_t, nb, mt)
-                for n0 in range(0, d, fmax):
-                    nj = min(fmax, d - n0)
-                    ps = b.alloc((p, fmax), "f32", "psum", name="acc")
-                    for c in range(nb):
-                        b.nc_matmul(
-                            dst=Access(ps, (_ds(0, mt), _ds(0, nj))),
-                            stationary=Access(a_t, (_ds(0, p), _ds(c, 1), _ds(0, mt))),
-                            moving=Access(wd, (_ds(0, p), _ds(c, 1), _ds(n0, nj))),
-                            accumulate=c > 0,
-                        )
-                    dst = Access(acc, (_ds(0, mt), _ds(Affine.of(rt) * d + n0, nj)))
-                    b.tensor_tensor(dst=dst, data1=dst, data2=Access(ps, (_ds(0, mt), _ds(0, nj))), op="add")
+            a_t = b.alloc((p, nb, p), down.a_dt, "sbuf", name="act_t")
+            _transpose_act(ctx, down, act_t, a_t, nb, mt)
+            for n0 in range(0, d, fmax):
+                nj = min(fmax, d - n0)
+                ps = b.alloc((p, fmax), "f32", "psum", name="acc")
+                for c in range(nb):
+                    b.nc_matmul(
+                        dst=Access(ps, (_ds(0, mt), _ds(0, nj))),
+                        stationary=Access(a_t, (_ds(0, p), _ds(c, 1), _ds(0, mt))),
+                        moving=Access(wd, (_ds(0, p), _ds(c, 1), _ds(n0, nj))),
+                        accumulate=c > 0,
+                    )
+                dst = Access(acc, (_ds(0, mt), _ds(Affine.of(rt) * d + n0, nj)))
+                b.tensor_tensor(dst=dst, data1=dst, data2=Access(ps, (_ds(0, mt), _ds(0, nj))), op="add")
+
+        def rows(insts):
+            # skewed: row tile t's down projection after row tile t+LAG's up projections, so
+            # TensorE has those while t's element-wise chain runs
+            pending = []
+            for m0, mt, rt in insts:
+                pending.append((mt, rt, up_and_act(m0, mt)))
+                if len(pending) > LAG:
+                    down_rows(*pending.pop(0))
+            for args in pending:
+                down_rows(*args)
 
         _row_groups(b, s, p, PAIR, rows)
 
