@@ -240,7 +240,7 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
         return part, plans, row_local, pairs, splits
 
 
-def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs: dict, splits=()) -> None:
+def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs: dict, splits=()) -> None:  # noqa: C901
     """Emit the partition's items in order, fusing runs of row-compatible matmuls and fusion
     groups into row pipelines (pipeline.py) and pairs of groups into row sequences
     (row_sequence.py)."""
