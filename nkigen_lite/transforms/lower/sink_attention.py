@@ -7,21 +7,25 @@ tile: head ``j`` of the block on partitions ``j·128/r ...``, each partition hol
 consecutive rows of its head, so the Q loads and O stores move runs of ``r·D`` elements per
 descriptor instead of one row. A *unit* is one such head block, one 128-row query tile and one
 row offset ``ri < r``: its 128 queries are row ``m0 + r·p + ri`` of head ``j`` on partition
-``j·128/r + p``, all reading the same KV head, so one ``S = Q Kᵀ`` matmul covers them.
+``j·128/r + p``, all reading the same KV head, so one ``S = Q Kᵀ`` matmul covers them. With an
+even number of KV heads and D of 32 or 64, two KV heads share the partitions of Qᵀ and Kᵀ
+(head ``i`` on partitions ``i·D ...``): one transpose and one copy serve both.
 
-**Per unit:** Qᵀ by one TensorE transpose per row offset (four per PSUM bank, one copy out);
-``S = Qᵀᵀ Kᵀ`` over the key chunks some query sees (chunks every query of the unit cannot see —
-after the diagonal, or before the window — are skipped); on the chunks only partly visible the
-mask is added by the Tensor engine itself, accumulating ``I · M`` into the scores (``M`` holds 0
-or ``MASKED``; one constant tile per (chunk offset, row offset), built by GpSimd
-``affine_select`` per head block, whose rows are affine in the partition); ``-max S`` by a
-negated row max from PSUM; the stabiliser ``-m = min(-scale·max S, -sink)`` (the sink joins the
-max) for the block's ``r`` units in one instruction; ``P = exp(scale·S - m)`` in the input dtype
-with its row sum fused; ``1 / (ΣP + exp(sink - m))`` for the block (the sink joins the
-denominator and has no value row); ``Pᵀ`` by TensorE transposes (one copy out per unit);
-``O = Pᵀᵀ V`` in the input dtype accumulating over the chunks; ``O · (1/l)`` written into the
-block's output tile while leaving PSUM. K and V are loaded once per KV head (Kᵀ by TensorE
-transposes) and shared by its query heads; scores never leave the chip.
+**Per block (r units):** Qᵀ by one TensorE transpose per row offset (one PSUM bank, one copy
+out, shared with the paired KV head's block); ``S = Qᵀᵀ Kᵀ`` over the key chunks some query sees
+(chunks every query of the block cannot see — after the diagonal, or before the window — are
+skipped); on the chunks only partly visible the mask is added by the Tensor engine itself,
+accumulating ``I · M`` into the scores (``M`` holds 0 or ``MASKED``; one constant tile per chunk
+offset, built by GpSimd ``affine_select`` per head block, whose rows are affine in the
+partition); ``-max S`` by negated row maxes from PSUM; the stabiliser ``-m = min(-scale·max S,
+-sink)`` (the sink joins the max) in one instruction; ``P = exp(scale·S - m)`` in the input
+dtype; ``Pᵀ`` by TensorE transposes into one PSUM bank and one copy out; ``[O | l] = Pᵀᵀ [V |
+1]`` in the input dtype accumulating over the chunks (the ones column gives the row sum ``l`` of
+the rounded P); ``1 / (l + exp(sink - m))`` (the sink joins the denominator and has no value
+row); ``O · (1/l)`` written into the output tile while leaving PSUM. K and V are loaded once per
+KV head (Kᵀ by TensorE transposes) and shared by its query heads; scores never leave the chip.
+PSUM evacuations go to VectorE or ScalarE, whichever has less work so far (the cost model's
+per-instruction costs).
 
 The instructions are emitted as a software pipeline over the blocks and reordered by
 ``emit_order.list_order``. The scores are not rounded to the input dtype (the model's graph
@@ -37,6 +41,7 @@ from ...ir.errors import BuildError
 from ...nki.builder import Builder
 from ...nki.target import TRN2
 from ...nki.types import Access, Affine, DimSlice
+from ...perf.instruction_cost import FREE_OPS, instruction_cost
 from ...tensor.composites_sink_attention import SinkAttentionOp
 from .custom import register_composite_lowering
 from .deallocs import insert_deallocs
@@ -44,7 +49,7 @@ from .emit_order import list_order
 
 P = 128  # partitions
 MAX_HEAD_DIM = 128  # q / k feature dim on the partitions for Q Kᵀ
-MAX_VALUE_DIM = 512  # v feature dim: one PSUM bank of fp32 outputs
+MAX_VALUE_DIM = 511  # v feature dim: [V | 1] in one PSUM bank of fp32 outputs
 MAX_KEYS = 512  # keys: one PSUM bank of fp32 scores per unit
 MAX_UNITS = 512  # query heads x 128-row query tiles (the kernel is unrolled)
 MASKED = float(np.float32(-3.0e38))  # finite: it enters the scores through a matmul (0 * inf is NaN)
@@ -60,10 +65,11 @@ def _acc(t, *dims) -> Access:
     return Access(t, tuple(_ds(*d) if isinstance(d, tuple) else d for d in dims))
 
 
-def rows_per_partition(heads_per_kv: int, m: int) -> int:
-    """``r``: rows of one head per partition (module docstring)."""
+def rows_per_partition(heads_per_kv: int, m: int, dv: int = 64) -> int:
+    """``r``: rows of one head per partition (module docstring); the block's r outputs
+    ``[P V | P 1]`` share one PSUM bank."""
     for r in (4, 2):
-        if heads_per_kv % r == 0 and m % P == 0:
+        if heads_per_kv % r == 0 and m % P == 0 and r * (dv + 1) <= MAX_KEYS:
             return r
     return 1
 
@@ -96,7 +102,7 @@ class _Kernel:
         self.rep = self.h // self.g  # query heads per KV head
         self.scale = float(np.float32(attrs["scale"]))  # an fp32 immediate
         self.window = int(attrs["window"])
-        self.r = rows_per_partition(self.rep, self.m)
+        self.r = rows_per_partition(self.rep, self.m, self.dv)
         self.pph = P // self.r  # partitions per head in a block
         self.b = b = Builder("sink_attention")
         self.q = b.add_input("q", qt.shape, self.dt)
@@ -106,7 +112,9 @@ class _Kernel:
         self.o = b.alloc((self.h, self.m, self.dv), self.dt, "hbm", name="o")
         self.chunks = [(c0, min(P, self.n - c0)) for c0 in range(0, self.n, P)]
         self.masks: dict[tuple, object] = {}
-        self.engine_turn = 0
+        self.fast = self.dt.name in TRN2.vector_fast_dtypes
+        self.busy: dict[str, float] = {}  # engine -> busy ns of the instructions emitted so far
+        self._seen = None
 
     # ---- constants: sink columns, identity, mask tiles -----------------------------------------
     def sink_columns(self) -> None:
@@ -164,26 +172,31 @@ class _Kernel:
             vis &= key > row - self.window
         return vis
 
-    def mask_tile(self, m0: int, ri: int, rows: int, c0: int, kc: int):
-        """0 where visible, ``MASKED`` elsewhere, for the unit's rows against keys c0 .. c0+kc;
-        one tile per (c0 - m0, ri, rows, kc)."""
-        key = (c0 - m0, ri, rows, kc)
+    def mask_tile(self, m0: int, rows: int, c0: int, kc: int):
+        """[P, r, kc]: 0 where visible, ``MASKED`` elsewhere, for the rows of the units (row
+        offset ``ri`` in the middle dim) against keys c0 .. c0+kc; one tile per (c0 - m0, rows,
+        kc), one GpSimd ``affine_select`` per head block and bound (rows are affine in the
+        partition within a block)."""
+        key = (c0 - m0, rows, kc)
         if key in self.masks:
             return self.masks[key]
         b, r = self.b, self.r
-        t = b.alloc((P, kc), self.dt, name="mask")
-        b.memset(dst=_acc(t, (0, rows), (0, kc)), value=0.0, engine="gpsimd")
+        t = b.alloc((P, r, kc), self.dt, name="mask")
+        b.memset(dst=_acc(t, (0, rows), (0, r), (0, kc)), value=0.0)
         span = rows if r == 1 else self.pph
+        # key - row = f - ri - r·p + (c0 - m0): causal keeps <= 0, the window keeps > -window;
+        # a bound that hides nothing here is not applied (every head block has the same rows)
+        row = m0 + np.arange(r)[None, :, None] + r * np.arange(span)[:, None, None]
+        key_ = c0 + np.arange(kc)[None, None, :]
+        conds = [("less_equal", c0 - m0)] if (key_ > row).any() else []
+        if self.window and (key_ <= row - self.window).any():
+            conds.append(("greater", c0 - m0 + self.window))
         for j in range(1 if r == 1 else r):
-            part = _acc(t, (j * span, span), (0, kc))
-            # key - row = f - r·p + (c0 - m0 - ri): causal keeps <= 0, the window keeps > -window
-            conds = [("less_equal", c0 - m0 - ri)]
-            if self.window:
-                conds.append(("greater", c0 - m0 - ri + self.window))
+            part = _acc(t, (j * span, span), (0, r), (0, kc))
             for cmp, off in conds:
                 b.affine_select(
                     dst=part,
-                    pattern=[[1, kc]],
+                    pattern=[[-1, r], [1, kc]],
                     channel_multiplier=-r,
                     on_true_tile=part,
                     on_false_value=MASKED,
@@ -194,46 +207,102 @@ class _Kernel:
         return t
 
     # ---- loads ---------------------------------------------------------------------------------
-    def load_kv(self, g: int) -> None:
-        """K and V of KV head ``g`` (keys on the partitions, chunks along the free axis), Kᵀ by
-        TensorE transposes into one PSUM bank and one copy out."""
-        b, d, dv, n = self.b, self.d, self.dv, self.n
-        kn = b.alloc((P, len(self.chunks), d), self.dt, name="k_nat")
-        vn = b.alloc((P, len(self.chunks), dv), self.dt, name="v_nat")
-        for src, dst, width in ((self.k, kn, d), (self.v, vn, dv)):
-            if n % P == 0:
-                view = b.hbm_view(src, (P, n // P, width), (width, P * width, 1), offset=g * n * width)
-                b.dma_copy(
-                    dst=_acc(dst, (0, P), (0, n // P), (0, width)),
-                    src=_acc(view, (0, P), (0, n // P), (0, width)),
-                )
-                continue
+    def load_k(self, gl: list) -> None:
+        """K of the KV heads ``gl`` (one, or a pair sharing the partitions: keys on the
+        partitions, chunks along the free axis); Kᵀ of the group by one TensorE transpose per
+        chunk (head ``i`` on partitions ``i·D ...``) into one PSUM bank and one copy out."""
+        b, d, n, nc, ng = self.b, self.d, self.n, len(self.chunks), len(gl)
+        kn = b.alloc((P, nc, ng, d), self.dt, name="k_nat")
+        if n % P == 0:
+            view = b.hbm_view(self.k, (P, nc, ng, d), (d, P * d, n * d, 1), offset=gl[0] * n * d)
+            b.dma_copy(
+                dst=_acc(kn, (0, P), (0, nc), (0, ng), (0, d)),
+                src=_acc(view, (0, P), (0, nc), (0, ng), (0, d)),
+            )
+        else:
             for c, (c0, kc) in enumerate(self.chunks):
-                view = b.hbm_view(src, (kc, width), (width, 1), offset=(g * n + c0) * width)
-                b.dma_copy(dst=_acc(dst, (0, kc), (c, 1), (0, width)), src=_acc(view, (0, kc), (0, width)))
+                view = b.hbm_view(self.k, (kc, ng, d), (d, n * d, 1), offset=(gl[0] * n + c0) * d)
+                b.dma_copy(
+                    dst=_acc(kn, (0, kc), (c, 1), (0, ng), (0, d)), src=_acc(view, (0, kc), (0, ng), (0, d))
+                )
         ps = b.alloc((P, n), self.dt, "psum", name="ps_k")
         for c, (c0, kc) in enumerate(self.chunks):
-            b.nc_transpose(dst=_acc(ps, (0, d), (c0, kc)), data=_acc(kn, (0, kc), (c, 1), (0, d)))
+            b.nc_transpose(
+                dst=_acc(ps, (0, ng * d), (c0, kc)), data=_acc(kn, (0, kc), (c, 1), (0, ng), (0, d))
+            )
         kt = b.alloc((P, n), self.dt, name="k_t")
-        b.tensor_copy(dst=_acc(kt, (0, d), (0, n)), src=_acc(ps, (0, d), (0, n)), engine=self.engine())
-        self.kt[g], self.vn[g] = kt, vn
+        b.tensor_copy(
+            dst=_acc(kt, (0, ng * d), (0, n)),
+            src=_acc(ps, (0, ng * d), (0, n)),
+            engine=self.engine(n, self.fast),
+        )
+        for i, g in enumerate(gl):
+            self.kt[g] = (kt, i * d)
 
-    def q_view(self, x, g: int, m0: int, rows: int, width: int):
-        """HBM view of KV head ``g``'s query heads, rows m0 .. m0+rows (r·rows/128 per partition),
-        in the tile order (head in block, partition row, block, row offset, feature)."""
-        r, m = self.r, self.m
+    def load_v(self, gl: list) -> None:
+        """``[V | 1]`` of each KV head of ``gl``: keys on the partitions, a ones column after
+        the values (P V's last column is then the row sum of P)."""
+        b, dv, n, nc = self.b, self.dv, self.n, len(self.chunks)
+        for g in gl:
+            vn = b.alloc((P, nc, dv + 1), self.dt, name="v_nat")  # [V | 1]
+            b.memset(dst=_acc(vn, (0, P), (0, nc), (dv, 1)), value=1.0, engine="gpsimd")
+            if n % P == 0:
+                view = b.hbm_view(self.v, (P, nc, dv), (dv, P * dv, 1), offset=g * n * dv)
+                b.dma_copy(dst=_acc(vn, (0, P), (0, nc), (0, dv)), src=_acc(view, (0, P), (0, nc), (0, dv)))
+            else:
+                for c, (c0, kc) in enumerate(self.chunks):
+                    view = b.hbm_view(self.v, (kc, dv), (dv, 1), offset=(g * n + c0) * dv)
+                    b.dma_copy(dst=_acc(vn, (0, kc), (c, 1), (0, dv)), src=_acc(view, (0, kc), (0, dv)))
+            self.vn[g] = vn
+
+    def q_view(self, x, gl: list, m0: int, rows: int, width: int):
+        """HBM view of the query heads of KV heads ``gl``, rows m0 .. m0+rows (r per partition),
+        in the tile order (head in block, partition row, KV head, block, row offset, feature)."""
+        r, m, rep = self.r, self.m, self.rep
         pph = rows if r == 1 else self.pph
         return self.b.hbm_view(
             x,
-            (r, pph, self.rep // r, r, width),
-            (m * width, r * width, r * m * width, width, 1),
-            offset=(g * self.rep * m + m0) * width,
+            (r, pph, len(gl), rep // r, r, width),
+            (m * width, r * width, rep * m * width, r * m * width, width, 1),
+            offset=(gl[0] * rep * m + m0) * width,
         )
 
-    def engine(self) -> str:
-        """Alternate PSUM evacuations between VectorE and ScalarE."""
-        self.engine_turn += 1
-        return "vector" if self.engine_turn % 2 else "scalar"
+    def q_transposed(self, q_nat, ng: int, slot: int, rows: int):
+        """Qᵀ of block ``slot`` of every KV head of the group: one TensorE transpose per row
+        offset (the group's heads side by side on the partitions), one copy out."""
+        b, d, r = self.b, self.d, self.r
+        rw, col = (0, rows), (0, r)
+        ps_q = b.alloc((P, r, P), self.dt, "psum", name="ps_q")
+        for ri in range(r):
+            b.nc_transpose(
+                dst=_acc(ps_q, (0, ng * d), (ri, 1), rw),
+                data=_acc(q_nat, rw, (0, ng), (slot, 1), (ri, 1), (0, d)),
+            )
+        q_t = b.alloc((P, r, P), self.dt, name="q_t")
+        b.tensor_copy(
+            dst=_acc(q_t, (0, ng * d), col, rw),
+            src=_acc(ps_q, (0, ng * d), col, rw),
+            engine=self.engine(r * rows, self.fast),
+        )
+        return q_t
+
+    def engine(self, n: int, fast: bool) -> str:
+        """The engine, VectorE or ScalarE, that finishes a PSUM evacuation of ``n`` elements per
+        partition (``fast``: 16-bit on both sides, VectorE's 2x mode) with the least busy time
+        so far (the cost model's per-instruction costs of everything emitted)."""
+        op = self._seen._next if self._seen is not None else self.b.graph.body.first
+        while op is not None:
+            if not isinstance(op, FREE_OPS):
+                c = instruction_cost(op, TRN2)
+                self.busy[c.engine] = self.busy.get(c.engine, 0.0) + c.ns
+            self._seen, op = op, op._next
+        t = TRN2
+        factor = t.vector_perf_mode_other_factor if fast else 1
+        vec = max(t.min_ii_cycles, n / factor) * 1e9 / t.vector_clock_hz
+        sca = max(t.min_ii_cycles, n) * 1e9 / t.scalar_clock_hz
+        return (
+            "vector" if self.busy.get("vector", 0.0) + vec <= self.busy.get("scalar", 0.0) + sca else "scalar"
+        )
 
     def add_masks(self, s, i: int, m0: int, ri: int, rows: int, vis, lo: int, hi: int, k0: int) -> None:
         """Accumulate ``I · mask`` into unit ``ri``'s scores (slot ``i`` of PSUM tile ``s``) on
@@ -242,21 +311,22 @@ class _Kernel:
         for c in range(lo, hi + 1):
             c0, kc = self.chunks[c]
             if not vis[c].all():
-                mask = self.mask_tile(m0, ri, rows, c0, kc)
+                mask = self.mask_tile(m0, rows, c0, kc)
                 b.nc_matmul(
                     dst=_acc(s, rw, (i, 1), (c0 - k0, kc)),
                     stationary=_acc(self.ident, rw, rw),
-                    moving=_acc(mask, rw, (0, kc)),
+                    moving=_acc(mask, rw, (ri, 1), (0, kc)),
                     accumulate=True,
                 )
 
     # ---- one block (r query heads of one KV head, one query tile) as pipeline stages ------------
-    def block(self, g: int, hb: int, slot: int, m0: int, rows: int, q_nat, out):
-        """Emit the block's r units, one stage per ``next()``. The units share their PSUM tiles
+    def block(self, g: int, gi: int, hb: int, slot: int, m0: int, rows: int, q_t, out):
+        """Emit the block's r units (KV head ``g``, the ``gi``-th of its group: its Qᵀ and Kᵀ on
+        partitions ``gi·D ...``), one stage per ``next()``. The units share their PSUM tiles
         (scores of ``per`` units per bank, one bank of Pᵀ, one of outputs) so that two blocks
         fit the 8 banks."""
         b, d, dv, r = self.b, self.d, self.dv, self.r
-        kt, vn = self.kt[g], self.vn[g]
+        (kt, koff), vn = self.kt[g], self.vn[g]
         rw, col = (0, rows), (0, r)
         vis = [[self.visible(m0, ri, rows, c0, kc) for c0, kc in self.chunks] for ri in range(r)]
         used = [c for c in range(len(self.chunks)) if any(v[c].any() for v in vis)]
@@ -264,14 +334,6 @@ class _Kernel:
         nch = hi - lo + 1
         k0, k1 = self.chunks[lo][0], self.chunks[hi][0] + self.chunks[hi][1]
         w = k1 - k0
-        ps_q = b.alloc((P, r, P), self.dt, "psum", name="ps_q")
-        for ri in range(r):
-            b.nc_transpose(
-                dst=_acc(ps_q, (0, d), (ri, 1), rw), data=_acc(q_nat, rw, (slot, 1), (ri, 1), (0, d))
-            )
-        yield
-        q_t = b.alloc((P, r, P), self.dt, name="q_t")
-        b.tensor_copy(dst=_acc(q_t, (0, d), col, rw), src=_acc(ps_q, (0, d), col, rw), engine=self.engine())
         yield
         per = max(1, min(r, MAX_KEYS // w))  # units per PSUM bank of scores
         scores = []  # (tile, index in tile) per unit
@@ -281,8 +343,8 @@ class _Kernel:
             scores.append((s, ri % per))
             b.nc_matmul(
                 dst=_acc(s, rw, (ri % per, 1), (0, w)),
-                stationary=_acc(q_t, (0, d), (ri, 1), rw),
-                moving=_acc(kt, (0, d), (k0, w)),
+                stationary=_acc(q_t, (koff, d), (ri, 1), rw),
+                moving=_acc(kt, (koff, d), (k0, w)),
             )
             self.add_masks(s, ri % per, m0, ri, rows, vis[ri], lo, hi, k0)
         yield
@@ -308,7 +370,6 @@ class _Kernel:
             operand1=_acc(self.negsink, rw, (hb, 1)),
         )
         yield
-        total = b.alloc((P, r), F32, name="row_sum")
         probs = []
         for ri, (s, i) in enumerate(scores):
             p = b.alloc((P, w), self.dt, name="probs")
@@ -318,20 +379,9 @@ class _Kernel:
                 data=_acc(s, rw, (i, 1), (0, w)),
                 bias=_acc(bias, rw, (ri, 1)),
                 scale=self.scale,
-                reduce_res=_acc(total, rw, (ri, 1)),
             )
             probs.append(p)
         yield
-        sink_e = b.alloc((P, r), F32, name="sink_exp")  # exp(sink - m)
-        b.activation(
-            dst=_acc(sink_e, rw, col), op="exp", data=_acc(bias, rw, col), bias=_acc(self.sink, rw, (hb, 1))
-        )
-        denom = b.alloc((P, r), F32, name="denominator")
-        b.tensor_tensor(
-            dst=_acc(denom, rw, col), data1=_acc(total, rw, col), data2=_acc(sink_e, rw, col), op="add"
-        )
-        recip = b.alloc((P, r), F32, name="recip")
-        b.activation(dst=_acc(recip, rw, col), op="reciprocal", data=_acc(denom, rw, col))
         ps_t = b.alloc((P, r, nch, P), self.dt, "psum", name="ps_pt")
         for ri, p in enumerate(probs):
             for c in range(lo, hi + 1):
@@ -342,40 +392,52 @@ class _Kernel:
         yield
         yield  # one tick more before the copy: the transposes take a while
         p_t = b.alloc((P, r, nch, P), self.dt, name="probs_t")
-        kc = self.chunks[lo][1] if nch == 1 else P
-        if nch > 1 and self.chunks[hi][1] != P:  # a partial last chunk: copy the chunks apart
-            for c in range(nch):
-                kc = self.chunks[lo + c][1]
-                b.tensor_copy(
-                    dst=_acc(p_t, (0, kc), col, (c, 1), rw),
-                    src=_acc(ps_t, (0, kc), col, (c, 1), rw),
-                    engine=self.engine(),
-                )
-        else:
+        parts = [(0, nch)] if nch == 1 or self.chunks[hi][1] == P else [(c, 1) for c in range(nch)]
+        for c, cn in parts:  # a partial last chunk is copied apart
+            kc = self.chunks[lo + c][1] if cn == 1 else P
             b.tensor_copy(
-                dst=_acc(p_t, (0, kc), col, (0, nch), rw),
-                src=_acc(ps_t, (0, kc), col, (0, nch), rw),
-                engine=self.engine(),
+                dst=_acc(p_t, (0, kc), col, (c, cn), rw),
+                src=_acc(ps_t, (0, kc), col, (c, cn), rw),
+                engine=self.engine(r * cn * rows, self.fast),
             )
         yield
-        pv = b.alloc((P, r, dv), F32, "psum", name="pv")
+        # P [V | 1]: the last column is the row sum of the (rounded) probabilities
+        pv = b.alloc((P, r, dv + 1), F32, "psum", name="pv")
         for ri in range(r):
             for c in range(lo, hi + 1):
                 kc = self.chunks[c][1]
                 b.nc_matmul(
-                    dst=_acc(pv, rw, (ri, 1), (0, dv)),
+                    dst=_acc(pv, rw, (ri, 1), (0, dv + 1)),
                     stationary=_acc(p_t, (0, kc), (ri, 1), (c - lo, 1), rw),
-                    moving=_acc(vn, (0, kc), (c, 1), (0, dv)),
+                    moving=_acc(vn, (0, kc), (c, 1), (0, dv + 1)),
                     accumulate=c > lo,
                 )
+        sink_e = b.alloc((P, r, 1), F32, name="sink_exp")  # exp(sink - m)
+        b.activation(
+            dst=_acc(sink_e, rw, col, (0, 1)),
+            op="exp",
+            data=_acc(bias, rw, col),
+            bias=_acc(self.sink, rw, (hb, 1)),
+        )
+        yield
+        denom = b.alloc((P, r, 1), F32, name="denominator")
+        b.tensor_tensor(
+            dst=_acc(denom, rw, col, (0, 1)),
+            data1=_acc(pv, rw, col, (dv, 1)),
+            data2=_acc(sink_e, rw, col, (0, 1)),
+            op="add",
+        )
+        recip = b.alloc((P, r, 1), F32, name="recip")
+        b.activation(dst=_acc(recip, rw, col, (0, 1)), op="reciprocal", data=_acc(denom, rw, col, (0, 1)))
         yield
         for ri in range(r):
-            dst = _acc(out, rw, (slot, 1), (ri, 1), (0, dv))
+            dst = _acc(out, rw, (gi, 1), (slot, 1), (ri, 1), (0, dv))
             src = _acc(pv, rw, (ri, 1), (0, dv))
-            if self.engine() == "scalar":
-                b.activation(dst=dst, op="copy", data=src, scale=_acc(recip, rw, (ri, 1)))
+            scale = _acc(recip, rw, (ri, 1), (0, 1))
+            if self.engine(dv, False) == "scalar":
+                b.activation(dst=dst, op="copy", data=src, scale=scale)
             else:
-                b.tensor_scalar(dst=dst, data=src, op0="multiply", operand0=_acc(recip, rw, (ri, 1)))
+                b.tensor_scalar(dst=dst, data=src, op0="multiply", operand0=scale)
 
     def build(self):
         """Constants, then per (KV head, query tile) the Q load, each head block as a pipeline
@@ -383,30 +445,38 @@ class _Kernel:
         once the tile's last block is done; then the list schedule and deallocations."""
         b, d, dv, r = self.b, self.d, self.dv, self.r
         self.kt, self.vn = {}, {}
-        self.sink_columns()
         self.identity()
         running = []
-        for g in range(self.g):
-            self.load_kv(g)
+        ng = 2 if self.g % 2 == 0 and self.d in (32, 64) else 1  # KV heads sharing the partitions
+        nb = self.rep // r
+        for g0 in range(0, self.g, ng):
+            gl = list(range(g0, g0 + ng))
+            self.load_k(gl)
             for m0 in range(0, self.m, P):
                 rows = min(P, self.m - m0)
-                nb = self.rep // r
-                q_nat = b.alloc((P, nb, r, d), self.dt, name="q_nat")
-                view = self.q_view(self.q, g, m0, rows, d)
+                q_nat = b.alloc((P, ng, nb, r, d), self.dt, name="q_nat")
+                view = self.q_view(self.q, gl, m0, rows, d)
                 b.dma_copy(
-                    dst=_acc(q_nat, (0, rows), (0, nb), (0, r), (0, d)),
+                    dst=_acc(q_nat, (0, rows), (0, ng), (0, nb), (0, r), (0, d)),
                     src=_acc(view, *[(0, n) for n in view.type.shape]),
                 )
-                out = b.alloc((P, nb, r, dv), self.dt, name="out")
-                oview = self.q_view(self.o, g, m0, rows, dv)
+                if m0 == 0:  # V after the first Q load: it is needed last
+                    if g0 == 0:  # the sinks too (short strided reads)
+                        self.sink_columns()
+                    self.load_v(gl)
+                out = b.alloc((P, ng, nb, r, dv), self.dt, name="out")
+                oview = self.q_view(self.o, gl, m0, rows, dv)
                 store = (
                     _acc(oview, *[(0, n) for n in oview.type.shape]),
-                    _acc(out, (0, rows), (0, nb), (0, r), (0, dv)),
+                    _acc(out, (0, rows), (0, ng), (0, nb), (0, r), (0, dv)),
                 )
                 for slot in range(nb):
-                    gen = self.block(g, g * nb + slot, slot, m0, rows, q_nat, out)
-                    running.append((gen, store if slot == nb - 1 else None))
-                    running = self.tick(running)
+                    q_t = self.q_transposed(q_nat, ng, slot, rows)
+                    for i, g in enumerate(gl):
+                        gen = self.block(g, i, g * nb + slot, slot, m0, rows, q_t, out)
+                        last = slot == nb - 1 and i == ng - 1
+                        running.append((gen, store if last else None))
+                        running = self.tick(running)
         while running:
             running = self.tick(running)
         b.set_outputs({"o": self.o})
