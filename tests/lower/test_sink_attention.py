@@ -74,6 +74,19 @@ def test_model_scale_moves_each_tensor_once(window):
     assert_close(kern.run(inputs)["o"], _reference(**inputs, window=window), BF16, what="NKI interpreter")
 
 
+@pytest.mark.parametrize("window", [None, 128])
+def test_literal_form_with_the_sink_column(window):
+    """The model's own form — softmax over [scores, sink], the column sliced off — becomes the
+    same kernel (canonical/sink_softmax.py, then the sink attention pattern)."""
+    kern = _compile(8, 2, 256, 64, window, literal=True)
+    assert kern.ir("canonicalize").count("tensor.sink_attention") == 1
+    assert kern.stats().hbm_traffic_ratio == pytest.approx(1.0)
+    inputs = _inputs(8, 2, 256, 64)
+    ref = _reference(**inputs, window=window)
+    assert_close(kern.run(inputs)["o"], ref, BF16, what="NKI interpreter")
+    assert_close(nk.simulate(kern, inputs)["o"], ref, BF16, what="simulator")
+
+
 def test_masks_on_chip_and_skipped_chunks():
     """Causal, 128-row tiles: the first tile's S covers one key chunk, the second two; masks
     are GpSimd affine_selects (no mask bytes from HBM) added through the Tensor engine only on

@@ -15,6 +15,7 @@ from .matmul_split import MATMUL_SPLIT_PATTERNS
 from .recompose import RECOMPOSE_PATTERNS
 from .shapes import SHAPE_PATTERNS
 from .sink_attention import SINK_ATTENTION_PATTERNS
+from .sink_softmax import SINK_SOFTMAX_PATTERNS
 from .small_axis_sum import SMALL_AXIS_SUM_PATTERNS
 from .softmax_scale import SOFTMAX_SCALE_PATTERNS
 
@@ -31,6 +32,7 @@ PATTERNS = (
     + DECODE_ATTENTION_PATTERNS
     + ATTENTION_PATTERNS
     + GROUPED_ATTENTION_PATTERNS
+    + SINK_SOFTMAX_PATTERNS
     + SINK_ATTENTION_PATTERNS
     + CAUSAL_ATTENTION_PATTERNS
     + MATMUL_SPLIT_PATTERNS
