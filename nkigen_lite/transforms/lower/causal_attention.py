@@ -33,6 +33,7 @@ from ...ir.errors import BuildError
 from ...ir.graph import Block
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor.composites_causal_attention import CausalAttentionOp
+from .attention_units import attention_dims
 from .context import LowerContext
 from .emit_order import list_order
 from .homes import HbmHome
@@ -57,21 +58,11 @@ def supported(q_shape, k_shape, v_shape, dtype, mask_value) -> bool:
     """q (..., H, M, D), k (..., G, N, D), v (..., G, N, Dv) of equal ranks >= 3 and equal
     leading dims, G dividing H, ``MIN_KEYS`` <= M == N <= ``MAX_KEYS``, D <= 128, Dv <= 512, a 16-bit float
     dtype and a mask <= ``SKIP_MASK``."""
-    qs, ks, vs = tuple(q_shape), tuple(k_shape), tuple(v_shape)
-    if not (len(qs) == len(ks) == len(vs) >= 3) or min(qs + ks + vs) <= 0:
+    dims = attention_dims(q_shape, k_shape, v_shape)
+    if dims is None:
         return False
-    if qs[:-3] != ks[:-3] or ks[:-2] != vs[:-2] or qs[-3] % ks[-3]:
-        return False
-    m, d = qs[-2:]
-    n, dv = vs[-2:]
-    if (
-        ks[-1] != d
-        or ks[-2] != n
-        or m != n
-        or not MIN_KEYS <= n <= MAX_KEYS
-        or d > MAX_HEAD_DIM
-        or dv > MAX_VALUE_DIM
-    ):
+    m, d, n, dv = dims
+    if m != n or not MIN_KEYS <= n <= MAX_KEYS or d > MAX_HEAD_DIM or dv > MAX_VALUE_DIM:
         return False
     return getattr(dtype, "name", dtype) in DTYPES and float(mask_value) <= SKIP_MASK
 

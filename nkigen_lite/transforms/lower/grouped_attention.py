@@ -29,6 +29,7 @@ from ...nki.builder import Builder
 from ...nki.target import TRN2
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor.composites_grouped_attention import GroupedAttentionOp
+from .attention_units import advance, attention_dims
 from .custom import register_composite_lowering
 from .deallocs import insert_deallocs
 from .emit_order import list_order
@@ -57,14 +58,12 @@ def supported(q_shape, k_shape, v_shape, dtype, attrs) -> bool:
     ranks >= 3 and equal leading dims, G dividing H, head dim <= 128, value dim <= 512, keys <= 512,
     M == N when causal, at most ``MAX_UNITS`` query heads x query tiles, and a bf16 / f16 / f32
     dtype."""
-    qs, ks, vs = tuple(q_shape), tuple(k_shape), tuple(v_shape)
-    if not (len(qs) == len(ks) == len(vs) >= 3) or min(qs + ks + vs) <= 0:
+    dims = attention_dims(q_shape, k_shape, v_shape)
+    if dims is None:
         return False
-    if qs[:-3] != ks[:-3] or ks[:-2] != vs[:-2] or qs[-3] % ks[-3]:
-        return False
-    m, d = qs[-2:]
-    n, dv = vs[-2:]
-    if ks[-1] != d or ks[-2] != n or d > MAX_HEAD_DIM or dv > MAX_VALUE_DIM or n > MAX_KEYS:
+    m, d, n, dv = dims
+    qs = tuple(q_shape)
+    if d > MAX_HEAD_DIM or dv > MAX_VALUE_DIM or n > MAX_KEYS:
         return False
     if attrs.get("causal") and m != n:
         return False
@@ -285,25 +284,13 @@ class _Kernel:
         running = []
         for unit in units:
             running.append((self.head(unit[0], unit[2], unit[3], unit[4], unit[5], unit[1]), unit[6]))
-            running = self.tick(running)
+            running = advance(b, running)
         while running:
-            running = self.tick(running)
+            running = advance(b, running)
         b.set_outputs({"o": self.o})
         list_order(b.graph.body, TRN2)
         insert_deallocs(b.graph.body)
         return b.graph
-
-    def tick(self, running: list) -> list:
-        """Advance every running head by one stage (oldest first); store finished DMA groups."""
-        left = []
-        for gen, store in running:
-            try:
-                next(gen)
-                left.append((gen, store))
-            except StopIteration:
-                if store is not None:
-                    self.b.dma_copy(dst=store[0], src=store[1])
-        return left
 
 
 def grouped_attention_body(types, attrs):

@@ -43,6 +43,7 @@ from ...nki.target import TRN2
 from ...nki.types import Access, Affine, DimSlice
 from ...perf.instruction_cost import FREE_OPS, instruction_cost
 from ...tensor.composites_sink_attention import SinkAttentionOp
+from .attention_units import advance
 from .custom import register_composite_lowering
 from .deallocs import insert_deallocs
 from .emit_order import list_order
@@ -476,25 +477,13 @@ class _Kernel:
                         gen = self.block(g, i, g * nb + slot, slot, m0, rows, q_t, out)
                         last = slot == nb - 1 and i == ng - 1
                         running.append((gen, store if last else None))
-                        running = self.tick(running)
+                        running = advance(self.b, running)
         while running:
-            running = self.tick(running)
+            running = advance(self.b, running)
         b.set_outputs({"o": self.o})
         list_order(b.graph.body, TRN2)
         insert_deallocs(b.graph.body)
         return b.graph
-
-    def tick(self, running: list) -> list:
-        """Advance every running block by one stage (oldest first); store finished tiles."""
-        left = []
-        for gen, store in running:
-            try:
-                next(gen)
-                left.append((gen, store))
-            except StopIteration:
-                if store is not None:
-                    self.b.dma_copy(dst=store[0], src=store[1])
-        return left
 
 
 def sink_attention_body(types, attrs):
