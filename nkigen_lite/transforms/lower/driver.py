@@ -240,7 +240,7 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
         return part, plans, row_local, pairs, splits
 
 
-def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs: dict, splits=()) -> None:  # noqa: C901
+def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs: dict, splits=()) -> None:
     """Emit the partition's items in order, fusing runs of row-compatible matmuls and fusion
     groups into row pipelines (pipeline.py) and pairs of groups into row sequences
     (row_sequence.py)."""
@@ -284,22 +284,33 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
                 if not pipe.try_join(member, budget):  # a group of heads reading nothing on chip
                     _emit_alone(ctx, item, plan, part, row_local, pairs.get(item), outputs)
             continue
-        if is_layout_convert(item) and pipe.root(item.operand(0)) in pipe.produced:
-            pipe.alias[item.result] = pipe.root(item.operand(0))
+        if _absorbed_on_chip(ctx, pipe, item):
             continue
-        if isinstance(item, (T.ReshapeOp, T.SliceOp)) and pipe.try_view(item, ctx.target.psum_bank_fmax):
-            continue  # a view of a pipeline value on chip (pipeline_views.py)
-        if isinstance(item, T.ConcatOp) and pipe.try_concat(item):
-            continue  # assembled in a row tile, stored once (pipeline_views.py)
-        if isinstance(item, T.ConcatOp) and concat_in_place(ctx, item):
-            _lower_op(ctx, item)  # its parts are stored into their slices: nothing to copy
-            continue
-        if not pipe.reads_pipeline(item) and _emits_nothing_dependent(item):
-            _lower_op(ctx, item)
-            continue
-        flush()
+        if not _lowers_beside(ctx, pipe, item):
+            flush()
         _lower_op(ctx, item)
     flush()
+
+
+def _absorbed_on_chip(ctx: LowerContext, pipe: RowPipeline, item) -> bool:
+    """True when ``item`` becomes part of the collected pipeline without code of its own: a
+    layout change or view of a pipeline value, or a concat assembled in a row tile and stored
+    once (pipeline_views.py)."""
+    if is_layout_convert(item) and pipe.root(item.operand(0)) in pipe.produced:
+        pipe.alias[item.result] = pipe.root(item.operand(0))
+        return True
+    if isinstance(item, (T.ReshapeOp, T.SliceOp)):
+        return pipe.try_view(item, ctx.target.psum_bank_fmax)
+    return isinstance(item, T.ConcatOp) and pipe.try_concat(item)
+
+
+def _lowers_beside(ctx: LowerContext, pipe: RowPipeline, item) -> bool:
+    """True when ``item`` may be lowered without first emitting the collected pipeline: a concat
+    whose parts are stored into their slices, or an op that reads nothing of the pipeline and
+    emits nothing later items depend on."""
+    if isinstance(item, T.ConcatOp) and concat_in_place(ctx, item):
+        return True
+    return not pipe.reads_pipeline(item) and _emits_nothing_dependent(item)
 
 
 def _emit_collected(ctx: LowerContext, pipe: RowPipeline, part, row_local, outputs: set) -> None:
