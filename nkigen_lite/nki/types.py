@@ -254,6 +254,11 @@ def ds(start, size: int, stride: int = 1) -> DimSlice:
     return DimSlice(Affine.of(start), int(size), int(stride))
 
 
+def access_of(tensor, *dims) -> Access:
+    """Access of ``tensor``: each dim a DimSlice, or a tuple ``(start, size[, stride])`` for ``ds``."""
+    return Access(tensor, tuple(ds(*d) if isinstance(d, tuple) else d for d in dims))
+
+
 def ts(i, size: int) -> DimSlice:
     """Tile ``i`` of size ``size``: ``ds(i * size, size)``."""
     return DimSlice(Affine.of(i) * int(size), int(size), 1)

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from ...ir.dtypes import get_dtype
 from ...nki.builder import Builder
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import Access
+from ...nki.types import ds as _ds
 from .deallocs import insert_deallocs
 
 P = 128  # partitions
@@ -34,10 +35,6 @@ MIN_QUERY_TILES = 2  # below this there is nothing to pipeline: the row pipeline
 LOOKAHEAD = 3  # score matmuls on TensorE between a tile's scores and its Pᵀ transposes
 PV_LAG = 2  # Pᵀ transposes of later tiles between a tile's Pᵀ and its value product
 F32 = get_dtype("f32")
-
-
-def _ds(off, size: int) -> DimSlice:
-    return DimSlice(Affine.of(off), size, 1)
 
 
 def _acc(t, *dims) -> Access:

@@ -31,7 +31,9 @@ import numpy as np
 from ...ir.dtypes import get_dtype
 from ...ir.errors import BuildError
 from ...ir.graph import Block
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import Affine, DimSlice
+from ...nki.types import access_of as _acc
+from ...nki.types import ds as _ds
 from ...tensor.composites_causal_attention import CausalAttentionOp
 from .attention_units import attention_dims
 from .context import LowerContext
@@ -65,14 +67,6 @@ def supported(q_shape, k_shape, v_shape, dtype, mask_value) -> bool:
     if m != n or not MIN_KEYS <= n <= MAX_KEYS or d > MAX_HEAD_DIM or dv > MAX_VALUE_DIM:
         return False
     return getattr(dtype, "name", dtype) in DTYPES and float(mask_value) <= SKIP_MASK
-
-
-def _ds(start, size: int) -> DimSlice:
-    return DimSlice(Affine.of(start), size, 1)
-
-
-def _acc(t, *dims) -> Access:
-    return Access(t, tuple(d if isinstance(d, DimSlice) else _ds(*d) for d in dims))
 
 
 def _finish(gen):

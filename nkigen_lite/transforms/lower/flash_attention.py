@@ -25,6 +25,7 @@ from ...ir.dtypes import get_dtype
 from ...ir.errors import BuildError
 from ...nki.builder import Builder
 from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import ds as _ds
 from ...tensor.composites_attention import FlashAttentionOp
 from .attention_pipelined import build_over_batch, pipelined_attention_body, short_supported
 from .custom import register_composite_lowering
@@ -36,10 +37,6 @@ MAX_VALUE_DIM = 512  # v feature dim: one PSUM bank of fp32 outputs
 RESIDENT_BYTES = 96 * 1024  # per partition, for Kᵀ and V of one batch instance
 QUERY_GROUP = 8  # query tiles sharing one load of a key block when K and V stream
 F32 = get_dtype("f32")
-
-
-def _ds(off, size: int) -> DimSlice:
-    return DimSlice(Affine.of(off), size, 1)
 
 
 def _acc(t, *dims) -> Access:

@@ -30,7 +30,9 @@ from contextlib import contextmanager
 from ...ir.dtypes import float32
 from ...ir.errors import BuildError
 from ...nki.builder import Builder
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import Affine, DimSlice
+from ...nki.types import access_of as _acc
+from ...nki.types import ds as _ds
 from ...tensor.composites_gathered_matmul import GatheredMatmulOp
 from .custom import register_composite_lowering
 from .deallocs import insert_deallocs
@@ -43,14 +45,6 @@ MAX_STAGED_BYTES = 32 * 1024  # aᵀ staged once for all selections, per partiti
 MAX_SELECTIONS = 4096  # the index columns: 4 bytes per selection on every partition
 DTYPES = ("bf16", "f16", "f32")
 IDS = ("i32", "u32")
-
-
-def _ds(start, size: int, step: int = 1) -> DimSlice:
-    return DimSlice(Affine.of(start), size, step)
-
-
-def _acc(t, *dims) -> Access:
-    return Access(t, tuple(d if isinstance(d, DimSlice) else _ds(*d) for d in dims))
 
 
 @contextmanager

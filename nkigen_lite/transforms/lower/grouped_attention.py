@@ -27,7 +27,7 @@ from ...ir.dtypes import get_dtype
 from ...ir.errors import BuildError
 from ...nki.builder import Builder
 from ...nki.target import TRN2
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import access_of as _acc
 from ...tensor.composites_grouped_attention import GroupedAttentionOp
 from .attention_units import advance, attention_dims
 from .custom import register_composite_lowering
@@ -43,14 +43,6 @@ HEADS_PER_DMA = 2  # heads moved by one DMA (Q, K, V loads and O stores)
 SKIP_MASK = -1e4  # causal masks at most this skip the key chunks after a query tile
 DTYPES = ("bf16", "f16", "f32")
 F32 = get_dtype("f32")
-
-
-def _ds(start: int, size: int) -> DimSlice:
-    return DimSlice(Affine.of(start), size, 1)
-
-
-def _acc(t, *dims) -> Access:
-    return Access(t, tuple(_ds(*d) if isinstance(d, tuple) else d for d in dims))
 
 
 def supported(q_shape, k_shape, v_shape, dtype, attrs) -> bool:

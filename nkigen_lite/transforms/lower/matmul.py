@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ...ir.dtypes import get_dtype
 from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import ds as _ds
 from ...tensor import ops as T
 from ...tensor.rules import broadcast_shapes
 from .context import LowerContext
@@ -31,10 +32,6 @@ from .matmul_stage import b_chunk_home, load_b_part, natural_slice_bytes, stage_
 from .operand_cast import narrow_matmul_dtypes
 from .pipeline_views import split_access_dims
 from .psum_plan import matmul_block_banks
-
-
-def _ds(off, size: int) -> DimSlice:
-    return DimSlice(Affine.of(off), size, 1)
 
 
 def _tile_acc(t, *dims) -> Access:

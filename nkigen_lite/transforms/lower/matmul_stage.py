@@ -17,13 +17,9 @@ for each other in the schedule, so 32 small ones pay 32 fixed costs in a row.
 from __future__ import annotations
 
 from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import ds as _ds
 from .homes import HbmHome
 from .matmul_chunks import ChunkTiles
-
-
-def _ds(off, size: int) -> DimSlice:
-    return DimSlice(Affine.of(off), size, 1)
-
 
 WHOLE_ROW_BYTES = 16 * 1024  # a row tile of A up to this many bytes per partition: one DMA
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from ...ir.traits import Elementwise
 from ...ir.value import Value
 from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import ds as _ds
 from ...tensor import ops as T
 from .group_emit import GroupEmitter
 from .groups import FusionGroup
@@ -46,10 +47,6 @@ BLOCK_WIDTHS = (1024, 512, 256, 128)  # intermediate columns per block, widest t
 SBUF_MARGIN = 16 * 1024  # bytes per partition left for what the estimate does not see
 PAIR = 2  # row tiles per loop iteration (measured best of 2, 4, 8 under the cost model)
 LAG = 1  # a row tile's down projection follows the next row tile's up projections
-
-
-def _ds(off, size: int) -> DimSlice:
-    return DimSlice(Affine.of(off), size, 1)
 
 
 @dataclass

@@ -26,12 +26,9 @@ from dataclasses import dataclass, field
 
 from ...ir.graph import ReturnOp
 from ...ir.value import Value
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import Access, Affine
+from ...nki.types import ds as _ds
 from .pipeline import RowPipeline, emit_pipeline
-
-
-def _ds(off, size: int) -> DimSlice:
-    return DimSlice(Affine.of(off), size, 1)
 
 
 @dataclass

@@ -21,14 +21,11 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import Access, Affine
+from ...nki.types import ds as _ds
 from .homes import HbmHome
 
 MAX_LOAD_BYTES = 8192  # bytes per partition of one load (>= 4 KiB saturates a DMA)
-
-
-def _ds(start, n: int) -> DimSlice:
-    return DimSlice(Affine.of(start), n, 1)
 
 
 def _slabs_per_load(o: int, rows: int, cols: int, itemsize: int, p: int) -> int:

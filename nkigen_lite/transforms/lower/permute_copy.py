@@ -15,15 +15,12 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import Access, Affine
+from ...nki.types import ds as _ds
 from .homes import HbmHome
 from .permute_batch import copy_permuted_batched
 
 MAX_FREE = 512  # columns of ``a`` per loaded tile
-
-
-def _ds(start, n: int) -> DimSlice:
-    return DimSlice(Affine.of(start), n, 1)
 
 
 def _blocks(n: int, size: int, quantum: int) -> tuple[int, int] | None:

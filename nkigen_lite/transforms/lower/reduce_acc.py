@@ -11,7 +11,8 @@ ends its fusion group (``groups.form_groups`` treats it as a barrier).
 from __future__ import annotations
 
 from ...ir.errors import BuildError
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import Access
+from ...nki.types import ds as _ds
 from ...tensor import ops as T
 from .groups import domain_axes
 from .limits import LoweringLimit
@@ -26,10 +27,6 @@ COMBINE = {
     "any": "maximum",
     "all": "minimum",
 }
-
-
-def _ds(off, n: int) -> DimSlice:
-    return DimSlice(Affine.of(off), n, 1)
 
 
 def _p_reduced(em, op) -> bool:

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from ...ir.op import Op
 from ...ir.value import Value
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import Access
+from ...nki.types import ds as _ds
 from ...tensor import ops as T
 from .homes import HbmHome
 from .partition_combine import transpose_to_sbuf
@@ -206,10 +207,6 @@ def find_row_splits(graph, partitions: int, budget: int) -> list[RowSplit]:
                 out.append(rs)
                 taken |= rs.ops
     return out
-
-
-def _ds(start, n: int) -> DimSlice:
-    return DimSlice(Affine.of(start), n, 1)
 
 
 def _rows_view(home: HbmHome, rows: int, c: int, w: int) -> HbmHome | None:

@@ -40,7 +40,7 @@ from ...ir.dtypes import get_dtype
 from ...ir.errors import BuildError
 from ...nki.builder import Builder
 from ...nki.target import TRN2
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import access_of as _acc
 from ...perf.instruction_cost import FREE_OPS, instruction_cost
 from ...tensor.composites_sink_attention import SinkAttentionOp
 from .attention_units import advance
@@ -56,14 +56,6 @@ MAX_UNITS = 512  # query heads x 128-row query tiles (the kernel is unrolled)
 MASKED = float(np.float32(-3.0e38))  # finite: it enters the scores through a matmul (0 * inf is NaN)
 DTYPES = ("bf16", "f16", "f32")
 F32 = get_dtype("f32")
-
-
-def _ds(start: int, size: int) -> DimSlice:
-    return DimSlice(Affine.of(start), size, 1)
-
-
-def _acc(t, *dims) -> Access:
-    return Access(t, tuple(_ds(*d) if isinstance(d, tuple) else d for d in dims))
 
 
 def rows_per_partition(heads_per_kv: int, m: int, dv: int = 64) -> int:

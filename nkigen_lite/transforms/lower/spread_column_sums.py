@@ -20,16 +20,13 @@ of column ``c // P``): element-sized DMA descriptors, a few hundred ns for at mo
 
 from __future__ import annotations
 
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import Access
+from ...nki.types import ds as _ds
 from ...perf.latency import dependency_latency
 from .spread_timing import arrivals
 
 BULK_RATIOS = (1.0, 0.7, 0.5, 0.3)  # each chunk this fraction of the one before
 BULK_CHUNKS = (1, 2, 3, 4)  # chunks before the last block
-
-
-def _ds(start, n: int) -> DimSlice:
-    return DimSlice(Affine.of(start), n, 1)
 
 
 def pieces(start: int, count: int, cols: int, block: int) -> list[tuple[int, int, int]]:

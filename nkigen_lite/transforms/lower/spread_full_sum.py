@@ -14,17 +14,14 @@ left. The plan is the candidate (bulk sizes, tail sizes) whose estimated last ma
 
 from __future__ import annotations
 
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import Access
+from ...nki.types import ds as _ds
 from ...perf.latency import dependency_latency
 from .spread_timing import EngineClock, arrivals
 
 PSUM_WIDTH = 64  # columns of the PSUM row (64 = the matmul's minimum moving size)
 BULK_RATIOS = (1.0, 0.8, 0.6, 0.4)
 TAIL_BYTES = ((), (256,), (256, 256), (512, 256), (768, 256), (1024, 256), (512, 512, 256), (1024, 512, 256))
-
-
-def _ds(start, n: int) -> DimSlice:
-    return DimSlice(Affine.of(start), n, 1)
 
 
 def _split_share(target, cnt: int) -> int:

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 
 from ...ir.graph import ReturnOp
 from ...ir.value import Value
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import Access
+from ...nki.types import ds as _ds
 from ...tensor import ops as T
 from .spread_column_sums import emit_column_sums
 from .spread_full_sum import emit_full_sum
@@ -59,10 +60,6 @@ class SpreadReduce:
     def ops(self) -> set:
         """The tensor ops it computes (the driver keeps them in a fusion group of their own)."""
         return {self.op}
-
-
-def _ds(start, n: int) -> DimSlice:
-    return DimSlice(Affine.of(start), n, 1)
 
 
 def _prod(xs) -> int:
