@@ -25,13 +25,14 @@ stream takes the work that is ready first (attention alone, 16/8 heads at seq 20
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ...ir.dtypes import get_dtype
 from ...ir.errors import BuildError
 from ...ir.graph import Block
-from ...nki.types import Affine, DimSlice
+from ...nki.types import Access, Affine, DimSlice
 from ...nki.types import access_of as _acc
 from ...nki.types import ds as _ds
 from ...tensor.composites_causal_attention import CausalAttentionOp
@@ -88,6 +89,28 @@ def _flat_home(ctx: LowerContext, v, shape) -> HbmHome:
     return h
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """An operand's rows in SBUF, row ``c·128 + p`` at ``tile[p, c, ...]``: per head, ``width``
+    features. ``head0``: None for a tile of one head (``[p, c, width]``), else the first head of
+    the KV head's group in a tile of heads (``[p, c, heads, width]``, or ``[p, c, heads·width]``
+    as the front keeps an unsplit projection)."""
+
+    tile: object
+    head0: object
+    width: int
+
+    def at(self, rows: int, c: int, j: int) -> Access:
+        """Rows ``[0, rows)`` of chunk ``c``, head ``j`` of the group, all features."""
+        t, f = self.tile, self.width
+        if self.head0 is None:
+            return _acc(t, (0, rows), (c, 1), (0, f))
+        h = Affine.of(self.head0) + j
+        if t.type.rank == 3:
+            return _acc(t, (0, rows), (c, 1), (h * f, f))
+        return _acc(t, (0, rows), (c, 1), (h, 1), (0, f))
+
+
 class _Emitter:
     """Emits the kernel (module docstring) for one op into the kernel being lowered."""
 
@@ -104,10 +127,14 @@ class _Emitter:
         self.tiles = -(-self.m // P)
         self.chunks = -(-self.n // P)
         ctx.at_op(op)
+        # operands the layer's front left on chip (front_keep.py): [p, row tiles, free...]
+        self.kept = ctx.kept_rows.get(op, {})
         # rows on the partitions, heads along the free axis: (rows, heads, features) views
-        self.q_rows = _flat_home(ctx, q, (self.hq, self.m, self.d)).transpose((1, 0, 2))
-        self.k_rows = _flat_home(ctx, k, (self.hk, self.n, self.d)).transpose((1, 0, 2))
-        self.v_rows = _flat_home(ctx, v, (self.hk, self.n, self.dv)).transpose((1, 0, 2))
+        dims = ((self.hq, self.m, self.d), (self.hk, self.n, self.d), (self.hk, self.n, self.dv))
+        self.q_rows, self.k_rows, self.v_rows = (
+            None if i in self.kept else _flat_home(ctx, x, shape).transpose((1, 0, 2))
+            for i, (x, shape) in enumerate(zip(op.operands, dims))
+        )
         out = ctx.home_for_store(op.result)
         flat = out.reshape((self.hq, self.m, self.dv))
         self.copy_to = None
@@ -139,17 +166,25 @@ class _Emitter:
 
     # ---- once per KV head ------------------------------------------------------------------
     def load(self, g):
-        """K, V and the group's Q into SBUF (keys / rows on the partitions, chunk-major)."""
+        """K, V and the group's Q of KV head ``g`` as ``_Rows`` sources: loaded into SBUF (keys /
+        rows on the partitions, chunk-major), or the buffers the front kept on chip."""
         b, d, dv = self.b, self.d, self.dv
-        k_nat = b.alloc((P, self.chunks, d), self.dt, name="k_nat")
-        v_nat = b.alloc((P, self.chunks, dv), self.dt, name="v_nat")
-        q_nat = b.alloc((P, self.tiles, self.rep, d), self.dt, name="q_nat")
-        hd = _ds(g, 1)
-        hq = _ds(Affine.of(g) * self.rep, self.rep)
-        self._rows_dma(k_nat, self.k_view, self.n, hd, d, 1)
-        self._rows_dma(q_nat, self.q_view, self.m, hq, d, self.rep)
-        self._rows_dma(v_nat, self.v_view, self.n, hd, dv, 1)
-        return k_nat, v_nat, q_nat
+        out = {}
+        if 1 not in self.kept:
+            k_nat = b.alloc((P, self.chunks, d), self.dt, name="k_nat")
+            self._rows_dma(k_nat, self.k_view, self.n, _ds(g, 1), d, 1)
+            out[1] = _Rows(k_nat, None, d)
+        if 0 not in self.kept:
+            q_nat = b.alloc((P, self.tiles, self.rep, d), self.dt, name="q_nat")
+            self._rows_dma(q_nat, self.q_view, self.m, _ds(Affine.of(g) * self.rep, self.rep), d, self.rep)
+            out[0] = _Rows(q_nat, 0, d)
+        if 2 not in self.kept:
+            v_nat = b.alloc((P, self.chunks, dv), self.dt, name="v_nat")
+            self._rows_dma(v_nat, self.v_view, self.n, _ds(g, 1), dv, 1)
+            out[2] = _Rows(v_nat, None, dv)
+        for i, buf in self.kept.items():
+            out[i] = _Rows(buf, Affine.of(g) * (self.rep if i == 0 else 1), self.dv if i == 2 else d)
+        return out[1], out[2], out[0]
 
     def _rows_view(self, rows: HbmHome, n: int):
         """(view, chunked): ``rows`` (n, heads, f) as (128, n/128, heads, f) when n is a multiple
@@ -175,16 +210,17 @@ class _Emitter:
                 dst=_acc(tile, (0, kc), (c, 1), *lead, (0, f)), src=_acc(view, (c * P, kc), heads, (0, f))
             )
 
-    def transposed(self, nat, count: int, rows_of, out, col0: int, lead=()) -> None:
-        """``out[:features, col0 + i·128 + r]`` = the 128-row blocks ``nat[r, i, (lead), :]``
-        transposed (16-bit TensorE transposes, ``SLOTS`` per PSUM bank, one copy per bank)."""
-        b, f = self.b, nat.type.shape[-1]
+    def transposed(self, nat, count: int, rows_of, out, col0: int, head: int = 0) -> None:
+        """``out[:features, col0 + i·128 + r]`` = the 128-row blocks of head ``head`` of the
+        ``_Rows`` source ``nat`` transposed (16-bit TensorE transposes, ``SLOTS`` per PSUM bank,
+        one copy per bank)."""
+        b, f = self.b, nat.width
         for s0 in range(0, count, SLOTS):
             sn = min(SLOTS, count - s0)
             ps = b.alloc((P, SLOTS * P), self.dt, "psum", name="ps_t")
             for i in range(s0, s0 + sn):
                 r = rows_of(i)
-                data = _acc(nat, (0, r), (i, 1), *[(x, 1) for x in lead], (0, f))
+                data = nat.at(r, i, head)
                 b.nc_transpose(dst=_acc(ps, (0, f), ((i - s0) * P, r)), data=data)
             width = (sn - 1) * P + rows_of(s0 + sn - 1)
             engine = "vector" if (s0 // SLOTS) % 2 == 0 else "scalar"
@@ -302,7 +338,7 @@ class _Emitter:
                 b.nc_matmul(
                     dst=_acc(o, rows, (0, dv)),
                     stationary=_acc(pt, (0, kc), ((c - s0) * P, mt)),
-                    moving=_acc(v_nat, (0, kc), (c, 1), (0, dv)),
+                    moving=v_nat.at(kc, c, 0),
                     accumulate=c > 0,
                 )
         yield  # the next unit's softmax goes here: VectorE reaches it before this multiply
@@ -319,9 +355,10 @@ class _Emitter:
         self.evac = 0
         mask = self.mask_tile()
         o_view = self.view(self.o_rows)
-        self.q_view = self._rows_view(self.q_rows, self.m)
-        self.k_view = self._rows_view(self.k_rows, self.n)
-        self.v_view = self._rows_view(self.v_rows, self.n)
+        self.q_view, self.k_view, self.v_view = (
+            None if rows is None else self._rows_view(rows, n)
+            for rows, n in ((self.q_rows, self.m), (self.k_rows, self.n), (self.v_rows, self.n))
+        )
         if self.hk * self.rep * self.tiles <= MAX_UNROLLED_UNITS:
             # few units: every KV head in one straight-line block, list-scheduled as a whole,
             # so the next head's loads and transposes fill the previous head's drain
@@ -351,7 +388,7 @@ class _Emitter:
         self.transposed(k_nat, self.chunks, lambda c: min(P, self.n - c * P), k_t, 0)
         q_t = b.alloc((P, self.rep * self.m), self.dt, name="q_t")
         for j in range(self.rep):
-            self.transposed(q_nat, self.tiles, lambda t: min(P, self.m - t * P), q_t, j * self.m, lead=(j,))
+            self.transposed(q_nat, self.tiles, lambda t: min(P, self.m - t * P), q_t, j * self.m, head=j)
         units = [(j, t) for t in range(self.tiles) for j in range(self.rep)]
         outs: dict[int, object] = {}
         # the software pipeline: per step, the scores of unit u+1, the P V of unit u, the

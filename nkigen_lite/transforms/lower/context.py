@@ -40,6 +40,8 @@ class LowerContext:
     spilled: set[Value] = field(default_factory=set)
     alone: set = field(default_factory=set)  # the ops lowered in groups of their own
     _spills: int = 0
+    # causal attention op -> {operand index: SBUF buffer holding it for every row} (front_keep.py)
+    kept_rows: dict = field(default_factory=dict)
 
     # ---- source locations ----------------------------------------------------------------
     def name(self, v: Value) -> str:

@@ -34,6 +34,7 @@ from . import (
 from .capacity import check_hbm_capacity
 from .context import LowerContext
 from .empty import fold_empty
+from .front_keep import emit_front_keep, match_front_keep
 from .group_emit import GroupEmitter
 from .groups import FusionGroup, form_groups, is_fusible
 from .homes import HbmHome
@@ -287,7 +288,12 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
         if _absorbed_on_chip(ctx, pipe, item):
             continue
         if not _lowers_beside(ctx, pipe, item):
-            flush()
+            if _try_front_keep(ctx, pipe, items, i, outputs, row_local, skip):
+                pipe = RowPipeline()
+                if id(item) in skip:
+                    continue
+            else:
+                flush()
         _lower_op(ctx, item)
     flush()
 
@@ -323,6 +329,24 @@ def _emit_collected(ctx: LowerContext, pipe: RowPipeline, part, row_local, outpu
             lower_matmul(ctx, m.item)
     elif pipe.members:
         emit_pipeline(ctx, pipe, outputs, row_local)
+    _finish_collected(ctx, pipe)
+
+
+def _try_front_keep(ctx: LowerContext, pipe: RowPipeline, items, i: int, outputs: set, row_local, skip: set) -> bool:
+    """Emit the collected pipeline keeping q / k / v on chip for the causal attention reading
+    them through the view chains starting at ``items[i]`` (front_keep.py); True when it did (the
+    kept values' chain ops are then added to ``skip``)."""
+    kf = match_front_keep(pipe, items, i)
+    if kf is None or not emit_front_keep(ctx, pipe, kf, outputs, row_local):
+        return False
+    _finish_collected(ctx, pipe)
+    skip |= {id(op) for r in kf.kept for op in kf.chains[r][1]}
+    return True
+
+
+def _finish_collected(ctx: LowerContext, pipe: RowPipeline) -> None:
+    """After a pipeline is emitted: aliases take their root's home, on-chip views whose root was
+    stored become HBM views as well."""
     for alias, root in pipe.alias.items():
         if root in ctx.homes and alias not in ctx.homes and alias not in pipe.views:
             ctx.homes[alias] = ctx.homes[root]

@@ -1,0 +1,228 @@
+"""The layer's front hands q, k and v to causal attention on chip.
+
+A decoder layer's front (rmsnorm -> q / k / v projections -> per-head norms -> RoPE) is a row
+pipeline (pipeline.py, pipeline_views.py) whose results reach ``tensor.causal_attention``
+through views: ``q.transpose(0, 2, 1, 3)``, the GQA repeat's reshapes and transposes of k, the
+head split of v. Lowered on their own, the pipeline stores q, k and v and the attention loads
+them back (for Qwen3-0.6B at seq 512: 8 of the layer's 47 MB of HBM traffic). Here, when those
+views only reorder (rows, heads, features) — the attention's per-KV-head view of an operand is
+its root's rows, heads and features in row-major order — each such root is instead copied, row
+tile by row tile, into an SBUF buffer ``[p, row tiles, free...]`` holding it for every row
+(row ``t·p + i`` at ``[i, t]``), and the attention (causal_attention.py) reads its per-KV-head
+operands from that buffer (``ctx.kept_rows``). The copies are SBUF -> SBUF DMAs issued where the
+stores were. Nothing of a kept value reaches HBM.
+
+The buffers must fit beside the pipeline: the pipeline is first emitted with every weight
+streamed and nothing kept, its SBUF peak measured (resident.py), and the roots are kept, largest
+first, while the buffers, the peak, every weight resident and ``resident.MARGIN_BYTES`` fit a
+partition — so no weight that was resident is streamed because of a kept buffer. At seq 2048
+of Qwen3-0.6B (q 64 KiB, k and v 32 KiB per partition beside 64 KiB of weights) only part of
+it fits; the rest goes through HBM as before.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ...ir.types import row_major_strides
+from ...ir.value import Value
+from ...nki.types import Access, Affine
+from ...nki.types import ds as _ds
+from ...tensor import ops as T
+from ...tensor.composites_causal_attention import CausalAttentionOp
+from .homes import HbmHome
+from .pipeline import RowPipeline, _emit_members
+from .resident import MARGIN_BYTES, choose_resident, erase_from, region_peak
+from .view_chains import _forward
+
+_LINKS = (T.ReshapeOp, T.TransposeOp)
+
+
+@dataclass
+class KeptFront:
+    """The attention op, per root value the operand index it feeds and its view chain, and the
+    roots chosen to stay on chip with their buffers."""
+
+    attention: object
+    chains: dict = field(default_factory=dict)  # root -> (operand index, [chain ops])
+    buffers: dict = field(default_factory=dict)  # kept root -> [p, row tiles, free...] tile
+    kept: list = field(default_factory=list)  # the roots kept, in operand order
+
+
+def _walk(v: Value, pipe: RowPipeline):
+    """(root, links from v back to it) when ``v`` is reshapes / transposes of a value the
+    pipeline produces, each intermediate read once; else None."""
+    links = []
+    while pipe.root(v) not in pipe.produced:
+        op = v.defining_op
+        if not isinstance(op, _LINKS):
+            return None
+        links.append(op)
+        v = op.operand(0)
+        if pipe.root(v) not in pipe.produced and v.num_uses != 1:
+            return None
+    if v is not pipe.root(v) or not links:
+        return None
+    return v, links
+
+
+def _rows_major(root: Value, links, heads: int, n: int, f: int, rows_rank: int) -> bool:
+    """True when the attention's (rows, heads, features) view of the operand reached from
+    ``root`` through ``links`` is ``root``'s rows and free elements in row-major order."""
+    shape = root.type.shape
+    if math.prod(shape[: rows_rank - 1]) != 1 or shape[rows_rank - 1] != n:
+        return False
+    width = math.prod(shape[rows_rank:])
+    if width != heads * f:
+        return False
+    h = _forward(HbmHome(root, 0, shape, row_major_strides(shape)), links)
+    h = h.reshape((heads, n, f)) if h is not None else None
+    if h is None:
+        return False
+    return h.offset == 0 and h.transpose((1, 0, 2)).strides == (width, f, 1)
+
+
+def match_front_keep(pipe: RowPipeline, items, i: int) -> KeptFront | None:
+    """The causal attention reading the collected pipeline ``pipe`` through view chains that
+    start at ``items[i]`` (every item up to the attention one of them), or None."""
+    if not pipe.members or len(pipe.members[0].loops) != 1 or pipe.members[0].loops[0].kind != "P":
+        return None
+    ops = []
+    j = i
+    while j < len(items) and isinstance(items[j], _LINKS):
+        ops.append(items[j])
+        j += 1
+    if j == len(items) or not isinstance(items[j], CausalAttentionOp):
+        return None
+    att = items[j]
+    rows_rank = len(pipe.members[0].rows)
+    found = KeptFront(att)
+    for idx, x in enumerate(att.operands):
+        w = _walk(x, pipe)
+        if w is None:
+            continue
+        root, links = w
+        if x.num_uses != 1 or root in found.chains or any(u.op is not links[-1] for u in root.uses):
+            continue
+        lead = math.prod(x.type.shape[:-2])
+        n, f = x.type.shape[-2:]
+        if _rows_major(root, links, lead, n, f, rows_rank):
+            found.chains[root] = (idx, links)
+    chained = {op for _, links in found.chains.values() for op in links}
+    if not found.chains or not set(ops) <= chained | _other_chains(att, pipe):
+        return None
+    return found
+
+
+def _other_chains(att, pipe: RowPipeline) -> set:
+    """The view ops between the pipeline and the attention's operands that are not kept."""
+    out = set()
+    for x in att.operands:
+        while isinstance(x.defining_op, _LINKS) and pipe.root(x) not in pipe.produced:
+            out.add(x.defining_op)
+            x = x.defining_op.operand(0)
+    return out
+
+
+def _buffer_shape(ctx, pipe: RowPipeline, root: Value, p: int) -> tuple[int, ...]:
+    rows_rank = len(pipe.members[0].rows)
+    free = pipe.split.get(root) or tuple(root.type.shape[rows_rank:])
+    return (p, -(-root.type.shape[rows_rank - 1] // p)) + tuple(free)
+
+
+def emit_front_keep(ctx, pipe: RowPipeline, kf: KeptFront, outputs: set, row_local) -> bool:
+    """Emit ``pipe`` keeping the roots of ``kf`` that fit on chip (module docstring); False (and
+    nothing emitted) when none fits."""
+    p = ctx.partitions
+    block = ctx.b._blocks[-1]
+    before = block.last
+    saved = (dict(ctx.homes), dict(ctx._views), ctx._scratch)
+    inside, passed = set(pipe.inside), set(pipe.passed)
+    chain_ops = {op for _, links in kf.chains.values() for op in links}
+    pipe.inside = inside | chain_ops | {kf.attention}
+    pipe.passed = passed | set(kf.chains)  # published row tiles, neither stored nor kept
+    matmuls = _emit_members(ctx, pipe, outputs, row_local, frozenset())
+    first = before.next_op if before is not None else block.first
+    peak = region_peak(first) if first is not None else 0
+    cands = [em for em in matmuls.values() if em.resident_bytes() is not None]
+    sbuf = ctx.target.sbuf_bytes_per_partition
+    room = sbuf - peak - MARGIN_BYTES - sum(em.resident_bytes() for em in cands)
+    if first is not None:
+        erase_from(block, first)
+    ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
+    kept = []
+    for root in sorted(kf.chains, key=lambda r: (-math.prod(_buffer_shape(ctx, pipe, r, p)), kf.chains[r][0])):
+        size = math.prod(_buffer_shape(ctx, pipe, root, p)[1:]) * root.type.dtype.itemsize
+        if size <= room:
+            room -= size
+            kept.append(root)
+    if not kept:
+        pipe.inside, pipe.passed = inside, passed
+        return False
+    kept.sort(key=lambda r: kf.chains[r][0])
+    pipe.inside = inside | {op for r in kept for op in kf.chains[r][1]} | {kf.attention}
+    pipe.passed = passed | set(kept)
+    for root in kept:
+        ctx.at(f"keep {ctx.name(root)} on chip")
+        kf.buffers[root] = ctx.b.alloc(_buffer_shape(ctx, pipe, root, p), root.type.dtype, "sbuf", name="kept")
+    loops = pipe.members[0].loops
+    first = None
+    before = block.last
+    matmuls = _emit_members(
+        ctx,
+        pipe,
+        outputs,
+        row_local,
+        frozenset(),
+        extra=lambda tiles: [_KeepRows(ctx, loops, tiles, kf, p)],
+    )
+    # again with the weights resident: the kept buffers were sized to leave room for them all
+    first = before.next_op
+    peak = region_peak(first)
+    chosen = choose_resident([em for em in matmuls.values() if em.resident_bytes() is not None], peak, sbuf)
+    if chosen:
+        erase_from(block, first)
+        ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
+        resident = frozenset(op for op, em in matmuls.items() if em in chosen)
+        _emit_members(
+            ctx, pipe, outputs, row_local, resident, extra=lambda tiles: [_KeepRows(ctx, loops, tiles, kf, p)]
+        )
+    ctx.kept_rows[kf.attention] = {kf.chains[r][0]: kf.buffers[r] for r in kept}
+    kf.kept = kept
+    return True
+
+
+class _KeepRows:
+    """A participant of the pipeline's loop nest copying each kept root's row tile into its
+    buffer (one SBUF -> SBUF DMA per root and row tile)."""
+
+    def __init__(self, ctx, loops, tiles: dict, kf: KeptFront, p: int):
+        self.ctx, self.loops, self.tiles, self.kf, self.p = ctx, loops, tiles, kf, p
+
+    def prepare(self) -> None:
+        return None
+
+    def top_instance(self):
+        return (0, self.p)
+
+    def enter(self, inst, level: int, offset, extent: int):
+        return (offset, extent) if self.loops[level].kind == "P" else inst
+
+    def before(self, level: int, inst) -> None:
+        if level != len(self.loops):
+            return
+        m0, mt = inst
+        rt = Affine.of(m0)
+        t = Affine(rt.const // self.p, tuple((v, c // self.p) for v, c in rt.terms))
+        for root, buf in self.kf.buffers.items():
+            src = self.tiles[root]
+            free = tuple(_ds(0, n) for n in buf.type.shape[2:])
+            self.ctx.at(f"keep {self.ctx.name(root)} on chip")
+            self.ctx.b.dma_copy(
+                dst=Access(buf, (_ds(0, mt), _ds(t, 1)) + free),
+                src=Access(src, (_ds(0, mt),) + free),
+            )
+
+    def after(self, _level: int, _inst) -> None:
+        return None
