@@ -332,7 +332,9 @@ def _emit_collected(ctx: LowerContext, pipe: RowPipeline, part, row_local, outpu
     _finish_collected(ctx, pipe)
 
 
-def _try_front_keep(ctx: LowerContext, pipe: RowPipeline, items, i: int, outputs: set, row_local, skip: set) -> bool:
+def _try_front_keep(
+    ctx: LowerContext, pipe: RowPipeline, items, i: int, outputs: set, row_local, skip: set
+) -> bool:
     """Emit the collected pipeline keeping q / k / v on chip for the causal attention reading
     them through the view chains starting at ``items[i]`` (front_keep.py); True when it did (the
     kept values' chain ops are then added to ``skip``)."""

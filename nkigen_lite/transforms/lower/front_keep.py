@@ -125,7 +125,8 @@ def _other_chains(att, pipe: RowPipeline) -> set:
     return out
 
 
-def _buffer_shape(ctx, pipe: RowPipeline, root: Value, p: int) -> tuple[int, ...]:
+def _buffer_shape(pipe: RowPipeline, root: Value, p: int) -> tuple[int, ...]:
+    """``[p, row tiles, free...]``: the root's free dims as its row tile holds them."""
     rows_rank = len(pipe.members[0].rows)
     free = pipe.split.get(root) or tuple(root.type.shape[rows_rank:])
     return (p, -(-root.type.shape[rows_rank - 1] // p)) + tuple(free)
@@ -152,8 +153,9 @@ def emit_front_keep(ctx, pipe: RowPipeline, kf: KeptFront, outputs: set, row_loc
         erase_from(block, first)
     ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
     kept = []
-    for root in sorted(kf.chains, key=lambda r: (-math.prod(_buffer_shape(ctx, pipe, r, p)), kf.chains[r][0])):
-        size = math.prod(_buffer_shape(ctx, pipe, root, p)[1:]) * root.type.dtype.itemsize
+    shapes = {r: _buffer_shape(pipe, r, p) for r in kf.chains}
+    for root in sorted(kf.chains, key=lambda r: (-math.prod(shapes[r]), kf.chains[r][0])):
+        size = math.prod(shapes[root][1:]) * root.type.dtype.itemsize
         if size <= room:
             room -= size
             kept.append(root)
@@ -165,9 +167,8 @@ def emit_front_keep(ctx, pipe: RowPipeline, kf: KeptFront, outputs: set, row_loc
     pipe.passed = passed | set(kept)
     for root in kept:
         ctx.at(f"keep {ctx.name(root)} on chip")
-        kf.buffers[root] = ctx.b.alloc(_buffer_shape(ctx, pipe, root, p), root.type.dtype, "sbuf", name="kept")
+        kf.buffers[root] = ctx.b.alloc(shapes[root], root.type.dtype, "sbuf", name="kept")
     loops = pipe.members[0].loops
-    first = None
     before = block.last
     matmuls = _emit_members(
         ctx,
