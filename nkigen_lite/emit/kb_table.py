@@ -42,6 +42,8 @@ AFFINE_SELECT = "affine_select"  # assumed
 MAX8 = "max8"  # assumed: the nki.isa name (top-8 instructions, kb_top8.py)
 FIND_INDEX8 = "nc_find_index8"  # assumed: the nki.isa name
 MATCH_REPLACE8 = "nc_match_replace8"  # assumed: the nki.isa name
+BN_STATS = "bn_stats"  # assumed: the nki.isa name (batch-norm statistics, kb_bn.py)
+BN_AGGR = "bn_aggr"  # assumed: the nki.isa name
 PROGRAM_ID = "program_id"  # assumed: nb.program_id(axis), as nl.program_id in NKI
 # Collectives: the names are in facts §4's list of Kernel Builder calls; the keywords are
 # assumed to be those of the documented nki.collectives functions (srcs, dsts, replica_group,
@@ -97,6 +99,8 @@ ISA_SIGNATURES = {
     MAX8: _sig("dst src", "assumed (as nki.isa.max8)"),
     FIND_INDEX8: _sig("dst data vals", "assumed (as nki.isa.nc_find_index8)"),
     MATCH_REPLACE8: _sig("dst data vals imm", "assumed (as nki.isa.nc_match_replace8)"),
+    BN_STATS: _sig("dst data", "assumed (as nki.isa.bn_stats)"),
+    BN_AGGR: _sig("dst data", "assumed (as nki.isa.bn_aggr)"),
     COLLECTIVES["all_reduce"]: _sig(
         "srcs dsts replica_group op", "facts §4 (name); keywords as nki.collectives"
     ),

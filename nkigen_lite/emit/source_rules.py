@@ -232,4 +232,4 @@ def _loop(e: SourceEmitter, op) -> None:
         e.rewind(mark)
 
 
-from . import source_collective, source_indirect, source_top8  # noqa: E402, F401  (their rules)
+from . import source_bn, source_collective, source_indirect, source_top8  # noqa: E402, F401  (their rules)

@@ -263,6 +263,15 @@ class Builder:
         """dst = data with the first occurrence of each of the 8 vals replaced by imm (ops/top8.py)."""
         self._emit(ops.MatchReplace8Op, dst=dst, data=data, vals=vals, imm=imm, engine="vector")
 
+    def bn_stats(self, dst, data) -> None:
+        """dst[p, 0:6] = count, mean, variance * count of data's even then odd elements of
+        partition p (ops/bn.py)."""
+        self._emit(ops.BnStatsOp, dst=dst, data=data, engine="vector")
+
+    def bn_aggr(self, dst, data) -> None:
+        """dst[p, 0:2] = mean, variance of the elements data's bn_stats triples describe (ops/bn.py)."""
+        self._emit(ops.BnAggrOp, dst=dst, data=data, engine="vector")
+
     def select(self, dst, predicate, on_true, on_false, reverse_pred: bool = False) -> None:
         """dst = on_true where predicate != 0 (== 0 with ``reverse_pred``) else on_false (an fp32
         number or a (P, 1) column access)."""

@@ -230,4 +230,4 @@ def _select(it: I, op, args):
     it.write_access(op, "dst", args, np.where(pred, on_true, on_false))
 
 
-from . import interpret_indirect, interpret_top8  # noqa: E402, F401  (the indirect DMAs' and top-8 instructions' rules)
+from . import interpret_bn, interpret_indirect, interpret_top8  # noqa: E402, F401  (the indirect DMAs', top-8 and bn_stats / bn_aggr rules)

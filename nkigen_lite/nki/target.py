@@ -141,6 +141,15 @@ class Target:
     top8_data_max_rank: int = 3  # max8 / find_index8 data rank incl. partitions, 0.6 [ISA]
     top8_index_dtypes: frozenset = frozenset({"u16", "u32"})  # nc_find_index8 dst dtypes [ISA]
 
+    # ---- batch-norm statistics: bn_stats / bn_aggr (NKI 0.6 I6 pages; the input limit is
+    # bn_stats_fmax above) ------------------------------------------------------------------------
+    bn_stats_width: int = 6  # bn_stats dst: (count, mean, var*count) of even, then odd elements [ISA]
+    bn_stat_fields: int = 3  # one (count, mean, var*count) triple; bn_aggr data a multiple of it [ISA]
+    bn_aggr_width: int = 2  # bn_aggr dst: mean, then variance [ISA]
+    bn_aggr_data_max_rank: int = 5  # bn_aggr data at most four free dims (rank 5) [ISA]
+    bn_aggr_dst_max_rank: int = 3  # bn_aggr dst at most two free dims (rank 3) [ISA]
+    bn_aggr_cycles_per_element: float = 13 / 3  # bn_aggr: max(MIN_II, 13 N / 3) cycles [OLD-ISA]
+
     # ---- derived views -------------------------------------------------------------------------
     @property
     def collective_link_bytes_per_s(self) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .enums import dge_mode, engine, matmul_perf_mode, nc_version, oob_mode, reduce_cmd
+from .isa_bn import bn_aggr, bn_stats
 from .isa_data import affine_select, dma_copy, iota, memset, tensor_copy, tensor_copy_predicated
 from .isa_scalar import activation
 from .isa_tensor_engine import nc_matmul, nc_transpose
@@ -32,6 +33,8 @@ __all__ = [
     "max8",
     "nc_find_index8",
     "nc_match_replace8",
+    "bn_stats",
+    "bn_aggr",
     "get_nc_version",
     "engine",
     "reduce_cmd",

@@ -40,3 +40,13 @@ TOP8_FREE_MIN = 8
 TOP8_FREE_MAX = 16_384
 TOP8_DATA_MAX_RANK = 3
 TOP8_INDEX_DTYPES = ("uint16", "uint32")
+# bn_stats reads at most 512 elements per partition (bn_stats_fmax) and writes 6 per partition
+# (count, mean, variance * count of the even, then the odd elements); bn_aggr reads whole
+# triples (a multiple of 3, rank <= 5) and writes 2 (mean, variance; rank <= 3). [ISA] [KLR]
+# (nki.isa.bn_stats / nki.isa.bn_aggr pages)
+BN_STATS_FMAX = 512
+BN_STATS_WIDTH = 6
+BN_STAT_FIELDS = 3
+BN_AGGR_WIDTH = 2
+BN_AGGR_DATA_MAX_RANK = 5
+BN_AGGR_DST_MAX_RANK = 3

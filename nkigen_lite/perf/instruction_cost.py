@@ -240,4 +240,4 @@ def instruction_cost(op, target: Target) -> InstructionCost:
     return rule(op, target)
 
 
-from . import collective_cost, top8_cost  # noqa: E402, F401  (registers the collectives' and top-8 instructions' rules)
+from . import bn_cost, collective_cost, top8_cost  # noqa: E402, F401  (registers the collectives', top-8 and bn_stats / bn_aggr rules)

@@ -356,6 +356,37 @@ CASES = {
         "data has 16,392 elements per partition; nki.match_replace8 reads at most 16,384",
         "has 16392 elements per partition; it reads at most 16384",
     ),
+    # ---- batch-norm statistics (bn_stats, bn_aggr) ----------------------------------------------
+    "bn_stats.free_range": (
+        lambda b, m: b.bn_stats(dst=T(b, m, (128, 6)), data=T(b, m, (128, 1024))),
+        r"data has 1,024 elements per partition; bn_stats reads 2 \.\.\. 512",
+        "has 1024 elements per partition; it reads 2 to 512",
+    ),
+    "bn_stats.dst_width": (
+        lambda b, m: b.bn_stats(dst=T(b, m, (128, 2)), data=T(b, m)),
+        "dst must hold exactly 6 elements per partition, got 2",
+        r"dst .* must hold 6 elements per partition",
+    ),
+    "bn_stats.dst_fp32": (
+        lambda b, m: b.bn_stats(dst=T(b, m, (128, 6), BF16), data=T(b, m)),
+        "dst must be f32, got bf16",
+        "dst must be float32, got bfloat16",
+    ),
+    "bn_stats.same_partitions": (
+        lambda b, m: b.bn_stats(dst=T(b, m, (64, 6)), data=T(b, m)),
+        "dst covers 64 partitions but data covers 128",
+        "must cover the same partitions",
+    ),
+    "bn_aggr.triples": (
+        lambda b, m: b.bn_aggr(dst=T(b, m, (128, 2)), data=T(b, m, (128, 8))),
+        "data has 8 elements per partition, not a multiple of 3",
+        "has 8 elements per partition, not a multiple of 3",
+    ),
+    "bn_aggr.dst_width": (
+        lambda b, m: b.bn_aggr(dst=T(b, m, (128, 3)), data=T(b, m, (128, 6))),
+        "dst must hold exactly 2 elements per partition, got 3",
+        r"dst .* must hold 2 elements per partition",
+    ),
 }
 
 

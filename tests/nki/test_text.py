@@ -65,8 +65,12 @@ def every_op_graph() -> nk.Graph:
         b.max8(dst=m8, src=t)
         b.find_index8(dst=p8, data=t, vals=m8)
         b.match_replace8(dst=u, data=t, vals=m8, imm=-1.0)
+        st = b.alloc((128, 6), nk.float32, name="st")
+        mv = b.alloc((128, 2), nk.float32, name="mv")
+        b.bn_stats(dst=st, data=t)
+        b.bn_aggr(dst=mv, data=st)
         b.dma_copy(dst=y[i * 128 : i * 128 + 128, :], src=t)
-        for v in (t, u, col, ps, sq, pr, m8, p8):
+        for v in (t, u, col, ps, sq, pr, m8, p8, st, mv):
             b.dealloc(v)
     with b.fori_loop(0, 1) as i:
         with b.fori_loop(0, 2, step=1) as j:

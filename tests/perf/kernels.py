@@ -115,7 +115,10 @@ def every_op() -> nk.Graph:
     b.max8(dst=m8, src=u)
     b.find_index8(dst=p8, data=u, vals=m8)
     b.match_replace8(dst=t, data=u, vals=m8, imm=0.0)
-    for v in (t, u, col, idx, pred, ps, rows, m8, p8):
+    st, mv = b.alloc((128, 6)), b.alloc((128, 2))
+    b.bn_stats(dst=st, data=u)
+    b.bn_aggr(dst=mv, data=st)
+    for v in (t, u, col, idx, pred, ps, rows, m8, p8, st, mv):
         b.dealloc(v)
     b.set_outputs({"y": y})
     return b.graph

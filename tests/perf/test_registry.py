@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from nkigen_lite.nki.ops import (
     ALL_OPS,
+    BN_OPS,
     COLLECTIVE_OPS,
     COMPUTE_OPS,
     INDIRECT_OPS,
@@ -21,7 +22,9 @@ from .kernels import every_op
 
 
 def test_every_instruction_has_a_cost_rule():
-    assert set(COST_RULES) == set(COMPUTE_OPS) | {DmaCopyOp, *INDIRECT_OPS, *TOP8_OPS} | set(COLLECTIVE_OPS)
+    assert set(COST_RULES) == set(COMPUTE_OPS) | {DmaCopyOp, *INDIRECT_OPS, *TOP8_OPS, *BN_OPS} | set(
+        COLLECTIVE_OPS
+    )
 
 
 def test_every_nki_op_is_costed_free_or_a_loop():

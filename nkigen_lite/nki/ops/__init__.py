@@ -1,6 +1,7 @@
 """NKI dialect ops (memory, compute, control)."""
 
 from .base import ENGINES, NkiOp
+from .bn import BN_OPS, BnAggrOp, BnStatsOp
 from .collective import (
     COLLECTIVE_OPS,
     AllGatherOp,
@@ -38,6 +39,7 @@ ALL_OPS = (
     *INDIRECT_OPS,
     *COMPUTE_OPS,
     *TOP8_OPS,
+    *BN_OPS,
     ForiLoopOp,
     *COLLECTIVE_OPS,
     ProgramIdOp,
@@ -72,6 +74,9 @@ __all__ = [
     "Max8Op",
     "FindIndex8Op",
     "MatchReplace8Op",
+    "BN_OPS",
+    "BnStatsOp",
+    "BnAggrOp",
     "COLLECTIVE_OPS",
     "CollectiveOp",
     "AllReduceOp",
