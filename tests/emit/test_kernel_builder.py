@@ -60,6 +60,8 @@ EXPECTED = {
     K.Max8Op: ("max8", {"dst": "dst", "src": "src"}),
     K.FindIndex8Op: ("nc_find_index8", {"dst": "dst", "data": "data", "vals": "vals"}),
     K.MatchReplace8Op: ("nc_match_replace8", {"dst": "dst", "data": "data", "vals": "vals"}),
+    K.BnStatsOp: ("bn_stats", {"dst": "dst", "data": "data"}),
+    K.BnAggrOp: ("bn_aggr", {"dst": "dst", "data": "data"}),
 }
 
 
