@@ -20,15 +20,16 @@ def _engines(ops) -> list[str]:
 def test_layernorm_broadcast_copies_leave_vector_free_for_the_first_row_sum():
     """512x1024 layernorm: the copies of w and b (2 PSUM banks each; those of a row every
     VectorE reader takes from PSUM are dropped, psum_rows.py) go to ScalarE, so the first
-    VectorE instruction after the constant memsets is the first row tile's row sum (with the
-    copies counted, one of b's copies went to VectorE ahead of it)."""
+    VectorE instruction after the constant memsets is the first row tile's statistics (its
+    bn_stats, moments.py; with the copies counted, one of b's copies went to VectorE ahead of
+    it)."""
     k = nk.compile(get_workload("layernorm").graph(shape=(512, 1024)))
     top = [op for op in k.nki.body if not isinstance(op, ForiLoopOp)]
     copies = [op for op in top if isinstance(op, TensorCopyOp) and op.loc in ("load %w", "load %b")]
     assert copies and len(copies) <= 4
     assert set(_engines(copies)) == {"scalar"}
     vector = [op for op in k.nki.walk() if op.attrs.get("engine") == "vector" and op.name != "nki.memset"]
-    assert vector[0].name == "nki.tensor_reduce"
+    assert vector[0].name == "nki.bn_stats"
 
 
 def test_decode_rmsnorm_matches_float64():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
-from nkigen_lite.nki.ops import ActivationOp, ForiLoopOp, TensorScalarOp
+from nkigen_lite.nki.ops import ActivationOp, BnStatsOp, ForiLoopOp, TensorScalarOp
 from nkigen_lite.testing.tolerance import assert_close, tolerance_for
 from nkigen_lite.workloads import get_workload
 from nkigen_lite.workloads.norms import layernorm_reference
@@ -35,33 +35,34 @@ def _full_width(op, n: int) -> bool:
 
 
 def test_layernorm_row_tile_has_no_subtract_pass():
-    """Per 128-row tile of a 512x1024 layernorm: 5 full-row passes (row sum, square with its
-    fused sum, the centred multiply, × w, + b), not 6; the square activation reads x with -mean
-    as its bias; the centred multiply reads x once, as the fused VectorE (x - mean) * rstd or as
-    the ScalarE activation x * rstd + (-mean * rstd) (elementwise.centred_multiply)."""
+    """Per 128-row tile of a 512x1024 layernorm: 4 full-row passes (the statistics: bn_stats
+    over two 512-column chunks, moments.py; the centred multiply, × w, + b), not 5 (before
+    bn_stats: a row sum and a square with its fused sum) nor 6 (with x - mean materialised); the
+    centred multiply reads x once, as the fused VectorE (x - mean) * rstd or as the ScalarE
+    activation x * rstd + (-mean * rstd) (elementwise.centred_multiply)."""
     k = nk.compile(get_workload("layernorm").graph(shape=(512, 1024)))
     body = _executed(k.nki.body)
     compute = [op for op in body if op.name.startswith("nki.") and op.name != "nki.dma_copy"]
     compute = [op for op in compute if not op.loc.startswith("load")]  # the w / b broadcasts
-    # a pass may be one instruction or one per 512-column PSUM bank (psum_rows.py)
+    # a pass may be one instruction or one per 512-column chunk or PSUM bank (psum_rows.py)
     cols = sum(
         max(op.access(n).free_size for n, _ in op.access_attrs()) for op in compute if _full_width(op, 512)
     )
-    assert cols == 5 * 4 * 1024
+    assert cols == 4 * 4 * 1024
     full = [op for op in compute if _full_width(op, 1024)]
     assert not any(op.loc == "tensor.sub %sub" for op in body)
     norms = [op for op in full if op.loc == "tensor.mul %mul_2"]
-    squares = [op for op in body if isinstance(op, ActivationOp) and op.attrs["op"] == "square"]
-    assert len(norms) == len(squares) == 4
-    for f, sq in zip(norms, squares):
+    stats = [op for op in body if isinstance(op, BnStatsOp)]
+    assert len(norms) == 4 and len(stats) == 8
+    assert not any(isinstance(op, ActivationOp) and op.attrs["op"] == "square" for op in body)
+    for f, st in zip(norms, stats[::2]):
         if isinstance(f, TensorScalarOp):
             assert (f.attrs["op0"], f.attrs["op1"]) == ("subtract", "multiply")
         else:
             assert isinstance(f, ActivationOp) and f.attrs["op"] == "copy"
             assert f.access("bias") is not None and f.access("scale") is not None
         assert f.access("data").tensor.name_hint.startswith("x")
-        assert sq.access("data").tensor is f.access("data").tensor
-        assert sq.access("bias") is not None
+        assert st.access("data").tensor is f.access("data").tensor
 
 
 @pytest.mark.parametrize("shape", [(512, 1024), (200, 96)])

@@ -46,6 +46,14 @@ def _staged(monkeypatch, graph) -> nk.Kernel:
         return nk.compile(graph)
 
 
+def _stats(stream) -> list:
+    """Positions of each row tile's statistics: the bn_aggr finishing its mean and variance
+    (moments.py; the bn_stats before it share the row sum's loc)."""
+    return [
+        i for i, op in enumerate(stream) if op.loc == "tensor.reduce %reduce" and op.name == "nki.bn_aggr"
+    ]
+
+
 def _norms(stream) -> list:
     """Positions of the full-row centred multiplies (not the column ops sharing their loc)."""
     return [
@@ -54,12 +62,12 @@ def _norms(stream) -> list:
 
 
 def test_layernorm_statistics_of_next_tile_come_first(monkeypatch):
-    """512x1024 layernorm (4 row tiles): tile t+1's row sum precedes tile t's normalisation in
+    """512x1024 layernorm (4 row tiles): tile t+1's statistics precede tile t's normalisation in
     program order, for every t; 4 trips become straight code, so the loaded tiles cross the
     stages in one buffer per trip (4), allocated outside any loop."""
     k = _staged(monkeypatch, get_workload("layernorm").graph(shape=(512, 1024)))
     stream = _executed(k.nki.body)
-    sums = [i for i, op in enumerate(stream) if op.loc == "tensor.reduce %reduce"]
+    sums = _stats(stream)
     norms = _norms(stream)
     assert len(sums) == len(norms) == 4
     for t in range(3):
@@ -83,7 +91,7 @@ def test_unpipelined_layernorm_orders_tile_by_tile(monkeypatch):
         m.setattr(deallocs, "reorder_straight", lambda *a: False)
         k = _unpipelined(m, get_workload("layernorm").graph(shape=(512, 1024)))
     stream = _executed(k.nki.body)
-    sums = [i for i, op in enumerate(stream) if op.loc == "tensor.reduce %reduce"]
+    sums = _stats(stream)
     norms = _norms(stream)
     assert all(sums[t + 1] > norms[t] for t in range(3))
 

@@ -8,7 +8,9 @@
   as its bias and each multiply becomes one two-op ``tensor_scalar((y - m) * r)`` (centred.py);
 - exact widening casts read their operand's tile; a narrowing of an fp32 intermediate used only
   by the cast is folded into the producer's write;
-- a band mask ``where(cmp(iota_col - iota_row, k), a, b)`` -> one ``affine_select`` (affine_mask.py).
+- a band mask ``where(cmp(iota_col - iota_row, k), a, b)`` -> one ``affine_select`` (affine_mask.py);
+- a row mean and the mean of the squared deviations from it -> ``bn_stats`` per chunk and one
+  ``bn_aggr`` (moments.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .affine_mask import mask_operands, plan_masks
 from .centred import plan_centred
 from .frame import TileFrame, immediate_of
 from .groups import domain_axes
+from .moments import plan_moments
 from .tile_common import ACT_FUNC, REDUCE_ALU
 
 
@@ -47,6 +50,7 @@ class FoldPlan:
     masks: dict = field(default_factory=dict)  # where op -> MaskSpec (affine_mask.py)
     centred: dict = field(default_factory=dict)  # multiply op -> CentredMul (centred.py)
     centred_subs: set = field(default_factory=set)  # the subtractions those fold away
+    moments: dict = field(default_factory=dict)  # row sum op -> Moments (moments.py)
 
     def operands_of(self, op: Op) -> list[Value]:
         """The values an op's emitted instruction(s) read."""
@@ -84,6 +88,7 @@ class FoldPlan:
     @staticmethod
     def build(em: TileFrame) -> FoldPlan:
         fp = FoldPlan()
+        plan_moments(em, fp)
         plan_masks(em, fp)
         plan_centred(em, fp)
         _fold_activation_operands(em, fp)
@@ -162,7 +167,7 @@ def _fold_activation_operands(em: TileFrame, fp: FoldPlan) -> None:
     multiply by a scalar (its scale) that produce its data."""
     for op in em.g.ops:
         func = ACT_FUNC.get(type(op))
-        if func is None or not op.result.type.dtype.is_float:
+        if func is None or not op.result.type.dtype.is_float or op in fp.folded:
             continue
         spec = ActSpec(func, op.operand(0), -1.0 if isinstance(op, T.NegOp) else 1.0)
         if func != "copy":

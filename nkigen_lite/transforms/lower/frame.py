@@ -58,6 +58,9 @@ class TileFrame:
         # offsets along the trailing free dims); the row pipeline's tile table (``pipe``, set
         # by the group emitter) holds the concat's tile of the current instance
         self.into: dict[Value, tuple] = {}
+        # per-partition values held in one element of a wider statistics tile (the mean and
+        # variance of moments.py): value -> element offset along the tile's free dim
+        self.columns: dict[Value, int] = {}
 
     # ---- shapes ------------------------------------------------------------------------------
     def ext(self, v: Value) -> tuple[int, ...]:
@@ -114,10 +117,11 @@ class TileFrame:
         whole_row = v in self.resident
         shift = self.tile_offsets.get(v, {})
         dims = [DimSlice(Affine.of(0), inst.rows(), 1)]
+        col = self.columns.get(v, 0)
         for d in self.plan.f_dims:
             if ve[d] == 1:
                 n = inst.extents[d] if (out_ext is not None and out_ext[d] > 1) else 1
-                dims.append(DimSlice(Affine.of(0), n, 0 if n > 1 else 1))
+                dims.append(DimSlice(Affine.of(col), n, 0 if n > 1 else 1))
             else:
                 start = inst.offsets[d] if whole_row else Affine.of(0)
                 dims.append(DimSlice(start + shift.get(d, 0), inst.extents[d], 1))

@@ -8,6 +8,7 @@ from ...ir.op import Op
 from . import elementwise, reduce, select, sources  # noqa: F401  (they register TILE_RULES)
 from .affine_mask import emit_mask
 from .frame import TileFrame
+from .moments import emit_moments
 from .rules import TILE_RULES, rule_for
 
 
@@ -17,6 +18,8 @@ def emit_op(em: TileFrame, op: Op, inst) -> None:
         return elementwise.activation(em, op, inst)
     if op in em.fold.masks:
         return emit_mask(em, op, inst)
+    if op in em.fold.moments:
+        return emit_moments(em, op, inst)
     rule = rule_for(TILE_RULES, type(op))
     if rule is None:
         raise BuildError(
