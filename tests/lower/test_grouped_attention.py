@@ -186,3 +186,71 @@ def test_one_dma_group_of_heads():
     kern = nk.compile(_gqa(), *arrays)
     assert kern.stats().dma_count == 4
     _check(kern, arrays, _reference(*arrays, 0.125, True, -1e4), nk.bfloat16, "one group")
+
+
+def _chunks(kern, name: str) -> list[int]:
+    """Contiguous bytes per descriptor (the cost model's DMA chunk) of every DMA touching the
+    kernel tensor ``name`` (an input read or the output written)."""
+    from nkigen_lite.nki.target import TRN2
+    from nkigen_lite.nki.types import HbmType
+    from nkigen_lite.perf.dma_cost import dma_cost
+
+    g = kern.nki
+    ids = {n: id(v) for n, v in zip(g.input_names, g.inputs)}
+    out = []
+    for op in g.body:
+        if not isinstance(op, DmaCopyOp):
+            continue
+        for side in ("src", "dst"):
+            t = op.access(side).tensor
+            if not isinstance(t.type, HbmType):
+                continue
+            root = id(t.defining_op.operand(0) if isinstance(t.defining_op, HbmViewOp) else t)
+            if root == ids.get(name) or (name == "o" and root not in ids.values()):
+                out.append(dma_cost(op, TRN2).chunk_bytes)
+    return out
+
+
+def test_model_target_shape_moves_row_pairs():
+    """Two query heads of one KV group share a unit (row pairs, lower/grouped_pairs.py): Q loads,
+    K loads and O stores move two 256-byte rows per partition, 512 contiguous bytes per
+    descriptor (was 256); V keeps its 256-byte rows (its keys must fill the 128 partitions of
+    the Pᵀ V contraction), loaded in the key order of the assembled Kᵀ."""
+    arrays = _inputs(16, 8, 128, 128)
+    kern = nk.compile(_gqa(), *arrays)
+    assert _chunks(kern, "q") == [512] * 8
+    assert _chunks(kern, "k") == [512] * 4
+    assert _chunks(kern, "v") == [256] * 4
+    assert _chunks(kern, "o") == [512] * 8
+    # the same units as before: one S = Q Kᵀ matmul and one fp32 Pᵀ transpose per 128 queries
+    f32_t = [
+        op for op in kern.nki.body if isinstance(op, TransposeOp) and op.access("data").dtype.name == "f32"
+    ]
+    assert len(f32_t) == 16
+
+
+def test_row_pairs_over_tiles_batch_and_skipped_chunks():
+    """Row pairs with a batch dim, two query tiles and two key chunks (the second tile's units
+    see both chunks, the first one only the first: 3 fp32 Pᵀ transposes per unit pair), 4 query
+    heads per KV head, bf16: matches float64 on the interpreter and the simulator."""
+    arrays = _inputs(8, 2, 256, 64, seed=7, batch=(2,))
+    kern = nk.compile(_gqa(), *arrays)
+    assert "tensor.grouped_attention" in kern.ir("cleanup")
+    assert set(_chunks(kern, "q")) == {256}  # two rows of 64 bf16 (one row: 128 B)
+    f32_t = [
+        op for op in kern.nki.body if isinstance(op, TransposeOp) and op.access("data").dtype.name == "f32"
+    ]
+    assert len(f32_t) == 2 * 8 * 3  # batch x heads x (1 + 2) chunks over the two query tiles
+    _check(kern, arrays, _reference(*arrays, 0.125, True, -1e4), nk.bfloat16, "row pairs 256")
+
+
+def test_row_pairs_not_causal_f32():
+    """Row pairs without a mask, f32 (V needs no widening), head dim 32, value dim 48."""
+    rng = np.random.default_rng(8)
+    q = rng.standard_normal((4, 128, 32)).astype(np.float32)
+    k = rng.standard_normal((2, 128, 32)).astype(np.float32)
+    v = rng.standard_normal((2, 128, 48)).astype(np.float32)
+    kern = nk.compile(_gqa(causal=False), q, k, v)
+    assert "tensor.grouped_attention" in kern.ir("cleanup")
+    assert set(_chunks(kern, "q")) == {256}  # 2 rows x 32 f32
+    _check(kern, [q, k, v], _reference(q, k, v, 0.125, False, 0.0), nk.float32, "row pairs f32")

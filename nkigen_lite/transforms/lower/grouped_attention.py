@@ -20,6 +20,7 @@ the work of earlier ones. With ``causal``, key chunks after a query tile's last 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from .attention_units import advance, attention_dims
 from .custom import register_composite_lowering
 from .deallocs import insert_deallocs
 from .emit_order import list_order
+from .evacuation import EvacuationBalance
 
 P = 128  # partitions
 MAX_HEAD_DIM = 128  # q / k feature dim on the partitions for Q Kᵀ
@@ -43,6 +45,22 @@ HEADS_PER_DMA = 2  # heads moved by one DMA (Q, K, V loads and O stores)
 SKIP_MASK = -1e4  # causal masks at most this skip the key chunks after a query tile
 DTYPES = ("bf16", "f16", "f32")
 F32 = get_dtype("f32")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One pipelined unit of work: up to 128 queries against one KV head. ``q`` is the Q block
+    its transpose reads ([queries, D]), ``out`` the window of the output tile its ``O · 1/l``
+    writes, ``g`` the KV head, ``m0`` the first query row of its query tile (``mt`` rows),
+    ``mask`` the key of its causal mask tile, ``store`` the DMA (dst, src) issued when it ends."""
+
+    q: object
+    out: object
+    g: int
+    m0: int
+    mt: int
+    mask: object
+    store: tuple | None
 
 
 def supported(q_shape, k_shape, v_shape, dtype, attrs) -> bool:
@@ -82,15 +100,20 @@ class _Kernel:
         k = b.add_input("k", kt.shape, self.dt)
         v = b.add_input("v", vt.shape, self.dt)
         self.o = b.alloc(qt.shape[:-1] + (self.dv,), self.dt, "hbm", name="o")
-        m, n, d, dv = self.m, self.n, self.d, self.dv
-        # rows (keys) on the partitions, heads along the free axis: one DMA moves several heads
+        self.make_views(q, k, v)
+        self.kt: dict[int, object] = {}  # KV head -> Kᵀ tile [d, n]
+        self.vt: dict[int, list] = {}  # KV head -> V chunks (tile, slot) of 128 keys
+        self.masks: dict[int, object] = {}
+        self.bal = EvacuationBalance(b)
+        self.fast = self.dt is not F32  # 16-bit copies out of PSUM: VectorE's 2x mode
+
+    def make_views(self, q, k, v) -> None:
+        """Rows (keys) on the partitions, heads along the free axis: one DMA moves several heads."""
+        b, m, n, d, dv = self.b, self.m, self.n, self.d, self.dv
         self.qv = b.hbm_view(q, (m, self.hq, d), (d, m * d, 1), name="q_rows")
         self.kv = b.hbm_view(k, (n, self.hk, d), (d, n * d, 1), name="k_rows")
         self.vv = b.hbm_view(v, (n, self.hk, dv), (dv, n * dv, 1), name="v_rows")
         self.ov = b.hbm_view(self.o, (m, self.hq, dv), (dv, m * dv, 1), name="o_rows")
-        self.kt: dict[int, object] = {}  # KV head -> Kᵀ tile [d, n]
-        self.vt: dict[int, list] = {}  # KV head -> V chunks (tile, slot) of 128 keys
-        self.masks: dict[int, object] = {}
 
     def kv_head(self, h: int) -> int:
         """The (flat) KV head the (flat) query head ``h`` reads."""
@@ -129,17 +152,22 @@ class _Kernel:
                 b.tensor_copy(
                     dst=_acc(v32, (0, kc), (0, hk), (0, dv)),
                     src=_acc(vn, (0, kc), (0, hk), (0, dv)),
-                    engine="scalar",
+                    engine="gpsimd",
                 )
                 vn = v32
             for j in range(hk):
                 ps = b.alloc((P, P), self.dt, "psum", name="ps_k")
                 b.nc_transpose(dst=_acc(ps, (0, d), (0, kc)), data=_acc(kn, (0, kc), (j, 1), (0, d)))
-                b.tensor_copy(dst=_acc(self.kt[g0 + j], (0, d), (c0, kc)), src=_acc(ps, (0, d), (0, kc)))
+                b.tensor_copy(
+                    dst=_acc(self.kt[g0 + j], (0, d), (c0, kc)),
+                    src=_acc(ps, (0, d), (0, kc)),
+                    engine=self.bal.engine(kc, self.fast),
+                )
                 self.vt[g0 + j].append((vn, j, kc))
 
-    def mask_tile(self, m0: int, mt: int, keys: int):
+    def mask_tile(self, u: Unit, keys: int):
         """mask/scale where key > query (absolute rows m0 + p), 0 elsewhere; once per query tile."""
+        m0, mt = u.m0, u.mt
         if m0 not in self.masks:
             b = self.b
             t = b.alloc((P, keys), F32, name="causal_bias")
@@ -159,25 +187,31 @@ class _Kernel:
         return self.masks[m0]
 
     # ---- one query head of one query tile, as pipeline stages -----------------------------------
-    def head(self, q_nat, j: int, h: int, m0: int, mt: int, out):
-        """Emit the head's instructions one stage per ``next()`` (see ``build``)."""
+    def k_moving(self, g: int, keys: int):
+        """Kᵀ of KV head ``g`` over its first ``keys`` keys: the score matmul's moving operand."""
+        return _acc(self.kt[g], (0, self.d), (0, keys))
+
+    def head(self, u: Unit):
+        """Emit the unit's instructions one stage per ``next()`` (see ``build``)."""
         b, d, dv = self.b, self.d, self.dv
-        g = self.kv_head(h)
+        g, m0, mt = u.g, u.m0, u.mt
         keys = self.n
         if self.causal and self.mask <= SKIP_MASK:
             keys = min(self.n, -(-(m0 + mt) // P) * P)
         rows, col = (0, mt), (0, 1)
         self.prepare_kv(g)
-        mask = self.mask_tile(m0, mt, keys) if self.causal else None
+        mask = self.mask_tile(u, keys) if self.causal else None
         ps_q = b.alloc((P, P), self.dt, "psum", name="ps_q")
-        b.nc_transpose(dst=_acc(ps_q, (0, d), rows), data=_acc(q_nat, rows, (j, 1), (0, d)))
+        b.nc_transpose(dst=_acc(ps_q, (0, d), rows), data=u.q)
         yield
         q_t = b.alloc((P, P), self.dt, name="q_t")
-        b.tensor_copy(dst=_acc(q_t, (0, d), rows), src=_acc(ps_q, (0, d), rows))
+        b.tensor_copy(
+            dst=_acc(q_t, (0, d), rows), src=_acc(ps_q, (0, d), rows), engine=self.bal.engine(mt, self.fast)
+        )
         yield
         s = b.alloc((P, keys), F32, "psum", name="scores")
         s_acc = _acc(s, rows, (0, keys))
-        b.nc_matmul(dst=s_acc, stationary=_acc(q_t, (0, d), rows), moving=_acc(self.kt[g], (0, d), (0, keys)))
+        b.nc_matmul(dst=s_acc, stationary=_acc(q_t, (0, d), rows), moving=self.k_moving(g, keys))
         yield
         if mask is not None:
             y = b.alloc((P, keys), F32, name="scores_masked")
@@ -223,7 +257,9 @@ class _Kernel:
         p_ts = []
         for ps_t, (_vn, _slot, kc) in zip(transposed, chunks):
             p_t = b.alloc((P, P), F32, name="probs_t")
-            b.tensor_copy(dst=_acc(p_t, (0, kc), rows), src=_acc(ps_t, (0, kc), rows), engine="scalar")
+            b.tensor_copy(
+                dst=_acc(p_t, (0, kc), rows), src=_acc(ps_t, (0, kc), rows), engine=self.bal.engine(mt)
+            )
             p_ts.append(p_t)
         yield
         pv = b.alloc((P, dv), F32, "psum", name="pv")
@@ -236,21 +272,19 @@ class _Kernel:
             )
         yield
         b.tensor_scalar(
-            dst=_acc(out, rows, (j, 1), (0, dv)),
+            dst=u.out,
             data=_acc(pv, rows, (0, dv)),
             op0="multiply",
             operand0=_acc(recip, rows, col),
+            engine=self.bal.engine(dv),
         )
 
-    def build(self):
-        """All loads first (they wait on nothing), then the heads as a software pipeline: each
-        tick starts the next head and advances every running head by one stage, so the engines'
-        in-order streams interleave the stages of consecutive heads; a DMA group's output is
-        stored when its last head is done."""
+    def plan_units(self) -> list[Unit]:
+        """Emit the Q loads (with the K loads each needs and the V loads of the previous group
+        after it) and return the units in pipeline order: per query tile, ``HEADS_PER_DMA``
+        query heads per Q load and output tile."""
         b, d, dv = self.b, self.d, self.dv
-        self.kv_loaded: dict[int, tuple] = {}
-        self.v_dmas: list = []
-        units = []  # (q_nat, out, slot, head, m0, mt, store)
+        units = []
         for m0 in range(0, self.m, P):
             mt = min(P, self.m - m0)
             for h0 in range(0, self.hq, HEADS_PER_DMA):
@@ -259,9 +293,7 @@ class _Kernel:
                 b.dma_copy(
                     dst=_acc(q_nat, (0, mt), (0, hn), (0, d)), src=_acc(self.qv, (m0, mt), (h0, hn), (0, d))
                 )
-                for dst, src in self.v_dmas:
-                    b.dma_copy(dst=dst, src=src)
-                self.v_dmas = []
+                self.flush_v()
                 for g0 in sorted(
                     {self.kv_head(h) - self.kv_head(h) % HEADS_PER_DMA for h in range(h0, h0 + hn)}
                 ):
@@ -270,12 +302,38 @@ class _Kernel:
                 out = b.alloc((P, hn, dv), self.dt, name="out")
                 store = (_acc(self.ov, (m0, mt), (h0, hn), (0, dv)), _acc(out, (0, mt), (0, hn), (0, dv)))
                 for j in range(hn):
-                    units.append((q_nat, out, j, h0 + j, m0, mt, store if j == hn - 1 else None))
+                    units.append(
+                        Unit(
+                            q=_acc(q_nat, (0, mt), (j, 1), (0, d)),
+                            out=_acc(out, (0, mt), (j, 1), (0, dv)),
+                            g=self.kv_head(h0 + j),
+                            m0=m0,
+                            mt=mt,
+                            mask=m0,
+                            store=store if j == hn - 1 else None,
+                        )
+                    )
+        return units
+
+    def flush_v(self) -> None:
+        """Issue the V loads held back so far (V is needed last: after the next Q load)."""
         for dst, src in self.v_dmas:
-            b.dma_copy(dst=dst, src=src)
+            self.b.dma_copy(dst=dst, src=src)
+        self.v_dmas = []
+
+    def build(self):
+        """All loads first (they wait on nothing), then the units as a software pipeline: each
+        tick starts the next unit and advances every running unit by one stage, so the engines'
+        in-order streams interleave the stages of consecutive units; an output tile is stored
+        when its last unit is done."""
+        b = self.b
+        self.kv_loaded: dict[int, tuple] = {}
+        self.v_dmas: list = []
+        units = self.plan_units()
+        self.flush_v()
         running = []
-        for unit in units:
-            running.append((self.head(unit[0], unit[2], unit[3], unit[4], unit[5], unit[1]), unit[6]))
+        for u in units:
+            running.append((self.head(u), u.store))
             running = advance(b, running)
         while running:
             running = advance(b, running)
@@ -296,7 +354,10 @@ def grouped_attention_body(types, attrs):
             f"D <= {MAX_HEAD_DIM}, Dv <= {MAX_VALUE_DIM}, N <= {MAX_KEYS}, M == N when causal, and at "
             f"most {MAX_UNITS} query heads x 128-row query tiles"
         )
-    return _Kernel(types, attrs).build()
+    from .grouped_pairs import PairKernel, pairs_supported  # the row-pair variant subclasses _Kernel
+
+    kernel = PairKernel if pairs_supported(qt.shape, kt.shape) else _Kernel
+    return kernel(types, attrs).build()
 
 
 register_composite_lowering(GroupedAttentionOp, grouped_attention_body)
