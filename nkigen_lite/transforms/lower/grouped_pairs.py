@@ -19,8 +19,11 @@ does not see the order. The causal mask tile of a slot is built for these query 
 columns: per 64-partition half, one GpSimd ``affine_select`` with channel multiplier 2 and the
 key pattern ``[[128, chunks], [1, 2], [2, 64]]``.
 
-Everything else — the per-unit chain, the pipeline, the list-scheduled order — is
-``grouped_attention``'s; the instruction counts per unit are the same.
+The two slots of a head pair run as one pipelined group (``unit_groups``): their scores share
+one PSUM bank (so ``2 N <= MAX_KEYS``), the mask add, row max, exp bias and ``1/l`` are one
+instruction for both, and both ``O · 1/l`` evacuations go to one engine (they write one output
+tile; a write after another engine's write waits for its drain). Everything else -- the
+per-unit chain, the pipeline, the list-scheduled order -- is ``grouped_attention``'s.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...nki.types import access_of as _acc
-from .grouped_attention import F32, HEADS_PER_DMA, P, Unit, _Kernel
+from .grouped_attention import F32, HEADS_PER_DMA, MAX_KEYS, V_WIDEN_ENGINE, P, Unit, _Kernel
 
 HALF = P // 2  # queries (or keys) of one head in a 128-partition tile
 PAIRS_PER_DMA = HEADS_PER_DMA // 2 or 1  # head pairs per Q load / O store and per K load
@@ -36,11 +39,13 @@ PAIRS_PER_DMA = HEADS_PER_DMA // 2 or 1  # head pairs per Q load / O store and p
 
 def pairs_supported(q_shape, k_shape) -> bool:
     """Row pairs apply when each KV head serves an even number of query heads, the KV head
-    count (batch dims included) is even and the query and key counts are multiples of 128."""
+    count (batch dims included) is even, the query and key counts are multiples of 128 and the
+    scores of a unit pair fit one PSUM bank (2 N <= MAX_KEYS; beyond, the pairs measured slower
+    than single units)."""
     heads, groups = q_shape[-3], k_shape[-3]
     hk = int(np.prod(k_shape[:-2]))
     m, n = q_shape[-2], k_shape[-2]
-    return (heads // groups) % 2 == 0 and hk % 2 == 0 and m % P == 0 and n % P == 0
+    return (heads // groups) % 2 == 0 and hk % 2 == 0 and m % P == 0 and n % P == 0 and 2 * n <= MAX_KEYS
 
 
 class PairKernel(_Kernel):
@@ -99,7 +104,7 @@ class PairKernel(_Kernel):
                 b.tensor_copy(
                     dst=_acc(v32, (0, P), (0, 2 * npr), (0, dv)),
                     src=_acc(vn, (0, P), (0, 2 * npr), (0, dv)),
-                    engine="gpsimd",
+                    engine=V_WIDEN_ENGINE,
                 )
                 vn = v32
             for pr in range(npr):
@@ -122,29 +127,35 @@ class PairKernel(_Kernel):
         return _acc(self.kt[g], (0, self.d), (0, keys // P), (0, 2), (0, HALF))
 
     # ---- masks ------------------------------------------------------------------------------
-    def mask_tile(self, u: Unit, keys: int):
-        """mask/scale where key > query for slot ``j`` of query tile ``m0``: partition ``p`` is
-        row ``m0 + 2 (p % 64) + j``, column ``128 c + 64 j' + i'`` is key ``128 c + 2 i' + j'``."""
-        m0, j = u.mask
-        if u.mask not in self.masks:
+    def mask_tile(self, us: list[Unit], keys: int):
+        """mask/scale where key > query for both slots of query tile ``m0``: in slot ``j``,
+        partition ``p`` is row ``m0 + 2 (p % 64) + j`` and column ``128 c + 64 j' + i'`` is key
+        ``128 c + 2 i' + j'``; a (P, 2, keys) tile, slot ``j`` at ``[:, j]``."""
+        m0 = us[0].m0
+        if m0 not in self.masks:
             b = self.b
-            t = b.alloc((P, keys), F32, name="causal_bias")
-            b.memset(dst=_acc(t, (0, P), (0, keys)), value=0.0, engine="gpsimd")
-            off = float(np.float32(self.mask / self.scale))
-            for half in range(2):
-                w = _acc(t, (half * HALF, HALF), (0, keys))
-                # keep where key - row = (128 c + j' + 2 i') - 2 p - (m0 + j) <= 0
-                b.affine_select(
-                    dst=w,
-                    pattern=[[P, keys // P], [1, 2], [2, HALF]],
-                    channel_multiplier=-2,
-                    on_true_tile=w,
-                    on_false_value=off,
-                    cmp_op="less_equal",
-                    offset=-(m0 + j),
-                )
-            self.masks[u.mask] = t
-        return self.masks[u.mask]
+            t = b.alloc((P, 2, keys), F32, name="causal_bias")
+            b.memset(dst=_acc(t, (0, P), (0, 2), (0, keys)), value=0.0, engine="gpsimd")
+            for j in range(2):
+                for half in range(2):
+                    w = _acc(t, (half * HALF, HALF), (j, 1), (0, keys))
+                    # keep where key - row = (128 c + j' + 2 i') - 2 p - (m0 + j) <= 0
+                    b.affine_select(
+                        dst=w,
+                        pattern=[[P, keys // P], [1, 2], [2, HALF]],
+                        channel_multiplier=-2,
+                        on_true_tile=w,
+                        on_false_value=self.mask_off,
+                        cmp_op="less_equal",
+                        offset=-(m0 + j),
+                    )
+            self.masks[m0] = t
+        return self.masks[m0]
+
+    def unit_groups(self, units: list[Unit]) -> list[list[Unit]]:
+        """The two slots of a head pair run together (their column steps in one instruction;
+        both slots' scores fit one PSUM bank: ``pairs_supported``)."""
+        return [units[i : i + 2] for i in range(0, len(units), 2)]
 
     # ---- units ------------------------------------------------------------------------------
     def plan_units(self) -> list[Unit]:
@@ -180,7 +191,8 @@ class PairKernel(_Kernel):
                                 g=self.kv_head(2 * (pr0 + pr)),
                                 m0=m0,
                                 mt=P,
-                                mask=(m0, j),
+                                mask=m0,
+                                slot=j,
                                 store=store if last else None,
                             )
                         )
