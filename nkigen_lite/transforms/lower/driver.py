@@ -26,7 +26,7 @@ from . import (
     decode_attention,  # noqa: F401  (registers tensor.decode_attention's lowering)
     flash_attention,  # noqa: F401  (registers tensor.flash_attention's lowering)
     gathered_matmul,  # noqa: F401  (registers tensor.gathered_matmul's lowering)
-    grouped_attention,  # noqa: F401  (registers tensor.grouped_attention's lowering)
+    grouped_pairs,  # noqa: F401  (registers tensor.grouped_attention's lowering)
     indexed,  # noqa: F401  (registers the gather / scatter item rules)
     sink_attention,  # noqa: F401  (registers tensor.sink_attention's lowering)
     topk,  # noqa: F401  (registers the native topk item rule)

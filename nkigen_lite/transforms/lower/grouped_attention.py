@@ -29,9 +29,7 @@ from ...ir.errors import BuildError
 from ...nki.builder import Builder
 from ...nki.target import TRN2
 from ...nki.types import access_of as _acc
-from ...tensor.composites_grouped_attention import GroupedAttentionOp
 from .attention_units import advance, attention_dims
-from .custom import register_composite_lowering
 from .deallocs import insert_deallocs
 from .emit_order import list_order
 from .evacuation import EvacuationBalance
@@ -377,8 +375,8 @@ class _Kernel:
         return b.graph
 
 
-def grouped_attention_body(types, attrs):
-    """The NKI kernel of one ``tensor.grouped_attention`` with operand types ``types``."""
+def check_operands(types, attrs) -> None:
+    """One BuildError naming the op and the rule when the kernel cannot take ``types``."""
     qt, kt, vt = types
     if not (qt.dtype is kt.dtype is vt.dtype) or not supported(qt.shape, kt.shape, vt.shape, qt.dtype, attrs):
         shapes = ", ".join(f"{n} {t}" for n, t in zip("qkv", types))
@@ -388,10 +386,3 @@ def grouped_attention_body(types, attrs):
             f"D <= {MAX_HEAD_DIM}, Dv <= {MAX_VALUE_DIM}, N <= {MAX_KEYS}, M == N when causal, and at "
             f"most {MAX_UNITS} query heads x 128-row query tiles"
         )
-    from .grouped_pairs import PairKernel, pairs_supported  # the row-pair variant subclasses _Kernel
-
-    kernel = PairKernel if pairs_supported(qt.shape, kt.shape) else _Kernel
-    return kernel(types, attrs).build()
-
-
-register_composite_lowering(GroupedAttentionOp, grouped_attention_body)

@@ -23,7 +23,9 @@ The two slots of a head pair run as one pipelined group (``unit_groups``): their
 one PSUM bank (so ``2 N <= MAX_KEYS``), the mask add, row max, exp bias and ``1/l`` are one
 instruction for both, and both ``O · 1/l`` evacuations go to one engine (they write one output
 tile; a write after another engine's write waits for its drain). Everything else -- the
-per-unit chain, the pipeline, the list-scheduled order -- is ``grouped_attention``'s.
+per-unit chain, the pipeline, the list-scheduled order -- is ``grouped_attention``'s. The op's
+registered lowering (``grouped_attention_body``) lives here: it picks this variant or the
+one-head units of grouped_attention.py.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...nki.types import access_of as _acc
-from .grouped_attention import F32, HEADS_PER_DMA, MAX_KEYS, V_WIDEN_ENGINE, P, Unit, _Kernel
+from ...tensor.composites_grouped_attention import GroupedAttentionOp
+from .custom import register_composite_lowering
+from .grouped_attention import F32, HEADS_PER_DMA, MAX_KEYS, V_WIDEN_ENGINE, P, Unit, _Kernel, check_operands
 
 HALF = P // 2  # queries (or keys) of one head in a 128-partition tile
 PAIRS_PER_DMA = HEADS_PER_DMA // 2 or 1  # head pairs per Q load / O store and per K load
@@ -197,3 +201,14 @@ class PairKernel(_Kernel):
                             )
                         )
         return units
+
+
+def grouped_attention_body(types, attrs):
+    """The NKI kernel of one ``tensor.grouped_attention`` with operand types ``types``: row
+    pairs when ``pairs_supported``, else one query head per unit (grouped_attention.py)."""
+    check_operands(types, attrs)
+    kernel = PairKernel if pairs_supported(types[0].shape, types[1].shape) else _Kernel
+    return kernel(types, attrs).build()
+
+
+register_composite_lowering(GroupedAttentionOp, grouped_attention_body)
