@@ -108,3 +108,27 @@ def test_one_query_tile_keeps_the_row_pipeline():
     q, k, v = _inputs((), 128, 512, 64, 64)
     kern = nk.compile(_attention, q, k, v)
     assert "tensor.flash_attention" not in kern.ir("cleanup")
+
+
+def test_last_query_tile_is_stored_in_two_column_blocks():
+    """attention s512 d128 f32: the last query tile's O = P V runs as two 64-column blocks, each
+    scaled by 1/l on ScalarE and stored by a DMA of its own, so the first block's store overlaps
+    the second block's matmuls; the other tiles store 128 columns at once. TensorE time is
+    unchanged (an fp32 matmul of 64 moving columns costs what 128 do per column), and the value
+    product's matmuls move 64 columns only in the last tile."""
+    kern = nk.compile(get_workload("attention").graph(seq=512, d=128))
+    stores = [
+        op
+        for op, _ in _instructions(kern.nki.body)
+        if isinstance(op, DmaCopyOp) and op.access("src").tensor.type.space.value == "sbuf"
+    ]
+    widths = sorted(op.access("src").free_size for op in stores)
+    assert widths == [64, 64, 128, 128, 128]
+    rows = {op.access("dst").dims[0].offset.const for op in stores if op.access("src").free_size == 64}
+    assert rows == {384}
+    matmul_widths = sorted(
+        op.access("moving").free_size
+        for op, _ in _instructions(kern.nki.body)
+        if op.name == "nki.nc_matmul" and op.access("stationary").tensor.name_hint.startswith("probs_t")
+    )
+    assert matmul_widths == [64] * 8 + [128] * 12

@@ -34,6 +34,7 @@ MAX_QUERY_TILES = 16  # query tiles unrolled per batch instance (the code grows 
 MIN_QUERY_TILES = 2  # below this there is nothing to pipeline: the row pipeline does as well
 LOOKAHEAD = 3  # score matmuls on TensorE between a tile's scores and its Pᵀ transposes
 PV_LAG = 2  # Pᵀ transposes of later tiles between a tile's Pᵀ and its value product
+MIN_BLOCK = 64  # columns below which a value-product block costs as much as a wider one
 F32 = get_dtype("f32")
 
 
@@ -279,27 +280,34 @@ class _Kernel:
             )
             st["p_t"].append(pt)
 
-    def value_product(self, idx, st: dict, vb) -> None:
-        """O = P V accumulated over key chunks, scaled by 1/l on its way out of PSUM, stored."""
+    def value_product(self, idx, st: dict, vb, parts: int = 1) -> None:
+        """O = P V accumulated over key chunks, scaled by 1/l on its way out of PSUM, stored; in
+        ``parts`` column blocks for the last query tile (each with its own PSUM tile, output tile
+        and store, scaled on ScalarE: the first block's store overlaps the next block's matmuls,
+        which cost the same per column down to 64 columns)."""
         b, mt, dv = self.b, st["mt"], self.dv
         rows = _ds(0, mt)
-        o = b.alloc((P, dv), F32, "psum", name="pv")
-        for c in range(self.chunks):
-            b.nc_matmul(
-                dst=_acc(o, rows, _ds(0, dv)),
-                stationary=_acc(st["p_t"][c], _ds(0, self.kc(c)), rows),
-                moving=_acc(vb, _ds(0, self.kc(c)), _ds(c * dv, dv)),
-                accumulate=c > 0,
-            )
         recip = st["recip"]
-        out = b.alloc((P, dv), self.qt.dtype, name="out")
-        b.tensor_scalar(
-            dst=_acc(out, rows, _ds(0, dv)),
-            data=_acc(o, rows, _ds(0, dv)),
-            op0="multiply",
-            operand0=_acc(recip, rows, _ds(0, 1)),
-        )
-        b.dma_copy(dst=self.win(self.o, idx, st["m0"], mt, 0, dv), src=_acc(out, rows, _ds(0, dv)))
+        w = -(-dv // parts)
+        for e0 in range(0, dv, w):
+            ew = min(w, dv - e0)
+            o = b.alloc((P, ew), F32, "psum", name="pv")
+            for c in range(self.chunks):
+                b.nc_matmul(
+                    dst=_acc(o, rows, _ds(0, ew)),
+                    stationary=_acc(st["p_t"][c], _ds(0, self.kc(c)), rows),
+                    moving=_acc(vb, _ds(0, self.kc(c)), _ds(c * dv + e0, ew)),
+                    accumulate=c > 0,
+                )
+            out = b.alloc((P, ew), self.qt.dtype, name="out")
+            b.tensor_scalar(
+                dst=_acc(out, rows, _ds(0, ew)),
+                data=_acc(o, rows, _ds(0, ew)),
+                op0="multiply",
+                operand0=_acc(recip, rows, _ds(0, 1)),
+                engine="scalar" if parts > 1 else "vector",
+            )
+            b.dma_copy(dst=self.win(self.o, idx, st["m0"], mt, e0, ew), src=_acc(out, rows, _ds(0, ew)))
 
     # ---- one batch instance ----------------------------------------------------------------------
     def instance(self, idx) -> None:
@@ -312,7 +320,8 @@ class _Kernel:
         # Kᵀ and every c·Qᵀ while the later query tiles and V arrive
         k_t = self.transpose_k(kn)
         for t, st in enumerate(states):
-            st["q_t"] = self.transpose_q(q_nat[t], st["mt"], "scalar" if t % 2 else "vector")
+            # the first on ScalarE: VectorE copies the first half of Kᵀ then
+            st["q_t"] = self.transpose_q(q_nat[t], st["mt"], "vector" if t % 2 else "scalar")
         held = None  # a softmax emitted after the next TensorE stage (see below)
         for kind, t in tensor_order(tiles, LOOKAHEAD, PV_LAG):
             st = states[t]
@@ -321,7 +330,8 @@ class _Kernel:
             elif kind == "PT":
                 self.transpose_p(st)
             else:
-                self.value_product(idx, st, vb)
+                last = t == tiles - 1 and self.dv >= 2 * MIN_BLOCK
+                self.value_product(idx, st, vb, 2 if last else 1)
             # ScalarE / VectorE run in program order: the exp of tile t is ready ~1 us after
             # its scores, later than the copies out of PSUM of the TensorE stage that follows
             # the score matmul, so it goes after them in program order
