@@ -222,6 +222,17 @@ def test_model_target_shape_moves_row_pairs():
     assert _chunks(kern, "k") == [512] * 4
     assert _chunks(kern, "v") == [256] * 4
     assert _chunks(kern, "o") == [512] * 8
+    # V (needed only by Pᵀ V) is issued after every Q and K load
+    ids = {id(v): n for n, v in zip(kern.nki.input_names, kern.nki.inputs)}
+    order = []
+    for op in kern.nki.body:
+        if isinstance(op, DmaCopyOp):
+            t = op.access("src").tensor
+            root = t.defining_op.operand(0) if isinstance(t.defining_op, HbmViewOp) else t
+            order.append(ids.get(id(root), "o"))
+    loads = [n for n in order if n != "o"]
+    last_qk = max(i for i, n in enumerate(loads) if n in ("q", "k"))
+    assert loads.count("v") == 4 and loads.index("v") > last_qk
     # the same units as before: one S = Q Kᵀ matmul and one fp32 Pᵀ transpose per 128 queries
     f32_t = [
         op for op in kern.nki.body if isinstance(op, TransposeOp) and op.access("data").dtype.name == "f32"

@@ -164,7 +164,11 @@ class PairKernel(_Kernel):
     # ---- units ------------------------------------------------------------------------------
     def plan_units(self) -> list[Unit]:
         """Per query tile and group of head pairs: one Q load (row pairs), the K loads it needs,
-        two units per head pair (slots j = 0, 1) and one output tile stored after its last unit."""
+        two units per head pair (slots j = 0, 1) and one output tile stored after its last unit.
+        The V loads are issued after every Q and K load (``build``'s final ``flush_v``): V is
+        needed only by ``Pᵀ V``, and with the loads transfer-bound the earlier Q and K give the
+        Tensor engine its transposes and score matmuls sooner (measured on the issue's causal
+        GQA: 15.5 -> 15.1 us against V after the next Q load)."""
         b, d, dv = self.b, self.d, self.dv
         units = []
         npairs = self.hq // 2
@@ -176,7 +180,6 @@ class PairKernel(_Kernel):
                     dst=_acc(q_nat, (0, P), (0, npr), (0, 2), (0, d)),
                     src=_acc(self.qp, (0, 2), (m0 // 2, HALF), (pr0, npr), (0, 2), (0, d)),
                 )
-                self.flush_v()
                 for g0 in sorted({self.kv_group(self.kv_head(2 * pr)) for pr in range(pr0, pr0 + npr)}):
                     if g0 not in self.kv_loaded:
                         self.load_kv(g0)
