@@ -3,8 +3,9 @@ tensor-parallel plans (attention heads and MLP sharded, Megatron style).
 
 Qwen3-0.6B: hidden 1024, 16 query heads and 8 KV heads of dim 128 (GQA), per-head RMSNorm of q
 and k, rotary embedding (rotate-halves), SwiGLU MLP with intermediate 3072. The graph takes one
-sequence ``h`` (seq, hidden); the causal mask is an input. GQA is written grouped: q as
-(seq, kv_heads, group, head_dim), so sharding the KV heads shards the query heads with them.
+sequence ``h`` (seq, hidden); the causal mask is a constant. The KV heads are repeated with
+kv head g ahead of its query heads, so sharding the heads (column-parallel Q/K/V) gives every rank
+its query heads together with the KV heads they read.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..tensor.builder import Builder
 
 QWEN3_0_6B = {"hidden": 1024, "heads": 16, "kv_heads": 8, "head_dim": 128, "inter": 3072}
 EPS = 1e-6
+MASK_VALUE = -1e4
 
 PARAMS = ("w_in", "w_q", "w_k", "w_v", "w_qn", "w_kn", "w_o", "w_post", "w_gate", "w_up", "w_down")
 
@@ -23,7 +25,6 @@ PARAMS = ("w_in", "w_q", "w_k", "w_v", "w_qn", "w_kn", "w_o", "w_post", "w_gate"
 def _shapes(seq, hidden, heads, kv_heads, head_dim, inter):
     return {
         "h": (seq, hidden),
-        "mask": (seq, seq),
         "cos": (seq, head_dim // 2),
         "sin": (seq, head_dim // 2),
         "w_in": (hidden,),
@@ -41,7 +42,10 @@ def _shapes(seq, hidden, heads, kv_heads, head_dim, inter):
 
 
 def _rmsnorm(b, x, w):
-    return x / b.sqrt(b.mean(x * x, axis=-1, keepdims=True) + EPS) * w
+    """RMSNorm in fp32 (a 16-bit ``x`` is widened and the result rounded back, as the model
+    runs it)."""
+    xf, wf = b.cast(x, float32), b.cast(w, float32)
+    return b.cast(xf / b.sqrt(b.mean(xf * xf, axis=-1, keepdims=True) + EPS) * wf, x.dtype)
 
 
 def _rope(b, x, cos, sin):
@@ -51,38 +55,52 @@ def _rope(b, x, cos, sin):
     return b.concat([lo * cos - hi * sin, lo * sin + hi * cos], axis=-1)
 
 
+def causal_mask(seq):
+    """The additive causal mask: -1e4 above the diagonal, 0 elsewhere (float32)."""
+    return np.triu(np.full((seq, seq), MASK_VALUE, np.float32), 1)
+
+
 def build_qwen3_layer(seq=16, dtype=float32, **dims):
-    """The Qwen3 layer graph (default dims: Qwen3-0.6B); inputs named as in ``_shapes``."""
+    """The Qwen3 layer graph (default dims: Qwen3-0.6B); inputs named as in ``_shapes``.
+
+    Written as the model runs it, which is the form the single-kernel layer paths recognise
+    (docs/lowering.md): RMSNorms in fp32, q/k/v split into heads by reshapes, the KV heads
+    repeated (``np.repeat`` as a broadcast), the scores widened to fp32 before the scale and the
+    causal mask (a ``np.triu`` constant), the probabilities rounded back to ``dtype`` for
+    ``P @ V``, and the heads merged by a transpose and a reshape. With ``dtype`` float32 every
+    cast is the identity."""
     d = {**QWEN3_0_6B, **dims}
-    hd, kv, rep = d["head_dim"], d["kv_heads"], d["heads"] // d["kv_heads"]
+    hd, kv, heads = d["head_dim"], d["kv_heads"], d["heads"]
+    rep = heads // kv
     dt = get_dtype(dtype)
     b = Builder("qwen3_layer")
     x = {n: b.add_input(n, s, dt) for n, s in _shapes(seq, **d).items()}
     h = x["h"]
     a = _rmsnorm(b, h, x["w_in"])
-    q = _rmsnorm(b, (a @ x["w_q"]).reshape(seq, kv, rep, hd), x["w_qn"])
+    q = _rmsnorm(b, (a @ x["w_q"]).reshape(seq, heads, hd), x["w_qn"])
     k = _rmsnorm(b, (a @ x["w_k"]).reshape(seq, kv, hd), x["w_kn"])
     v = (a @ x["w_v"]).reshape(seq, kv, hd)
-    cos, sin = x["cos"], x["sin"]
-    q = _rope(b, q, cos.reshape(seq, 1, 1, hd // 2), sin.reshape(seq, 1, 1, hd // 2))
-    k = _rope(b, k, cos.reshape(seq, 1, hd // 2), sin.reshape(seq, 1, hd // 2))
-    qt = b.transpose(q, (1, 2, 0, 3))  # (kv, rep, seq, hd)
-    kt = b.transpose(k, (1, 2, 0)).reshape(kv, 1, hd, seq)  # (kv, 1, hd, seq)
-    vt = b.transpose(v, (1, 0, 2)).reshape(kv, 1, seq, hd)  # (kv, 1, seq, hd)
-    s = qt @ kt / float(np.sqrt(hd)) + x["mask"]
+    cos, sin = (x[n].reshape(seq, 1, hd // 2) for n in ("cos", "sin"))
+    q, k = _rope(b, q, cos, sin), _rope(b, k, cos, sin)
+
+    def repeat_kv(t):  # np.repeat(t, rep, axis=1): KV head g serves query heads g·rep … g·rep+rep-1
+        return b.broadcast_to(t.reshape(seq, kv, 1, hd), (seq, kv, rep, hd)).reshape(seq, heads, hd)
+
+    q, k, v = (b.transpose(t, (1, 0, 2)) for t in (q, repeat_kv(k), repeat_kv(v)))  # (heads, seq, hd)
+    s = b.cast(q @ b.transpose(k, (0, 2, 1)), float32) / float(np.sqrt(hd)) + b.constant(causal_mask(seq))
     e = b.exp(s - b.max(s, axis=-1, keepdims=True))
-    p = e / b.sum(e, axis=-1, keepdims=True)
-    o = b.transpose(p @ vt, (2, 0, 1, 3)).reshape(seq, kv * rep * hd)
+    p = b.cast(e / b.sum(e, axis=-1, keepdims=True), dt)
+    o = b.transpose(p @ v, (1, 0, 2)).reshape(seq, heads * hd)
     h2 = o @ x["w_o"] + h
     m = _rmsnorm(b, h2, x["w_post"])
     g = m @ x["w_gate"]
-    act = g / (1.0 + b.exp(-g)) * (m @ x["w_up"])
+    act = g * (1.0 / (1.0 + b.exp(-g))) * (m @ x["w_up"])
     b.set_outputs({"y": act @ x["w_down"] + h2})
     return b.graph
 
 
 def qwen3_inputs(seq=16, seed=0, **dims):
-    """Random float32 inputs (weights scaled like a trained layer) and the causal mask."""
+    """Random float32 inputs (weights scaled like a trained layer)."""
     d = {**QWEN3_0_6B, **dims}
     rng = np.random.default_rng(seed)
     out = {}
@@ -93,7 +111,6 @@ def qwen3_inputs(seq=16, seed=0, **dims):
         out[n] = rng.uniform(0.5, 1.5, out[n].shape).astype(np.float32)
     ang = np.arange(seq)[:, None] / 10000 ** (np.arange(d["head_dim"] // 2) / (d["head_dim"] // 2))
     out["cos"], out["sin"] = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
-    out["mask"] = np.triu(np.full((seq, seq), -1e4, np.float32), 1)
     return out
 
 
@@ -116,7 +133,7 @@ def qwen3_reference(inputs, heads=16, kv_heads=8):
     k = rope(rms((a @ f["w_k"]).reshape(seq, kv_heads, hd), f["w_kn"]))
     v = (a @ f["w_v"]).reshape(seq, kv_heads, hd)
     k, v = (np.repeat(t, heads // kv_heads, axis=1) for t in (k, v))
-    s = np.einsum("qhd,khd->hqk", q, k) / np.sqrt(hd) + f["mask"]
+    s = np.einsum("qhd,khd->hqk", q, k) / np.sqrt(hd) + np.triu(np.full((seq, seq), -1e4), 1)
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     o = np.einsum("hqk,khd->qhd", p, v).reshape(seq, heads * hd)
@@ -140,4 +157,4 @@ QWEN3_TP_PLAN = {
     "w_post": "replicated",
 }
 """The Megatron plan for the layer: the same at every TP degree that divides the 8 KV heads
-(TP = 2, 4, 8); activations (h, mask, cos, sin) are replicated."""
+(TP = 2, 4, 8); activations (h, cos, sin) are replicated."""
