@@ -4,6 +4,7 @@ from .attention import ATTENTION_PATTERNS
 from .causal_attention import CAUSAL_ATTENTION_PATTERNS
 from .decode_attention import DECODE_ATTENTION_PATTERNS
 from .empty import EMPTY_PATTERNS
+from .expert_matmul import EXPERT_MATMUL_PATTERNS
 from .folding import FOLDING_PATTERNS
 from .gather_shapes import GATHER_SHAPE_PATTERNS
 from .gathered_matmul import GATHERED_MATMUL_PATTERNS
@@ -37,6 +38,7 @@ PATTERNS = (
     + CAUSAL_ATTENTION_PATTERNS
     + MATMUL_SPLIT_PATTERNS
     + GATHERED_MATMUL_PATTERNS
+    + EXPERT_MATMUL_PATTERNS
     + SMALL_AXIS_SUM_PATTERNS
 )
 
