@@ -1,8 +1,9 @@
 """The Qwen3-30B-A3B MoE block written with a dense combine: every expert's SwiGLU MLP on every
-token, weighted by combine weights that are zero for the experts a token did not select. The same block as ``build_moe`` (workloads/moe.py: same inputs, same router, same
-float64 reference ``moe_reference``), in the form expert parallelism shards: split the experts
-over ranks and each rank computes only its own experts, for all tokens, reading each of its
-experts' weights once (parallel/moe_ep.py).
+token, weighted by combine weights that are zero for the experts a token did not select. The
+same block as ``build_moe`` (workloads/moe.py: same inputs, same router, same float64 reference
+``moe_reference``), in the form expert parallelism shards: split the experts over ranks and each
+rank computes only its own experts, for all tokens, reading each of its experts' weights once
+(parallel/moe_ep.py).
 
 Per token t: router logits ``x @ w_router`` (fp32), softmax, the top-k probabilities and ids,
 renormalised to weights ``w``; the combine weights ``c[e, t] = sum_j w[t, j] * (ids[t, j] == e)``
