@@ -39,8 +39,9 @@ def test_each_rank_moves_q_k_v_and_o_once_and_reads_each_weight_once(tp):
     # h: read by the front and, after the first all_reduce, by the residual add
     assert traffic["h"]["read"] == 2 * seq * hidden * BF16
     assert traffic["y"]["write"] == seq * hidden * BF16
-    # Through HBM scratch: q, k, v (the front's stores) and O (attention's result, in the
-    # merged (seq, heads·dim) layout) written once and read once, and the collectives' staging:
+    # Through HBM scratch at most: q, k, v (when the front stores them) and O (attention's
+    # result, in the merged (seq, heads·dim) layout) written once and read once, and the
+    # collectives' staging:
     # the two partial sums written, the two all-reduced results read, h2 (read after the second
     # all_reduce) written and read. The layer before these paths moved q and k through HBM at
     # every step of the front (18.9 MB at TP = 2, 12.6 MB at TP = 4).
