@@ -18,6 +18,7 @@ from .interleave import interleave_loops
 from .rotation import plan_rotation
 from .stage_pipeline import pipeline_stages
 from .straight_order import reorder_straight
+from .tail_split import split_last_store
 
 
 def insert_deallocs(block: Block) -> int:
@@ -48,7 +49,8 @@ class InsertDeallocs(Pass):
     """Insert ``nki.dealloc`` after the last use of every tile (liveness per block), run pairs
     of independent loop iterations interleaved (interleave.py), two-stage pipelines
     (stage_pipeline.py), give loop-body tiles rotating buffers where SBUF and PSUM still fit
-    (rotation.py), move elementwise instructions to engines that shorten the scheduled time
+    (rotation.py), store the last tile of a straight-line kernel in column halves when that is
+    shorter (tail_split.py), move elementwise instructions to engines that shorten the scheduled time
     (engine_balance.py) and reorder straight-line kernels by a list schedule when that is
     shorter (straight_order.py)."""
 
@@ -60,6 +62,7 @@ class InsertDeallocs(Pass):
         interleave_loops(graph, target)
         pipeline_stages(graph, target)
         plan_rotation(graph, target)
+        split_last_store(graph, target, insert_deallocs)
         oracle = ScheduleOracle(graph, target)  # schedules cached across the two passes
         reorder_straight(graph, target, insert_deallocs, oracle)
         balance_engines(graph, target, insert_deallocs, oracle)
