@@ -65,7 +65,7 @@ def test_layernorm_affine_passes_on_both_engines():
     assert sum(cols.values()) == 8 * 1024
     assert min(cols.values()) >= 1024, cols
     norms = [op for op in stream if op.loc == "tensor.mul %mul_2" and _full_tile(op)]
-    assert len(norms) == 4
+    assert sum(op.access("dst").free_size for op in norms) == 4 * 1024  # the last tile in halves
     assert any(isinstance(op, ActivationOp) for op in norms)
 
 
