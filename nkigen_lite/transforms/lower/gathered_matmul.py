@@ -25,8 +25,6 @@ overlaps this one's matmuls.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 from ...ir.dtypes import float32
 from ...ir.errors import BuildError
 from ...nki.builder import Builder
@@ -36,6 +34,8 @@ from ...nki.types import ds as _ds
 from ...tensor.composites_gathered_matmul import GatheredMatmulOp
 from .custom import register_composite_lowering
 from .deallocs import insert_deallocs
+from .gathered_blocks import blocks_apply, selection_blocks
+from .gathered_blocks import loop as _loop
 
 P = 128  # partitions
 BANK_F32 = 512  # fp32 columns per PSUM bank
@@ -45,17 +45,6 @@ MAX_STAGED_BYTES = 32 * 1024  # aᵀ staged once for all selections, per partiti
 MAX_SELECTIONS = 4096  # the index columns: 4 bytes per selection on every partition
 DTYPES = ("bf16", "f16", "f32")
 IDS = ("i32", "u32")
-
-
-@contextmanager
-def _loop(b: Builder, n: int):
-    """A ``fori_loop`` over [0, n) yielding its index as an Affine, or 0 without a loop when
-    n == 1 (a one-trip loop would hide the body's tiles from buffer rotation)."""
-    if n == 1:
-        yield Affine.of(0)
-        return
-    with b.fori_loop(0, n) as i:
-        yield Affine.of(i)
 
 
 def k_split(k: int) -> tuple[int, int]:
@@ -174,9 +163,12 @@ class _Kernel:
     def build(self):
         b, g, n_cols = self.b, self.group, self.n_cols
         idx = self.index_columns()
-        at = self.stage_a() if self.m == 1 or self.na == 1 else None  # else per row, in the loop
+        blocks = blocks_apply(self, MAX_STAGED_BYTES)
+        at = self.stage_a() if self.m == 1 or self.na == 1 or blocks else None  # else per row, in the loop
         chunks = -(-n_cols // P)
-        if self.m > 1:
+        if blocks:
+            selection_blocks(self, idx, at)
+        elif self.m > 1:
             self.selection_rows(idx, at, chunks)
         else:
             rows_per_group = _group_rows(g, chunks)
