@@ -11,6 +11,7 @@ import pytest
 import nkigen_lite as nk
 from nkigen_lite.nki.ops import ActivationOp, ForiLoopOp, MatmulOp, TransposeOp
 from nkigen_lite.perf.traffic import bytes_by_tensor
+from nkigen_lite.transforms.lower import mlp_block
 
 BF16 = ml_dtypes.bfloat16
 
@@ -154,3 +155,67 @@ def test_row_tiles_are_skewed_in_the_block_loop():
         first_act = next(i for i, o in enumerate(body) if isinstance(o, ActivationOp))
         first_t = next(i for i, o in enumerate(body) if isinstance(o, TransposeOp))
         assert first_act < second_up < first_t
+
+
+def _cap_rows(monkeypatch, most: int):
+    """All the rows fit SBUF only up to ``most`` (as 2048 rows of Qwen3-0.6B do, 4096 not)."""
+    orig = mlp_block.choose_block
+    monkeypatch.setattr(
+        mlp_block, "choose_block", lambda ctx, blk, plans, s: None if s > most else orig(ctx, blk, plans, s)
+    )
+
+
+def test_rows_that_do_not_fit_go_in_row_groups(monkeypatch):
+    """1024 rows of which only 512 fit: two row groups, each staging its rows through the
+    prologue and reading every weight (w_post too) once per group; o and h once, nothing else
+    through HBM."""
+    _cap_rows(monkeypatch, 512)
+    args = _inputs(1024, 256, 256, 512, seed=6)
+    g = nk.trace(back).trace(*args)
+    kern = nk.compile(g)
+    by = bytes_by_tensor(kern.nki)
+    for name, a in zip(("o", "h"), args[:2]):
+        assert by[name] == {"read": a.nbytes, "write": 0}, (name, by[name])
+    for name, a in zip(("w_o", "w_post", "w_gu", "w_dn"), args[2:]):
+        assert by[name] == {"read": 2 * a.nbytes, "write": 0}, (name, by[name])
+    assert not _scratch(kern), _scratch(kern)
+    ins = dict(zip(g.input_names, args))
+    want = _reference(*args)
+    tol = 0.03 * np.abs(want).max()  # as above
+    for got in (kern.run(ins)["y"], nk.simulate(kern, ins)["y"]):
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=tol)
+
+
+def test_row_groups_without_a_prologue(monkeypatch):
+    """A gated MLP on a kernel input (hᵀ loaded and transposed per row group) in two row
+    groups: the weights read twice, no other change in traffic."""
+
+    def mlp(x, w_gu, w_dn):
+        g, u = np.split(x @ w_gu, 2, axis=-1)
+        return (_silu(g) * u) @ w_dn + x
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((512, 256)).astype(BF16)
+    w_gu = (rng.standard_normal((256, 1024)) / 16).astype(BF16)
+    w_dn = (rng.standard_normal((512, 256)) / np.sqrt(512)).astype(BF16)
+    g = nk.trace(mlp).trace(x, w_gu, w_dn)
+    whole = bytes_by_tensor(nk.compile(g).nki)
+    _cap_rows(monkeypatch, 256)
+    kern = nk.compile(g)
+    by = bytes_by_tensor(kern.nki)
+    assert by["w_gu"]["read"] == 2 * w_gu.nbytes and by["w_dn"]["read"] == 2 * w_dn.nbytes
+    assert whole["w_gu"]["read"] == w_gu.nbytes and whole["w_dn"]["read"] == w_dn.nbytes
+    assert {t: d for t, d in by.items() if not t.startswith("w_")} == {
+        t: d for t, d in whole.items() if not t.startswith("w_")
+    }
+
+    def r(a):
+        return a.astype(BF16).astype(np.float64)
+
+    xf, wg, wd = (a.astype(np.float64) for a in (x, w_gu, w_dn))
+    gg, uu = np.split(r(xf @ wg), 2, axis=-1)
+    want = r(r(r(gg / (1 + np.exp(-gg))) * uu) @ wd) + xf
+    ins = {"x": x, "w_gu": w_gu, "w_dn": w_dn}
+    tol = 0.03 * np.abs(want).max()  # bf16 roundings of g, u, act and y
+    for got in (kern.run(ins)["y"], nk.simulate(kern, ins)["y"]):
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=tol)

@@ -43,7 +43,7 @@ from .item_order import hoist_projections
 from .limits import LoweringLimit
 from .liveness import peak_live_bytes
 from .matmul import lower_matmul
-from .mlp_block import choose_block, emit_mlp_block, match_mlp_block
+from .mlp_block import emit_mlp_block, match_mlp_block, plan_block
 from .mlp_prologue import match_prologue
 from .online import reads_running_max
 from .operand_cast import is_operand_cast
@@ -373,16 +373,16 @@ def _try_mlp_block(
         return False
     pipe = take()
     blk.prologue = match_prologue(pipe, blk, ctx.partitions)
-    blk.width = choose_block(ctx, blk, plans)
-    if blk.width is None and blk.prologue is not None and blk.prologue.kept:
+    fits = plan_block(ctx, blk, plans)
+    if not fits and blk.prologue is not None and blk.prologue.kept:
         blk.prologue.kept = []  # the epilogue's operands through HBM, the MLP input on chip
-        blk.width = choose_block(ctx, blk, plans)
-    if blk.width is None and blk.prologue is not None:
+        fits = plan_block(ctx, blk, plans)
+    if not fits and blk.prologue is not None:
         blk.prologue = None
-        blk.width = choose_block(ctx, blk, plans)
+        fits = plan_block(ctx, blk, plans)
     if blk.prologue is None:
         _emit_collected(ctx, pipe, part, row_local, outputs)
-    if blk.width is None:
+    if not fits:
         return False
     for it in blk.prelude:
         _lower_op(ctx, it)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from ...nki.types import Affine
 from .instance import LoopSpec
 
 
@@ -23,6 +24,31 @@ class Participant(Protocol):
     def enter(self, inst, level: int, offset, extent: int): ...
     def before(self, level: int, inst) -> None: ...
     def after(self, level: int, inst) -> None: ...
+
+
+class Shifted:
+    """A participant whose partition-loop offsets start at ``base`` rows (an Affine of outer
+    loops): the same loop nest run over one group of rows (mlp_block.py's row groups)."""
+
+    def __init__(self, part, base):
+        self.part, self.base, self.loops = part, base, part.loops
+
+    def prepare(self) -> None:
+        self.part.prepare()
+
+    def top_instance(self):
+        return self.part.top_instance()
+
+    def enter(self, inst, level: int, offset, extent: int):
+        if self.loops[level].kind == "P":
+            offset = Affine.of(offset) + self.base
+        return self.part.enter(inst, level, offset, extent)
+
+    def before(self, level: int, inst) -> None:
+        self.part.before(level, inst)
+
+    def after(self, level: int, inst) -> None:
+        self.part.after(level, inst)
 
 
 def loop_signature(loops: list[LoopSpec]) -> tuple:

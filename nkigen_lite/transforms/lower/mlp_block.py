@@ -20,8 +20,11 @@ streamed once per row tile or the intermediate goes through HBM. Here the loops 
 HBM traffic: ``h`` once, every weight once, the epilogue's operands and results once; the
 intermediate never. The partial sums over blocks stay fp32 and are rounded once, as the
 unblocked matmul rounds its PSUM sum. Used when ``hᵀ``, ``acc``, two buffers of one block of
-weights and the row tiles' working set fit SBUF (``choose_block``); otherwise the row
-pipeline lowers the ops as before.
+weights and the row tiles' working set fit SBUF (``choose_block``). When they do not for all
+the rows, the rows go in the fewest groups (2, 4 or 8) that fit, each group staging its rows
+and running every block, so each weight is read once per group (``plan_block``: only while
+those reloads move fewer bytes than the MLP input and residual would through HBM); otherwise
+the row pipeline lowers the ops as before.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from ...tensor import ops as T
 from .group_emit import GroupEmitter
 from .groups import FusionGroup
 from .instance import LoopSpec
-from .loopnest import loop_signature, run_loop_nest
+from .loopnest import Shifted, loop_signature, run_loop_nest
 from .matmul import lower_matmul
 from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles
 from .mlp_prologue import Prologue, emit_prologue, kept_bytes
@@ -45,6 +48,7 @@ from .views import is_layout_convert
 
 BLOCK_WIDTHS = (1024, 512, 256, 128)  # intermediate columns per block, widest that fits first
 SBUF_MARGIN = 16 * 1024  # bytes per partition left for what the estimate does not see
+ROW_GROUPS = (2, 4, 8)  # row groups tried when all the rows do not fit SBUF
 PAIR = 2  # row tiles per loop iteration (measured best of 2, 4, 8 under the cost model)
 LAG = 1  # a row tile's down projection follows the next row tile's up projections
 
@@ -64,6 +68,7 @@ class MlpBlock:
     d_values: list  # the down projection's result and its layout conversions (aliases)
     width: int = 0
     prologue: Prologue | None = None  # the row pipeline computing h, run as hᵀ's staging loop
+    rows: int = 0  # rows per row group (all the rows, or a divisor when they do not fit SBUF)
 
 
 def _is_weight(v: Value, produced: set) -> bool:
@@ -196,11 +201,34 @@ def match_mlp_block(items: list, i: int, plans: dict, row_local, outputs: set, q
     return MlpBlock(ups, g, act, down, epi, consumed, prelude, d_values)
 
 
-def choose_block(ctx, blk: MlpBlock, plans: dict) -> int | None:
-    """The widest intermediate block (``BLOCK_WIDTHS``) whose SBUF working set fits, or None."""
+def plan_block(ctx, blk: MlpBlock, plans: dict) -> bool:
+    """Set ``blk.rows`` and ``blk.width``: all the rows at once when they fit SBUF, else the
+    fewest row groups (each reading every weight once more) that fit, as long as reloading the
+    weights moves fewer bytes than the rows' round trips through HBM it avoids (the MLP input
+    and the residual, stored and loaded back). False when nothing fits."""
+    p = ctx.partitions
+    s = blk.ups[0].operand(0).type.shape[-2]
+    blk.rows, blk.width = s, choose_block(ctx, blk, plans, s)
+    if blk.width is not None:
+        return True
+    weights = sum(m.operand(1).type.size * m.operand(1).type.dtype.itemsize for m in blk.ups + [blk.down])
+    d = blk.down.result.type.shape[-1]
+    round_trips = 4 * s * d * blk.down.result.type.dtype.itemsize
+    for g in ROW_GROUPS:
+        if s % (g * p) or s // g < 2 * p or (g - 1) * weights > round_trips:
+            continue
+        blk.rows, blk.width = s // g, choose_block(ctx, blk, plans, s // g)
+        if blk.width is not None:
+            return True
+    return False
+
+
+def choose_block(ctx, blk: MlpBlock, plans: dict, s: int) -> int | None:
+    """The widest intermediate block (``BLOCK_WIDTHS``) whose SBUF working set for ``s`` rows
+    fits, or None."""
     p = ctx.partitions
     a = blk.ups[0].operand(0)
-    s, k = a.type.shape[-2:]
+    k = a.type.shape[-1]
     inter = blk.ups[0].result.type.shape[-1]
     d = blk.down.result.type.shape[-1]
     a_isz = a.type.dtype.itemsize
@@ -210,7 +238,7 @@ def choose_block(ctx, blk: MlpBlock, plans: dict) -> int | None:
         # one row tile: the row pipeline reads every weight once already (a fused prologue
         # still keeps its rows and the intermediate, which that pipeline may spill, on chip)
         return None
-    kept = kept_bytes(blk.prologue, p)  # the epilogue's operands held for all rows
+    kept = kept_bytes(blk.prologue, p, s)  # the epilogue's operands held for all rows
     h_t, acc = nk * s * max(a_isz, 2) + kept, n_rt * d * 4
     room = ctx.target.sbuf_bytes_per_partition - SBUF_MARGIN
     epi = plans[blk.epilogue][1] * d if blk.epilogue is not None else 0
@@ -272,11 +300,12 @@ def _row_tiles(b, s: int, p: int, body) -> None:
         body(full * p, rem, full)
 
 
-def _stage_h_t(ctx, blk: MlpBlock, em0, idx: list):
-    """hᵀ for every row, K on the partitions: [p, K / p, S] (natural loads + TensorE
-    transposes, one PSUM bank of blocks per copy; K-major DMAs when K is not contiguous)."""
+def _stage_h_t(ctx, blk: MlpBlock, em0, idx: list, base, s: int):
+    """hᵀ for the ``s`` rows from ``base``, K on the partitions: [p, K / p, s] (natural loads +
+    TensorE transposes, one PSUM bank of blocks per copy; K-major DMAs when K is not
+    contiguous)."""
     b, p, tg = ctx.b, ctx.partitions, ctx.target
-    s, k = em0.m, em0.k
+    k = em0.k
     nk = k // p
     ctx.at_op(blk.ups[0])
     h_t = b.alloc((p, nk, s), em0.a_dt, "sbuf", name="h_t")
@@ -287,11 +316,12 @@ def _stage_h_t(ctx, blk: MlpBlock, em0, idx: list):
             for c in range(nk):
                 b.dma_copy(
                     dst=Access(h_t, (_ds(0, p), _ds(c, 1), _ds(m0, mt))),
-                    src=em0._window("a_km", idx, c * p, p, m0, mt),
+                    src=em0._window("a_km", idx, c * p, p, Affine.of(m0) + base, mt),
                 )
             return
         nat = b.alloc((p, k), em0.a_dt, "sbuf", name="h_nat")
-        b.dma_copy(dst=Access(nat, (_ds(0, mt), _ds(0, k))), src=em0._window("a_nat", idx, m0, mt, 0, k))
+        src = em0._window("a_nat", idx, Affine.of(m0) + base, mt, 0, k)
+        b.dma_copy(dst=Access(nat, (_ds(0, mt), _ds(0, k))), src=src)
         for c0 in range(0, nk, per_bank):
             ng = min(per_bank, nk - c0)
             ps = b.alloc((p, per_bank, p), em0.a_dt, "psum", name="ps_t")
@@ -355,14 +385,19 @@ def _transpose_act(ctx, down, act_t, a_t, nb: int, mt: int) -> None:
         )
 
 
-def _stage(ctx, blk: MlpBlock, em0, idx: list, outputs: set, row_local):
-    """hᵀ for every row: computed by the fused prologue's pipeline, or loaded and transposed."""
+def _stage(ctx, blk: MlpBlock, em0, idx: list, outputs: set, row_local, base, rows: int):
+    """hᵀ for the ``rows`` rows from ``base``: computed by the fused prologue's pipeline, or
+    loaded and transposed."""
     if blk.prologue is None:
-        return _stage_h_t(ctx, blk, em0, idx)
+        return _stage_h_t(ctx, blk, em0, idx, base, rows)
     p = ctx.partitions
     ctx.at_op(blk.ups[0])
-    h_t = ctx.b.alloc((p, em0.k // p, em0.m), em0.a_dt, "sbuf", name="h_t")
-    emit_prologue(ctx, blk.prologue, blk, outputs, row_local, h_t)
+    h_t = ctx.b.alloc((p, em0.k // p, rows), em0.a_dt, "sbuf", name="h_t")
+    group = None
+    if rows != em0.m:
+        dim = blk.prologue.pipe.members[0].loops[0].dim
+        group = ([LoopSpec("P", dim, p, rows // p, 0)], base, rows)
+    emit_prologue(ctx, blk.prologue, blk, outputs, row_local, h_t, group)
     return h_t
 
 
@@ -378,6 +413,45 @@ def _drive_act(gem: GroupEmitter, top, levels: int, rows: tuple, cols: tuple) ->
         gem.after(lv, chain[lv])
 
 
+def _down_rows(ctx, down, wd, acc, act_t, row: tuple, nb: int) -> None:
+    """acc[row tile] += actᵀ · the block's rows of Wd (``row`` = (rows, row tile index)):
+    actᵀ by TensorE transposes, one PSUM bank per 512 columns, added on VectorE."""
+    b, p, fmax = ctx.b, ctx.partitions, ctx.target.psum_bank_fmax
+    mt, rt = row
+    d = down.n
+    a_t = b.alloc((p, nb, p), down.a_dt, "sbuf", name="act_t")
+    _transpose_act(ctx, down, act_t, a_t, nb, mt)
+    for n0 in range(0, d, fmax):
+        nj = min(fmax, d - n0)
+        ps = b.alloc((p, fmax), "f32", "psum", name="acc")
+        for c in range(nb):
+            b.nc_matmul(
+                dst=Access(ps, (_ds(0, mt), _ds(0, nj))),
+                stationary=Access(a_t, (_ds(0, p), _ds(c, 1), _ds(0, mt))),
+                moving=Access(wd, (_ds(0, p), _ds(c, 1), _ds(n0, nj))),
+                accumulate=c > 0,
+            )
+        dst = Access(acc, (_ds(0, mt), _ds(Affine.of(rt) * d + n0, nj)))
+        b.tensor_tensor(dst=dst, data1=dst, data2=Access(ps, (_ds(0, mt), _ds(0, nj))), op="add")
+
+
+def _over_row_groups(ctx, s: int, rows: int, group) -> None:
+    """group(first row) for all ``s`` rows at once, or in a loop over groups of ``rows``
+    (each stages its rows and reads every weight again; HBM views go before the loop)."""
+    if rows == s:
+        group(Affine.of(0))
+        return
+    b = ctx.b
+    outer = ctx.hoist_before
+    with b.fori_loop(0, s // rows) as gi:
+        if outer is None:
+            ctx.hoist_before = b._blocks[0].last  # this loop
+        try:
+            group(Affine.of(gi) * rows)
+        finally:
+            ctx.hoist_before = outer
+
+
 def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> None:
     """Emit the blocked loop nest of the module docstring."""
     b, p, tg = ctx.b, ctx.partitions, ctx.target
@@ -389,12 +463,8 @@ def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> 
     em0 = ups[0]
     s, k, inter, d = em0.m, em0.k, em0.n, down.n
     idx = [0] * len(em0.batch)
-    nk, nb, n_rt = k // p, bw // p, -(-s // p)
-
-    h_t = _stage(ctx, blk, em0, idx, outputs, row_local)
-    ctx.at_op(blk.down)
-    acc = b.alloc((p, n_rt * d), "f32", "sbuf", name="mlp_acc")  # row tile r at columns r * d
-    b.memset(dst=Access(acc, (_ds(0, p), _ds(0, n_rt * d))), value=0.0)
+    rows = blk.rows or s
+    nk, nb, n_rt = k // p, bw // p, -(-rows // p)
 
     # the element-wise group, driven one (row tile, block) instance at a time
     plan = replace(plans[blk.act_group][0], f_chunk=bw)
@@ -410,7 +480,7 @@ def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> 
         gem.before(0, top)
     fmax = tg.psum_bank_fmax
 
-    def block(j):
+    def block(j, h_t, acc, base):
         col = Affine.of(j) * bw
         caches = []
         for em, m in zip(ups, blk.ups):
@@ -434,27 +504,14 @@ def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> 
                 _up_block(b, p, fmax, at, nk, mt, cache, bw, t)
                 tiles[m.result] = t
             gem.note("vector", d)  # the accumulation below: balance the group's engines
-            _drive_act(gem, top, levels, (p_dim, m0, mt), (f_dim, col, bw))
+            _drive_act(gem, top, levels, (p_dim, Affine.of(m0) + base, mt), (f_dim, col, bw))
             return tiles[blk.act]
 
         def down_rows(mt: int, rt, act_t) -> None:
             ctx.at_op(blk.down)
-            a_t = b.alloc((p, nb, p), down.a_dt, "sbuf", name="act_t")
-            _transpose_act(ctx, down, act_t, a_t, nb, mt)
-            for n0 in range(0, d, fmax):
-                nj = min(fmax, d - n0)
-                ps = b.alloc((p, fmax), "f32", "psum", name="acc")
-                for c in range(nb):
-                    b.nc_matmul(
-                        dst=Access(ps, (_ds(0, mt), _ds(0, nj))),
-                        stationary=Access(a_t, (_ds(0, p), _ds(c, 1), _ds(0, mt))),
-                        moving=Access(wd, (_ds(0, p), _ds(c, 1), _ds(n0, nj))),
-                        accumulate=c > 0,
-                    )
-                dst = Access(acc, (_ds(0, mt), _ds(Affine.of(rt) * d + n0, nj)))
-                b.tensor_tensor(dst=dst, data1=dst, data2=Access(ps, (_ds(0, mt), _ds(0, nj))), op="add")
+            _down_rows(ctx, down, wd, acc, act_t, (mt, rt), nb)
 
-        def rows(insts):
+        def row_tiles(insts):
             # skewed: row tile t's down projection after row tile t+LAG's up projections, so
             # TensorE has those while t's element-wise chain runs
             pending = []
@@ -465,25 +522,33 @@ def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> 
             for args in pending:
                 down_rows(*args)
 
-        _row_groups(b, s, p, PAIR, rows)
+        _row_groups(b, rows, p, PAIR, row_tiles)
 
-    nblocks = inter // bw
-    if nblocks == 1:
-        block(0)
-    else:
-        with b.fori_loop(0, nblocks) as j:
-            block(j)
+    def group(base) -> None:
+        h_t = _stage(ctx, blk, em0, idx, outputs, row_local, base, rows)
+        ctx.at_op(blk.down)
+        acc = b.alloc((p, n_rt * d), "f32", "sbuf", name="mlp_acc")  # row tile r at columns r·d
+        b.memset(dst=Access(acc, (_ds(0, p), _ds(0, n_rt * d))), value=0.0)
+        nblocks = inter // bw
+        if nblocks == 1:
+            block(0, h_t, acc, base)
+        else:
+            with b.fori_loop(0, nblocks) as j:
+                block(j, h_t, acc, base)
+        _epilogue(ctx, blk, outputs, row_local, plans, acc, (base, rows), d)
+
+    _over_row_groups(ctx, s, rows, group)
     if levels:
         gem.after(0, top)
-    _epilogue(ctx, blk, outputs, row_local, plans, acc, s, d)
 
 
 class _AccRows:
     """Epilogue participant: the row tile of ``acc`` rounded to the down projection's dtype,
     published for the epilogue group and stored when the result leaves the block."""
 
-    def __init__(self, ctx, values: list, acc, loops, store_home, p: int, kept: dict | None = None):
+    def __init__(self, ctx, values: list, acc, loops, store_home, p: int, kept: dict | None = None, base=0):
         self.ctx, self.v, self.acc, self.loops, self.p = ctx, values[0], acc, loops, p
+        self.base = Affine.of(base)  # the group's first row (offsets here are relative to it)
         self.values = values
         self.view = None if store_home is None else ctx.view(store_home)
         self.tiles: dict = {}
@@ -521,24 +586,28 @@ class _AccRows:
             self.tiles[v] = kt
         if self.view is not None:
             self.ctx.b.dma_copy(
-                dst=Access(self.view, (_ds(m0, mt), _ds(0, d))), src=Access(t, (_ds(0, mt), _ds(0, d)))
+                dst=Access(self.view, (_ds(Affine.of(m0) + self.base, mt), _ds(0, d))),
+                src=Access(t, (_ds(0, mt), _ds(0, d))),
             )
 
     def after(self, _level: int, _inst) -> None:
         return None
 
 
-def _epilogue(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict, acc, s: int, d: int) -> None:
+def _epilogue(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict, acc, group: tuple, d: int) -> None:
+    """The epilogue row loop over the group's rows (``group`` = (first row, rows))."""
+    base, s = group
+    whole = s == blk.down.result.type.shape[-2]
     v = blk.down.result
     epi = blk.epilogue
     inside = set(epi.ops) if epi is not None else set()
     inside |= {x.defining_op for x in blk.d_values[1:]}
     store = any(x in outputs or any(u.op not in inside for u in x.uses) for x in blk.d_values)
-    home = ctx.home_for_store(v).reshape((s, d)) if store else None
+    home = ctx.home_for_store(v).reshape((v.type.shape[-2], d)) if store else None
     p = ctx.partitions
     loops = [LoopSpec("P", v.type.rank - 2, p, s // p, s % p)] if s > p else []
     kept = blk.prologue.buffers if blk.prologue is not None else {}
-    rows = _AccRows(ctx, blk.d_values, acc, loops, home, p, kept)
+    rows = _AccRows(ctx, blk.d_values, acc, loops, home, p, kept, base)
     parts = [rows]
     if epi is not None:
         plan = plans[epi][0]
@@ -549,7 +618,7 @@ def _epilogue(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict, acc, s: 
         ]
         provided = {u for op in epi.ops for u in op.operands if u in blk.d_values or u in kept}
         em = GroupEmitter(ctx, epi, escaping, plan, row_local, pipe=rows.tiles, provided=provided)
-        if loop_signature(em.loops) != loop_signature(loops):
+        if whole and loop_signature(em.loops) != loop_signature(loops):
             raise AssertionError("lowering bug: the MLP epilogue's loops differ from its rows")
-        parts.append(em)
+        parts.append(em if whole else Shifted(em, base))
     run_loop_nest(ctx.b, loops, parts)

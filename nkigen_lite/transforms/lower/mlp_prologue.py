@@ -78,14 +78,14 @@ def match_prologue(pipe: RowPipeline, blk, partitions: int) -> Prologue | None:
     return Prologue(pipe, a, kept)
 
 
-def kept_bytes(pro: Prologue | None, partitions: int) -> int:
-    """SBUF bytes per partition of the kept values' buffers."""
+def kept_bytes(pro: Prologue | None, partitions: int, rows: int) -> int:
+    """SBUF bytes per partition of the kept values' buffers for ``rows`` rows."""
     if pro is None:
         return 0
     out = 0
     for v in pro.kept:
-        s, d = v.type.shape[-2:]
-        out += -(-s // partitions) * d * v.type.dtype.itemsize
+        d = v.type.shape[-1]
+        out += -(-rows // partitions) * d * v.type.dtype.itemsize
     return out
 
 
@@ -121,8 +121,8 @@ class _RowsParticipant:
 class _StageRows(_RowsParticipant):
     """Transposes the MLP input's row tile into ``hᵀ``."""
 
-    def __init__(self, ctx, loops, tiles: dict, a: Value, h_t, at_op):
-        super().__init__(loops, tiles, ctx.partitions, a.type.shape[-2])
+    def __init__(self, ctx, loops, tiles: dict, a: Value, h_t, at_op, rows: int):
+        super().__init__(loops, tiles, ctx.partitions, rows)
         self.ctx, self.a, self.h_t, self.at_op = ctx, a, h_t, at_op
 
     def row_tile(self, m0, mt: int) -> None:
@@ -150,8 +150,8 @@ class _StageRows(_RowsParticipant):
 class _KeepRows(_RowsParticipant):
     """Copies each kept value's row tile into its all-rows buffer."""
 
-    def __init__(self, ctx, loops, tiles: dict, pro: Prologue):
-        super().__init__(loops, tiles, ctx.partitions, pro.a.type.shape[-2])
+    def __init__(self, ctx, loops, tiles: dict, pro: Prologue, rows: int):
+        super().__init__(loops, tiles, ctx.partitions, rows)
         self.ctx, self.pro = ctx, pro
 
     def row_tile(self, m0, mt: int) -> None:
@@ -165,11 +165,14 @@ class _KeepRows(_RowsParticipant):
             )
 
 
-def emit_prologue(ctx, pro: Prologue, blk, outputs: set, row_local, h_t) -> None:
-    """Allocate the kept buffers and emit the pipeline as the staging loop of ``h_t``."""
+def emit_prologue(ctx, pro: Prologue, blk, outputs: set, row_local, h_t, group=None) -> None:
+    """Allocate the kept buffers and emit the pipeline as the staging loop of ``h_t``.
+    ``group`` = (loops, base, rows): only that group of rows, ``h_t`` and the buffers holding
+    the group (mlp_block.py's row groups)."""
     p = ctx.partitions
     for v in pro.kept:
         s, d = v.type.shape[-2:]
+        s = s if group is None else group[2]
         ctx.at(f"keep {ctx.name(v)}")
         pro.buffers[v] = ctx.b.alloc((p, -(-s // p) * d), v.type.dtype, "sbuf", name="kept")
     pipe = pro.pipe
@@ -181,15 +184,17 @@ def emit_prologue(ctx, pro: Prologue, blk, outputs: set, row_local, h_t) -> None
         block_ops.add(it)
     pipe.inside = block_ops
     pipe.passed |= {pro.a, *pro.kept}
-    loops = pipe.members[0].loops
+    loops = pipe.members[0].loops if group is None else group[0]
+    nrows = pro.a.type.shape[-2] if group is None else group[2]
 
     def extra(tiles: dict) -> list:
         return [
-            _StageRows(ctx, loops, tiles, pro.a, h_t, blk.ups[0]),
-            _KeepRows(ctx, loops, tiles, pro),
+            _StageRows(ctx, loops, tiles, pro.a, h_t, blk.ups[0], nrows),
+            _KeepRows(ctx, loops, tiles, pro, nrows),
         ]
 
-    emit_pipeline(ctx, pipe, outputs, row_local, extra=extra)
+    rows = None if group is None else group[:2]
+    emit_pipeline(ctx, pipe, outputs, row_local, extra=extra, rows=rows)
     for alias, root in pipe.alias.items():
         if root in ctx.homes and alias not in ctx.homes:
             ctx.homes[alias] = ctx.homes[root]

@@ -19,7 +19,7 @@ from ...tensor import ops as T
 from .group_emit import GroupEmitter
 from .groups import FusionGroup
 from .instance import LoopSpec, loops_of
-from .loopnest import loop_signature, run_loop_nest
+from .loopnest import Shifted, loop_signature, run_loop_nest
 from .matmul import lower_matmul
 from .matmul_prefetch import choose_prefetch
 from .pipeline_skew import run_skewed, skew_applies
@@ -218,15 +218,16 @@ class RowPipeline:
         return any(x in outputs or any(u.op not in inside for u in x.uses) for x in values)
 
 
-def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local, extra=None) -> None:
+def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local, extra=None, rows=None) -> None:
     """Emit the members in one shared loop nest (see module docstring), with the weights that
     fit SBUF resident (resident.py: emitted once streaming them, measured, emitted again).
     ``extra(tiles)``: more participants after the members, reading the pipeline's tile table
-    (mlp_prologue.py)."""
+    (mlp_prologue.py); ``rows`` = (loops, base): run the members over those loops only, their
+    rows starting at ``base`` (a group of rows)."""
     block = ctx.b._blocks[-1]
     before = block.last
     saved = (dict(ctx.homes), dict(ctx._views), ctx._scratch)
-    matmuls = _emit_members(ctx, pipe, outputs, row_local, frozenset(), extra=extra)
+    matmuls = _emit_members(ctx, pipe, outputs, row_local, frozenset(), extra=extra, rows=rows)
     first = before.next_op if before is not None else block.first
     cands = [em for em in matmuls.values() if em.resident_bytes() is not None]
     if first is None:
@@ -240,12 +241,12 @@ def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local, extra=None) -
         erase_from(block, first)
         ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
         fetched = frozenset(op for op, em in matmuls.items() if em in fetch)
-        _emit_members(ctx, pipe, outputs, row_local, frozenset(), fetched, extra=extra)
+        _emit_members(ctx, pipe, outputs, row_local, frozenset(), fetched, extra=extra, rows=rows)
         return
     erase_from(block, first)
     ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
     resident = frozenset(op for op, em in matmuls.items() if em in chosen)
-    _emit_members(ctx, pipe, outputs, row_local, resident, extra=extra)
+    _emit_members(ctx, pipe, outputs, row_local, resident, extra=extra, rows=rows)
 
 
 def _emit_members(
@@ -256,6 +257,7 @@ def _emit_members(
     resident: frozenset,
     prefetch: frozenset = frozenset(),
     extra=None,
+    rows=None,
 ) -> dict:
     """Emit the shared loop nest once; ``resident``: matmul ops whose B is loaded once,
     ``prefetch``: those whose B is prefetched whole. Returns {matmul op: its emitter}."""
@@ -320,9 +322,12 @@ def _emit_members(
     participants += [
         ConcatStore(ctx, cat, loops, tiles) for cat in pipe.concats if pipe.escapes(cat, outputs)
     ]
+    if rows is not None:  # one group of rows (mlp_block.py's row groups)
+        loops = rows[0]
+        participants = [Shifted(p, rows[1]) for p in participants]
     if extra is not None:
         participants += extra(tiles)
-    if pipe.views and skew_applies(loops, participants):  # the layer's front (pipeline_skew.py)
+    if pipe.views and rows is None and skew_applies(loops, participants):  # the layer's front
         run_skewed(ctx.b, loops, participants, tiles)
     else:
         run_loop_nest(ctx.b, loops, participants)
