@@ -52,6 +52,7 @@ from .pipeline import RowPipeline, emit_pipeline, group_member, matmul_member
 from .pipeline_views import concat_in_place
 from .plan import RowTooWide, fold_rows, is_row_local, make_plan
 from .remat import rematerialize
+from .row_blocks import RowBlocks, emit_row_blocks, find_row_blocks
 from .row_sequence import emit_row_pair, find_row_pairs
 from .row_split import emit_row_split, find_row_splits
 from .rules import ITEM_RULES, item_rule, rule_for
@@ -199,6 +200,7 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
     demoted: set = set()
     budget = (ctx.target.sbuf_bytes_per_partition * 3) // 4
     splits = find_row_splits(graph, ctx.partitions, budget)  # each op alone until emitted
+    splits += find_row_blocks(graph, ctx.partitions, budget, {op for rs in splits for op in rs.ops})
     splits += find_spread_reduces(graph, ctx.partitions)  # sums of inputs over all partitions
     claimed = {op for rs in splits for op in rs.ops}
     recomputed: set = {op.result for op in claimed}
@@ -399,7 +401,8 @@ def _emit_row_split(ctx: LowerContext, rs, part, plans, row_local, done: set, fl
         return
     flush()
     done.add(id(rs))
-    if emit_spread_reduce(ctx, rs) if isinstance(rs, SpreadReduce) else emit_row_split(ctx, rs):
+    emit = {SpreadReduce: emit_spread_reduce, RowBlocks: emit_row_blocks}.get(type(rs), emit_row_split)
+    if emit(ctx, rs):
         return
     for g in (it for it in part.items if isinstance(it, FusionGroup) and it.ops[0] in rs.ops):
         _emit_group(ctx, g, plans[g][0], part, row_local)

@@ -151,8 +151,10 @@ def _parts(n: int, partitions: int, itemsize: int) -> int:
     return 0
 
 
-def _match(m: Op, partitions: int, budget: int) -> RowSplit | None:
-    """The RowSplit whose row max is ``m``, or None."""
+def match_softmax(m: Op, accept):
+    """``accept(ops, x, out, func)`` for the softmax / log_softmax whose row max is ``m`` (its
+    tensor ops, the value read, the value stored, the normalising activation), the first
+    non-None answer; None when ``m`` starts no such pattern."""
     if not _is_row(m, "max"):
         return None
     xv = m.operand(0)
@@ -167,13 +169,15 @@ def _match(m: Op, partitions: int, budget: int) -> RowSplit | None:
                 continue
             for su in e.result.uses:
                 if _is_row(su.op, "sum"):
-                    rs = _claim(m, sub, e, su.op, x, casts, partitions, budget)
-                    if rs is not None:
-                        return rs
+                    found = _pattern(m, sub, e, su.op, x, casts)
+                    claim = accept(*found) if found is not None else None
+                    if claim is not None:
+                        return claim
     return None
 
 
-def _claim(m, sub, e, s, x, casts, partitions: int, budget: int) -> RowSplit | None:
+def _pattern(m, sub, e, s, x, casts):
+    """(ops, x, out, func) of the softmax / log_softmax through these ops, or None."""
     out = _out_of(s)
     tail = _tail(out, m, s, x) if out is not None else None
     if tail is None:
@@ -182,17 +186,26 @@ def _claim(m, sub, e, s, x, casts, partitions: int, budget: int) -> RowSplit | N
     for op in ops:  # nothing else reads the intermediates
         if op.result is not out and any(u.op not in ops for u in op.result.uses):
             return None
-    shape = x.type.shape
-    rows = 1
-    for d in shape[:-1]:
-        rows *= d
-    n = shape[-1]
-    c = _parts(n, partitions, x.type.dtype.itemsize)
-    if rows > MAX_ROWS or c == 0 or n // c < MIN_COLUMNS_PER_PARTITION:
-        return None
-    if rows * (n // c) * x.type.dtype.itemsize > budget // 2:  # the input stays resident
-        return None
-    return RowSplit(ops, x, out, tail[0], rows, c, n // c)
+    return ops, x, out, tail[0]
+
+
+def _match(m: Op, partitions: int, budget: int) -> RowSplit | None:
+    """The RowSplit whose row max is ``m``, or None."""
+
+    def accept(ops, x, out, func) -> RowSplit | None:
+        shape = x.type.shape
+        rows = 1
+        for d in shape[:-1]:
+            rows *= d
+        n = shape[-1]
+        c = _parts(n, partitions, x.type.dtype.itemsize)
+        if rows > MAX_ROWS or c == 0 or n // c < MIN_COLUMNS_PER_PARTITION:
+            return None
+        if rows * (n // c) * x.type.dtype.itemsize > budget // 2:  # the input stays resident
+            return None
+        return RowSplit(ops, x, out, func, rows, c, n // c)
+
+    return match_softmax(m, accept)
 
 
 def find_row_splits(graph, partitions: int, budget: int) -> list[RowSplit]:
