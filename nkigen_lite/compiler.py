@@ -308,13 +308,17 @@ def _run_stages(
     stop: str | None = None,
     timings: dict | None = None,
     on_stage=None,
+    analyses: tuple = (),
 ):
     """Run the default pipeline on ``work`` (up to and including stage ``stop``), verifying
     after each pass; records each stage's IR text into ``stage_ir`` when given, its seconds
-    into ``timings``, and calls ``on_stage(pass name)`` after it. Returns (graph, context)."""
+    into ``timings``, and calls ``on_stage(pass name)`` after it. ``analyses`` are recorded in
+    the pass context first (e.g. ``LoweringCores``). Returns (graph, context)."""
     if stage_ir is not None and "input" not in stage_ir:
         stage_ir["input"] = str(work)
     ctx = PassContext(target=target, knobs=dict(knobs))
+    for a in analyses:
+        ctx.record(a)
     graph = work
     for name, pass_name in DEFAULT_STAGES:
         p = get_pass(pass_name)

@@ -39,6 +39,9 @@ class LowerContext:
     # values stored to HBM only because an op was lowered alone (limits.py): "spill<N>" buffers
     spilled: set[Value] = field(default_factory=set)
     alone: set = field(default_factory=set)  # the ops lowered in groups of their own
+    # physical cores the kernel will be split over (nk.split_cores): straight-line lowerings
+    # put their work in a top-level loop of lnc trips (passes.LoweringCores, row_blocks.py)
+    lnc: int = 1
     _spills: int = 0
     # causal attention op -> {operand index: SBUF buffer holding it for every row} (front_keep.py)
     kept_rows: dict = field(default_factory=dict)

@@ -61,8 +61,9 @@ from .view_chains import place_view_chains
 from .views import VIEW_OPS, copy_home, is_layout_convert, plan_concats
 
 
-def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
-    """Lower ``graph`` (modified in place by empty-tensor folding) to an NKI kernel.
+def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None, lnc: int = 1):
+    """Lower ``graph`` (modified in place by empty-tensor folding) to an NKI kernel (to be split
+    over ``lnc`` physical cores: ``LowerContext.lnc``).
 
     Returns (kernel graph, constant arrays the kernel takes as extra inputs, graph outputs that
     are empty and so are not kernel outputs: name -> TensorType).
@@ -72,7 +73,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
     alone: set = set()
     while True:
         try:
-            kernel, constants = _lower(graph, target, layout, alone, empty)
+            kernel, constants = _lower(graph, target, layout, alone, empty, lnc)
             return kernel, constants, empty
         except LoweringLimit as e:  # last resort: that op alone, through HBM (limits.py)
             if e.op is None or e.op in alone:
@@ -80,7 +81,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None):
             alone.add(e.op)
 
 
-def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict):
+def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict, lnc: int = 1):
     """One lowering attempt with the ops of ``alone`` in fusion groups of their own."""
     free_limit = (target.sbuf_bytes_per_partition * 3 // 4) // 16
     b = NkiBuilder(graph.name)
@@ -89,6 +90,7 @@ def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict):
         return layout.roles.get(v) if layout is not None else None
 
     ctx = LowerContext(target, b, roles_of, Printer(graph))
+    ctx.lnc = lnc
     if layout is not None:
         ctx.tile_knobs = dict(layout.tile_knobs)
     ctx.alone, ctx.spilled = alone, _spilled_values(alone)

@@ -21,6 +21,15 @@ class KernelExtras:
 
 
 @dataclass(frozen=True)
+class LoweringCores:
+    """Recorded before the ``lower`` pass when the kernel is lowered to be split over ``lnc``
+    physical cores (``nk.split_cores``): lowerings that would emit straight-line code share
+    their work out in a top-level loop of ``lnc`` trips instead (row_blocks.py)."""
+
+    lnc: int = 1
+
+
+@dataclass(frozen=True)
 class LowerToNki(Pass):
     """Lower fusion groups, matmuls and data movement to NKI IR (using the LayoutAnalysis when
     one was recorded); records the KernelExtras in ``ctx``."""
@@ -29,6 +38,8 @@ class LowerToNki(Pass):
 
     def run(self, graph: Graph, ctx: PassContext) -> Graph:
         layout = ctx.get(LayoutAnalysis)
-        nki_graph, constants, empty = lower_to_nki(graph, ctx.target or TRN2, layout)
+        cores = ctx.get(LoweringCores)
+        lnc = cores.lnc if cores is not None else 1
+        nki_graph, constants, empty = lower_to_nki(graph, ctx.target or TRN2, layout, lnc=lnc)
         ctx.record(KernelExtras(constants, empty))
         return nki_graph
