@@ -23,11 +23,11 @@ def test_clone_prints_like_the_parsed_text(name):
 
 
 def test_clone_of_an_nki_graph_with_loops_and_locations():
-    k = nk.compile(get_workload("softmax").graph(shape=(2048, 256)))  # 16 row tiles: a loop
+    k = nk.compile(get_workload("softmax").graph(shape=(2048, 512)))  # 16 row tiles of 2 KiB rows: a loop
     assert any(op.regions for op in k.nki.walk())
     c = clone_graph(k.nki)
     assert str(c) == str(k.nki) == str(nk.parse(str(k.nki)))
-    a = np.random.default_rng(0).standard_normal((2048, 256)).astype(np.float32)
+    a = np.random.default_rng(0).standard_normal((2048, 512)).astype(np.float32)
     np.testing.assert_array_equal(nk.nki.run(c, {"x": a})["y"], k.run({"x": a})["y"])
 
 
