@@ -1,6 +1,12 @@
 """Composite ops about positions along an axis: argmax, argmin (first index of the extreme)
 and cumsum (inclusive prefix sum), each defined by a NumPy function (``define_op``).
 
+argmax and argmin are the one home of ``b.argmax`` / ``b.argmin`` and of ``@nk.trace``'s
+``np.argmax`` / ``np.argmin`` (trace_reduce.py builds these ops). On NumPy arrays they are
+NumPy's; traced (their expansion, which decompose inlines when the native top-8 path does not
+take them: transforms/decomposition/ordering.py) they are two passes, ``first_extreme``: the
+extreme, then the lowest index holding it, a NaN counting as the extreme as in NumPy.
+
 ``cumsum`` adds in log2(n) doubling steps (step s adds the value s places before), so every
 add is an exact integer add for integer inputs (int32 results wrap like NumPy's int32 sums);
 floats narrower than f32 are summed in f32 and rounded back to their dtype.
@@ -10,18 +16,40 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.dtypes import get_dtype
+from ..ir.dtypes import get_dtype, int32
 from .ops.composite import define_op
+from .trace_array import TracedArray
+
+
+def first_extreme(b, v, kind: str, axis: int, keepdims: bool):
+    """The lowest index (int32) along ``axis`` holding the ``kind`` ("max" / "min") of the
+    Builder value ``v``; a NaN counts as the extreme (the reduction propagates it, and
+    ``v != v`` marks it)."""
+    n = v.shape[axis]
+    m = b.reduce(v, axis, kind, True)
+    hit = b.equal(v, m)
+    if v.dtype.is_float:
+        hit = b.logical_or(hit, b.not_equal(v, v))
+    idx = b.iota(v.shape, axis, int32)
+    return b.reduce(b.where(hit, idx, n), axis, "min", bool(keepdims))
+
+
+def _arg(kind: str, x, axis: int, keepdims: bool):
+    if isinstance(x, TracedArray):  # the expansion
+        ax = axis % x.ndim if x.ndim else axis
+        return TracedArray(first_extreme(x.builder, x.value, kind, ax, keepdims))
+    fn = np.argmax if kind == "max" else np.argmin
+    return fn(x, axis=axis, keepdims=keepdims).astype(np.int32)
 
 
 def _argmax(x, axis=-1, keepdims=False):
     """Index (int32) of the first maximum along axis; a NaN counts as the maximum."""
-    return np.argmax(x, axis=axis, keepdims=keepdims).astype(np.int32)
+    return _arg("max", x, axis, keepdims)
 
 
 def _argmin(x, axis=-1, keepdims=False):
     """Index (int32) of the first minimum along axis; a NaN counts as the minimum."""
-    return np.argmin(x, axis=axis, keepdims=keepdims).astype(np.int32)
+    return _arg("min", x, axis, keepdims)
 
 
 def _cumsum_dtypes(x):

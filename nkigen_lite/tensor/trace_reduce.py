@@ -129,7 +129,9 @@ def count_nonzero(b, a, axis=None, *, keepdims=False):
 
 
 def _arg_extreme(b, kind: str, what: str, a, axis, out, keepdims) -> TracedArray:
-    """Index of the first max (min) along ``axis``; a NaN counts as the extreme, as in NumPy."""
+    """Index of the first max (min) along ``axis`` (None: of the flattened array); a NaN counts
+    as the extreme, as in NumPy: ``b.argmax`` / ``b.argmin`` (tensor.argmax / tensor.argmin,
+    composites_index.py, the ops' one home)."""
     check_kwargs(what, {"out": out}, {})
     v = value(b, a, what)
     rank = v.ndim
@@ -139,14 +141,8 @@ def _arg_extreme(b, kind: str, what: str, a, axis, out, keepdims) -> TracedArray
     else:
         ax = axis
     ax = rules.normalize_axis(what, ax, v.ndim)
-    n = v.shape[ax]
-    require(n > 0, what, "attempt to get the index of an extreme of an empty sequence")
-    m = b.reduce(v, ax, kind, True)
-    hit = b.equal(v, m)
-    if v.dtype.is_float:
-        hit = b.logical_or(hit, b.not_equal(v, v))
-    idx = b.iota(v.shape, ax, int32)
-    r = b.reduce(b.where(hit, idx, n), ax, "min", bool(keepdims))
+    require(v.shape[ax] > 0, what, "attempt to get the index of an extreme of an empty sequence")
+    r = (b.argmax if kind == "max" else b.argmin)(v, axis=ax, keepdims=bool(keepdims))
     if axis is None and keepdims:
         r = b.reshape(r, (1,) * rank)
     return TracedArray(r)

@@ -49,6 +49,7 @@ from .context import LowerContext
 from .homes import HbmHome
 from .rules import item_rule
 from .topk_merge import NEG_FLT_MAX, _finish_values, _merge, _tile
+from .topk_nan import NAN_BYTES, first_nan_wins, nan_free_keys, nan_mode, ones8
 from .topk_rows import emit_rows_at_once, fits
 from .views import copy_home
 
@@ -60,12 +61,13 @@ INDEX_LIMIT = 2**24  # fp32 holds every index below this exactly
 MERGE_MAX = 4096  # candidates one partition merges: candidates, indices, positions, one-hot in SBUF
 
 
-def _topk_plan(n: int, k: int, dtype, target):
-    """(rounds, chunk size, number of chunks, candidates per row, keyed) for one row of n."""
+def _topk_plan(n: int, k: int, dtype, target, nan: bool = False):
+    """(rounds, chunk size, number of chunks, candidates per row, keyed) for one row of n
+    (``nan``: with the NaN-free keys of topk_nan.py)."""
     w = target.top8_width
     rounds = -(-k // w)
     keyed = rounds > 1
-    per_elem = dtype.itemsize + (4 if keyed else 0)
+    per_elem = dtype.itemsize + (4 if keyed else 0) + (NAN_BYTES if nan else 0)
     budget = (target.sbuf_bytes_per_partition * 3) // 8  # rotating buffers double it
     cmax = max(w, min(target.top8_free_max, budget // per_elem))
     nchunks = -(-n // cmax)
@@ -90,7 +92,7 @@ def topk_refusal(x, k: int, axis: int, target) -> str | None:
         return f"the axis has {n} < {target.top8_free_min} elements (max8 reads at least 8)"
     if n > INDEX_LIMIT:
         return f"the axis has {n:,} > 2**24 elements (indices are exact in fp32 below 2**24)"
-    rounds, size, nchunks, cands, keyed = _topk_plan(n, k, x.dtype, target)
+    rounds, size, nchunks, cands, keyed = _topk_plan(n, k, x.dtype, target, k == 1 and x.dtype.is_float)
     if keyed and x.dtype.name not in KEYED_DTYPES:
         return f"k = {k} > {target.top8_width} on {x.dtype}: no fp32 sentinel lies below every value"
     if nchunks > 1 and cands > MERGE_MAX:
@@ -155,30 +157,35 @@ def _emit(
     values are read (argmax reads only the indices)."""
     rows = src.shape[0]
     v_view, i_view = ctx.view(out_v), ctx.view(out_i)  # views are made outside the loops
+    nan = nan_mode(k, dt, values)
     q = fold_factor(rows, n, k, dt, ctx.target)
     # folding needs each row's q pieces addressable as rows of one view (a strided source, e.g.
     # topk along a non-last axis, may not reshape without a copy: then one row per partition)
     folded = src.reshape((rows * q, n // q)) if q > 1 else None
-    if folded is not None and fits(rows, q, n // q, k, dt, ctx.target):
+    if folded is not None and fits(rows, q, n // q, k, dt, ctx.target, nan):
         emit_rows_at_once(ctx, ctx.view(folded), v_view, i_view, rows, q, n // q, k, dt, values)
         return
     if folded is not None:
-        _emit_folded(ctx, folded, v_view, i_view, rows, q, n // q, k, dt)
+        _emit_folded(ctx, folded, v_view, i_view, rows, q, n // q, k, dt, nan)
         return
     b, t = ctx.b, ctx.target
     x_view = ctx.view(src)
-    rounds, _, nchunks, _, keyed = _topk_plan(n, k, dt, t)
+    rounds, _, nchunks, _, keyed = _topk_plan(n, k, dt, t, nan)
 
     def block(_bi: Affine, r0: Affine, p: int) -> None:
-        cv, ci, width = _candidates(ctx, x_view, r0, p, n, k, dt, stride=0, pad=True)
+        cv, ci, width, cn = _candidates(ctx, x_view, r0, p, n, k, dt, stride=0, pad=True, nan=nan)
         ov = b.alloc((p, k), dt, "sbuf", name="top_v")
         oi = b.alloc((p, k), int32, "sbuf", name="top_i")
+        got = b.alloc((p, k), float32, "sbuf", name="top_if") if nan else oi
         if nchunks == 1:  # the chunk's candidates are the answer
             _finish_values(ctx, ov, _tile(cv, p, (0, k, 1)), p, 0, k, keyed and dt.is_float)
-            b.tensor_copy(dst=oi, src=_tile(ci, p, (0, 1, 1), (0, k, 1)))
+            b.tensor_copy(dst=got, src=_tile(ci, p, (0, 1, 1), (0, k, 1)))
         else:
-            _merge(ctx, cv, ci, ov, oi, p, k, rounds, width, keyed and dt.is_float)
-        b.dma_copy(dst=Access(v_view, (DimSlice(r0, p, 1), DimSlice(0, k, 1))), src=ov)
+            _merge(ctx, cv, ci, ov, got, p, k, rounds, width, keyed and dt.is_float)
+        if nan:
+            first_nan_wins(ctx, _tile(cn, p, (0, nchunks, 1)), got, oi, p)
+        else:
+            b.dma_copy(dst=Access(v_view, (DimSlice(r0, p, 1), DimSlice(0, k, 1))), src=ov)
         b.dma_copy(dst=Access(i_view, (DimSlice(r0, p, 1), DimSlice(0, k, 1))), src=oi)
 
     _chunks(ctx, rows, ctx.partitions, block)
@@ -193,23 +200,25 @@ def fold_factor(rows: int, n: int, k: int, dt, target) -> int:
     for q in range(p, 15, -1):
         if n % q or rows * 2 > q or n // q < target.top8_free_min:
             continue
-        _, _, nchunks, _, _ = _topk_plan(n // q, k, dt, target)
+        _, _, nchunks, _, _ = _topk_plan(n // q, k, dt, target, k == 1 and dt.is_float)
         if w <= q * nchunks * k <= MERGE_MAX:
             return q
     return 1
 
 
-def _emit_folded(ctx, xq: HbmHome, v_view, i_view, rows: int, q: int, seg: int, k: int, dt) -> None:
+def _emit_folded(
+    ctx, xq: HbmHome, v_view, i_view, rows: int, q: int, seg: int, k: int, dt, nan: bool = False
+) -> None:
     """Each row on ``q`` partitions (xq: the input as (rows * q, seg)): per partition the top k
     of its segment (global index = partition * seg + position, an iota channel multiplier),
     then the q x k candidates moved onto one partition in partition order (one SBUF -> SBUF DMA
     each, so equal values stay in index order) and merged there."""
     b, t = ctx.b, ctx.target
     x_view = ctx.view(xq)
-    rounds, _, _, _, keyed = _topk_plan(seg, k, dt, t)
+    rounds, _, _, _, keyed = _topk_plan(seg, k, dt, t, nan)
 
     def one_row(ri: Affine, _r: Affine, _one: int) -> None:
-        cv, ci, width = _candidates(ctx, x_view, ri * q, q, seg, k, dt, stride=seg, pad=False)
+        cv, ci, width, cn = _candidates(ctx, x_view, ri * q, q, seg, k, dt, stride=seg, pad=False, nan=nan)
         total = q * width
         cv1 = b.alloc((1, total), float32, "sbuf", name="row_cand_v")
         ci1 = b.alloc((1, 1, total), float32, "sbuf", name="row_cand_i")
@@ -217,21 +226,30 @@ def _emit_folded(ctx, xq: HbmHome, v_view, i_view, rows: int, q: int, seg: int, 
         b.dma_copy(dst=ci1, src=ci)
         ov = b.alloc((1, k), dt, "sbuf", name="top_v")
         oi = b.alloc((1, k), int32, "sbuf", name="top_i")
-        _merge(ctx, cv1, ci1, ov, oi, 1, k, rounds, total, keyed and dt.is_float)
-        b.dma_copy(dst=Access(v_view, (DimSlice(ri, 1, 1), DimSlice(0, k, 1))), src=ov)
+        got = b.alloc((1, k), float32, "sbuf", name="top_if") if nan else oi
+        _merge(ctx, cv1, ci1, ov, got, 1, k, rounds, total, keyed and dt.is_float)
+        if nan:  # every segment's NaN candidates onto the row's partition, in partition order
+            cn1 = b.alloc((1, cn.type.shape[0] * cn.type.shape[1]), float32, "sbuf", name="row_cand_nan")
+            b.dma_copy(dst=cn1, src=cn)
+            first_nan_wins(ctx, cn1, got, oi, 1)
+        else:
+            b.dma_copy(dst=Access(v_view, (DimSlice(ri, 1, 1), DimSlice(0, k, 1))), src=ov)
         b.dma_copy(dst=Access(i_view, (DimSlice(ri, 1, 1), DimSlice(0, k, 1))), src=oi)
 
     _chunks(ctx, rows, 1, one_row)
 
 
-def _candidates(ctx, x_view, r0: Affine, p: int, length: int, k: int, dt, stride: int, pad: bool):
+def _candidates(
+    ctx, x_view, r0: Affine, p: int, length: int, k: int, dt, stride: int, pad: bool, nan: bool = False
+):
     """Per partition of rows [r0, r0 + p) of ``x_view``, the top k of each chunk of its
     ``length`` elements: (candidate values (p, width) fp32, their global indices (p, 1, width)
-    fp32, width). Partition c's elements start at index c * ``stride``. With ``pad``, fewer than
-    8 candidates are padded to 8 with -inf (index 0) after the real ones."""
+    fp32, width, the chunks' NaN candidates (p, chunks) fp32 with ``nan`` (topk_nan.py) else
+    None). Partition c's elements start at index c * ``stride``. With ``pad``, fewer than 8
+    candidates are padded to 8 with -inf (index 0) after the real ones."""
     b, t = ctx.b, ctx.target
     w = t.top8_width
-    rounds, size, nchunks, _, keyed = _topk_plan(length, k, dt, t)
+    rounds, size, nchunks, _, keyed = _topk_plan(length, k, dt, t, nan)
     m = nchunks * k
     width = max(m, w) if pad else m
     cv = b.alloc((p, width), float32, "sbuf", name="cand_v")
@@ -241,16 +259,20 @@ def _candidates(ctx, x_view, r0: Affine, p: int, length: int, k: int, dt, stride
         b.memset(dst=_tile(ci, p, (0, 1, 1), (m, width - m, 1)), value=0.0)
     v8 = b.alloc((p, w), float32, "sbuf", name="max8")
     idx8 = b.alloc((p, w), uint32, "sbuf", name="pos8")
+    cn = b.alloc((p, nchunks), float32, "sbuf", name="cand_nan") if nan else None
+    ones = ones8(ctx, p) if nan else None
 
     def chunk(j: Affine, c0: Affine, size_c: int) -> None:
         tile = b.alloc((p, size_c), dt, "sbuf", name="chunk")
         b.dma_copy(dst=tile, src=Access(x_view, (DimSlice(r0, p, 1), DimSlice(c0, size_c, 1))))
+        start = b.alloc((p, 1), float32, "sbuf", name="chunk_start")
+        b.iota(dst=start, pattern=[[0, 1]], offset=c0, channel_multiplier=stride)
         data = tile
         if keyed:
             data = b.alloc((p, size_c), float32, "sbuf", name="keys")
             b.tensor_scalar(dst=data, data=tile, op0="maximum", operand0=NEG_FLT_MAX)
-        start = b.alloc((p, 1), float32, "sbuf", name="chunk_start")
-        b.iota(dst=start, pattern=[[0, 1]], offset=c0, channel_multiplier=stride)
+        if nan:
+            data = nan_free_keys(ctx, tile, p, size_c, start, ones, Access(cn, (DimSlice(0, p, 1), DimSlice(j, 1, 1))))
         for r in range(rounds):
             take = min(w, k - r * w)
             slot = j * k + r * w
@@ -265,4 +287,4 @@ def _candidates(ctx, x_view, r0: Affine, p: int, length: int, k: int, dt, stride
                 b.match_replace8(dst=data, data=data, vals=v8, imm=float("-inf"))
 
     _chunks(ctx, length, size, chunk)
-    return cv, ci, width
+    return cv, ci, width, cn

@@ -24,18 +24,19 @@ from __future__ import annotations
 from ...ir.dtypes import float32, int32, uint32
 from ...nki.types import Access, DimSlice
 from .topk_merge import _merge, _tile
+from .topk_nan import NAN_BYTES, first_nan_wins, nan_free_keys, nan_mode, ones8
 
 
-def fits(rows: int, q: int, seg: int, k: int, dt, target) -> bool:
-    """True when every row's segment fits the SBUF budget at once, one top-8 pass covers a
-    segment (k <= 8, the segment within max8's free size) and the merge row stays within max8's
-    limits."""
+def fits(rows: int, q: int, seg: int, k: int, dt, target, nan: bool = False) -> bool:
+    """True when every row's segment fits the SBUF budget at once (with ``nan``, and one
+    segment's NaN-free keys: topk_nan.py), one top-8 pass covers a segment (k <= 8, the segment
+    within max8's free size) and the merge row stays within max8's limits."""
     budget = (target.sbuf_bytes_per_partition * 3) // 8
     return (
         k <= target.top8_width
         and rows <= q
         and seg <= target.top8_free_max
-        and rows * seg * dt.itemsize <= budget
+        and rows * seg * dt.itemsize + (seg * NAN_BYTES if nan else 0) <= budget
         and target.top8_free_min <= q * k <= target.top8_free_max
     )
 
@@ -46,6 +47,7 @@ def emit_rows_at_once(
     """The module docstring's kernel: ``x_view`` is the input as (rows · q, seg)."""
     b, t = ctx.b, ctx.target
     w = t.top8_width
+    nan = nan_mode(k, dt, values)
     loaded = []
     for r in range(rows):
         tile = b.alloc((q, seg), dt, "sbuf", name="segment")
@@ -55,7 +57,11 @@ def emit_rows_at_once(
     b.iota(dst=start, pattern=[[0, 1]], channel_multiplier=seg)
     cand_v = b.alloc((q, rows, k), float32, "sbuf", name="cand_v")
     cand_i = b.alloc((q, rows, k), float32, "sbuf", name="cand_i")
+    cand_n = b.alloc((q, rows), float32, "sbuf", name="cand_nan") if nan else None
+    ones = ones8(ctx, q) if nan else None
     for r, tile in enumerate(loaded):
+        if nan:
+            tile = nan_free_keys(ctx, tile, q, seg, start, ones, _tile(cand_n, q, (r, 1, 1)))
         v8 = b.alloc((q, w), float32, "sbuf", name="max8")
         idx8 = b.alloc((q, w), uint32, "sbuf", name="pos8")
         b.max8(dst=v8, src=tile)
@@ -83,7 +89,14 @@ def emit_rows_at_once(
             b.tensor_copy(dst=dst, src=ps, engine=engine)
     ov = b.alloc((rows, k), dt, "sbuf", name="top_v")
     oi = b.alloc((rows, k), int32, "sbuf", name="top_i")
-    _merge(ctx, row_v, row_i, ov, oi, rows, k, 1, m, False)
+    got = b.alloc((rows, k), float32, "sbuf", name="top_if") if nan else oi
+    _merge(ctx, row_v, row_i, ov, got, rows, k, 1, m, False)
+    if nan:  # the segments' NaN candidates onto each row's partition, as the others
+        row_n = b.alloc((rows, q), float32, "sbuf", name="row_cand_nan")
+        ps = b.alloc((rows, q), float32, "psum", name="cand_t")
+        b.nc_transpose(dst=ps, data=_tile(cand_n, q, (0, rows, 1)))
+        b.tensor_copy(dst=row_n, src=ps, engine="scalar")
+        first_nan_wins(ctx, row_n, got, oi, rows)
     if values:
         b.dma_copy(dst=Access(v_view, (DimSlice(0, rows, 1), DimSlice(0, k, 1))), src=ov)
     b.dma_copy(dst=Access(i_view, (DimSlice(0, rows, 1), DimSlice(0, k, 1))), src=oi)

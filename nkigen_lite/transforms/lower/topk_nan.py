@@ -1,0 +1,71 @@
+"""NaN as NumPy's argmax / argmin see it, on the native top-8 path (topk.py, topk_rows.py).
+
+The top-8 instructions do not document how they order NaN, so the interpreters refuse a NaN
+they read. A top-1 whose values nothing reads (``b.argmax``, ``b.argmin``, ``np.argmax`` and
+``np.argmin`` once decompose has made them ``topk(x, 1)``) over floats instead runs NaN-free:
+per loaded segment (a chunk of a row on one partition)
+
+- ``nan = x != x`` (GpSimd) marks the NaNs; ``keys = where(nan, -inf, x)`` (VectorE select) is
+  what max8 / find_index8 read, so the top-1 of the keys is the first maximum of the numbers;
+- ``find_index8(nan, [1] * 8)`` gives the segment's first NaN position, or the all-ones
+  sentinel when it has none (documented), so the segment's NaN candidate is
+  ``start + position`` or ``NO_NAN``.
+
+After the merge of the keys' candidates, the smallest NaN candidate of the row (a min over its
+segments: every NaN candidate is a global index) replaces the merged index when it is not
+``NO_NAN``: the first NaN wins, as in NumPy, whatever the numbers hold (+inf included).
+"""
+
+from __future__ import annotations
+
+from ...ir.dtypes import float32, uint8, uint32
+from ...nki.types import Access, DimSlice
+from .topk_merge import _tile
+
+NO_NAN = float(2**25)  # above every index (< 2**24): "this segment has no NaN"
+NAN_BYTES = 5  # per element: the f32 keys and the u8 NaN mask
+
+
+def nan_mode(k: int, dt, values: bool) -> bool:
+    """Whether topk(k) of ``dt`` runs NaN-free with NaN candidates (a float top-1 whose values
+    nothing reads)."""
+    return k == 1 and dt.is_float and not values
+
+
+def ones8(ctx, p: int):
+    """The (p, 8) fp32 tile of ones find_index8 looks for in a NaN mask."""
+    t = ctx.b.alloc((p, ctx.target.top8_width), float32, "sbuf", name="nan_vals")
+    ctx.b.memset(dst=t, value=1.0)
+    return t
+
+
+def nan_free_keys(ctx, tile, p: int, size: int, start, ones, cand: Access):
+    """The fp32 keys of ``tile`` (p, size) with NaN as -inf, which max8 / find_index8 read; writes
+    the segment's NaN candidate (its first NaN's global index, ``start`` + position, or NO_NAN)
+    into the (p, 1) access ``cand``."""
+    b, w = ctx.b, ctx.target.top8_width
+    mask = b.alloc((p, size), uint8, "sbuf", name="nan_mask")
+    b.tensor_tensor(dst=mask, data1=tile, data2=tile, op="not_equal", engine="gpsimd")
+    keys = b.alloc((p, size), float32, "sbuf", name="nan_free")
+    b.select(dst=keys, predicate=mask, on_true=tile, on_false=float("-inf"), reverse_pred=True)
+    pos = b.alloc((p, w), uint32, "sbuf", name="nan_pos")
+    b.find_index8(dst=pos, data=mask, vals=ones)
+    has = b.alloc((p, 1), uint8, "sbuf", name="has_nan")
+    b.tensor_scalar(dst=has, data=_tile(pos, p, (0, 1, 1)), op0="less", operand0=float(size))
+    at = b.alloc((p, 1), float32, "sbuf", name="nan_at")
+    b.tensor_scalar(dst=at, data=_tile(pos, p, (0, 1, 1)), op0="add", operand0=start)
+    b.select(dst=cand, predicate=has, on_true=at, on_false=NO_NAN)
+    return keys
+
+
+def first_nan_wins(ctx, nan_cands: Access, idx_f, oi, p: int) -> None:
+    """``oi`` (p, 1) int32 = the smallest of ``nan_cands`` (p, m) when it is a NaN's index, else
+    the merged fp32 index ``idx_f`` (p, 1)."""
+    b = ctx.b
+    first = b.alloc((p, 1), float32, "sbuf", name="first_nan")
+    b.tensor_reduce(dst=first, op="minimum", data=nan_cands, axis=(1,))
+    has = b.alloc((p, 1), uint8, "sbuf", name="row_has_nan")
+    b.tensor_scalar(dst=has, data=first, op0="less", operand0=NO_NAN)
+    pick = b.alloc((p, 1), float32, "sbuf", name="argext")
+    b.select(dst=pick, predicate=has, on_true=first, on_false=Access(idx_f, (DimSlice(0, p, 1), DimSlice(0, 1, 1))))
+    b.tensor_copy(dst=oi, src=pick)
