@@ -272,7 +272,9 @@ def _candidates(
             data = b.alloc((p, size_c), float32, "sbuf", name="keys")
             b.tensor_scalar(dst=data, data=tile, op0="maximum", operand0=NEG_FLT_MAX)
         if nan:
-            data = nan_free_keys(ctx, tile, p, size_c, start, ones, Access(cn, (DimSlice(0, p, 1), DimSlice(j, 1, 1))))
+            data = nan_free_keys(
+                ctx, tile, p, size_c, start, ones, Access(cn, (DimSlice(0, p, 1), DimSlice(j, 1, 1)))
+            )
         for r in range(rounds):
             take = min(w, k - r * w)
             slot = j * k + r * w

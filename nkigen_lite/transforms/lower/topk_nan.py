@@ -67,5 +67,7 @@ def first_nan_wins(ctx, nan_cands: Access, idx_f, oi, p: int) -> None:
     has = b.alloc((p, 1), uint8, "sbuf", name="row_has_nan")
     b.tensor_scalar(dst=has, data=first, op0="less", operand0=NO_NAN)
     pick = b.alloc((p, 1), float32, "sbuf", name="argext")
-    b.select(dst=pick, predicate=has, on_true=first, on_false=Access(idx_f, (DimSlice(0, p, 1), DimSlice(0, 1, 1))))
+    b.select(
+        dst=pick, predicate=has, on_true=first, on_false=Access(idx_f, (DimSlice(0, p, 1), DimSlice(0, 1, 1)))
+    )
     b.tensor_copy(dst=oi, src=pick)
