@@ -56,6 +56,14 @@ def _stats(stream) -> list:
     ]
 
 
+def _staged_unpipelined(monkeypatch, graph) -> nk.Kernel:
+    with monkeypatch.context() as m:
+        m.setattr(deallocs, "pipeline_stages", lambda g, t: 0)
+        m.setattr(deallocs, "reorder_straight", lambda *a: False)
+        m.setattr(deallocs, "balance_engines", lambda *a: 0)
+        return nk.compile(graph)
+
+
 def _norms(stream) -> list:
     """Positions of the full-row centred multiplies (not the column ops sharing their loc)."""
     return [
@@ -183,3 +191,69 @@ def test_elementwise_loop_without_statistics_is_left_alone():
 def test_deterministic():
     a, b = (nk.compile(get_workload("softmax").graph(shape=(2048, 4096))) for _ in range(2))
     assert str(a.nki) == str(b.nki)
+
+
+def _mlp_back():
+    """A decoder layer's back half (tests/lower/test_mlp_prologue.py) at 2048 rows: its
+    prologue (O projection, residual, rmsnorm, xᵀ) is a 2-trip loop of 8 row tiles whose
+    matmuls run in nested K-segment loops."""
+    from tests.lower.test_mlp_prologue import _inputs, back
+
+    args = _inputs(2048, 512, 256, 256, seed=7)
+    return nk.trace(back).trace(*args), args
+
+
+def _at(ops, name: str, loc: str) -> list:
+    """Positions of the ``name`` ops whose source op (``loc`` before " at file:line") is ``loc``."""
+    return [i for i, op in enumerate(ops) if op.name == name and (op.loc or "").split(" at ")[0] == loc]
+
+
+def test_loop_with_nested_matmul_loops_is_pipelined(monkeypatch):
+    """The prologue loop holds nested loops (in stage 1): it is pipelined, and since both stages
+    run TensorE work, stage 2's instructions before its first transpose (tile 0's rmsnorm
+    multiplies) go after stage 1's work before its first matmul (tile 1's Oᵀ staging) and
+    before tile 1's O projection; tile 0's xᵀ transposes come after every O-projection matmul."""
+    g, _ = _mlp_back()
+    plain = _staged_unpipelined(monkeypatch, g)
+    assert any(
+        isinstance(op, ForiLoopOp)
+        and any(isinstance(o, ForiLoopOp) for o in op.body)
+        and any((o.loc or "").startswith("keep") for o in op.body)
+        for op in plain.nki.body
+    )
+    k = _staged(monkeypatch, g)
+    ops = list(k.nki.body)
+    assert not any(
+        isinstance(op, ForiLoopOp) and any((o.loc or "").startswith("keep") for o in op.body) for op in ops
+    )
+    o_mm = _at(ops, "nki.nc_matmul", "tensor.matmul %matmul") + _at(
+        ops, "nki.fori_loop", "tensor.matmul %matmul"
+    )
+    o_t = _at(ops, "nki.nc_transpose", "tensor.matmul %matmul")
+    x_t = _at(ops, "nki.nc_transpose", "tensor.matmul %matmul_1")
+    muls = _at(ops, "nki.tensor_scalar", "tensor.mul %mul_1")
+    assert len(o_mm) == 2 * 16 and len(o_t) == 2 * 32 and len(x_t) == 2 * 16 and len(muls) == 2 * 8
+    assert max(o_mm) < min(x_t)
+    g1_first_mm = sorted(o_mm)[16]
+    assert sorted(o_t)[32] < muls[0] and muls[7] < g1_first_mm
+
+
+def test_nested_loop_pipeline_bitwise_equal_and_close(monkeypatch):
+    """Same instructions and results bit for bit as the unpipelined kernel (NKI interpreter),
+    close to float64 NumPy (bf16: 3% of the largest magnitude, the tolerance of
+    tests/lower/test_mlp_prologue.py) on the interpreter and the simulator."""
+    from tests.lower.test_mlp_prologue import _reference
+
+    g, args = _mlp_back()
+    ins = dict(zip(g.input_names, args))
+    k = nk.compile(g)
+    plain = _unpipelined(monkeypatch, g)
+    assert k.stats().instructions_dynamic == plain.stats().instructions_dynamic
+    assert k.stats().dma_bytes == plain.stats().dma_bytes
+    (name,) = list(g.outputs)
+    got = k.run(ins)[name]
+    np.testing.assert_array_equal(got, plain.run(ins)[name])
+    want = _reference(*args)
+    tol = 0.03 * np.abs(want).max()
+    for out in (got, nk.simulate(k, ins)[name]):
+        np.testing.assert_allclose(out.astype(np.float64), want, rtol=0, atol=tol)

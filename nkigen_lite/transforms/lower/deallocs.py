@@ -15,6 +15,7 @@ from ...nki.target import TRN2
 from ...nki.types import TileType
 from .engine_balance import ScheduleOracle, balance_engines
 from .interleave import interleave_loops
+from .load_hoist import hoist_loads
 from .rotation import plan_rotation
 from .stage_pipeline import pipeline_stages
 from .straight_order import reorder_straight
@@ -66,3 +67,4 @@ class InsertDeallocs(Pass):
         oracle = ScheduleOracle(graph, target)  # schedules cached across the two passes
         reorder_straight(graph, target, insert_deallocs, oracle)
         balance_engines(graph, target, insert_deallocs, oracle)
+        hoist_loads(graph, target, oracle)

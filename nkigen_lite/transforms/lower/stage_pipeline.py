@@ -19,19 +19,26 @@ iterations so every buffer is named statically (modulo variable expansion); the 
 not fill a whole body run after it, straight. Tiles local to one stage stay in the body (rotation
 may give them more buffers later).
 
-A loop qualifies when its body holds only allocations, deallocations and NKI instructions (no
-nested loop), its iterations are independent (interleave.py's conditions), it runs at least two
-trips, the cut leaves a full-tile instruction in stage 2, and the kernel's SBUF and PSUM still
-fit with the ``U`` buffers (counted as the verifier counts them). Results are unchanged bit for
-bit: the same instructions run on the same data, only their order across independent
-iterations changes. Runs after ``interleave_loops`` (whose loops it does not touch) and before
-rotating buffers are chosen.
+When both stages run TensorE work (stage 1 a matmul, whose K segments may be nested loops;
+stage 2 transposes: the O projection, rmsnorm and xᵀ of a decoder layer's MLP prologue), the
+order within a step is refined per engine: stage 1's instructions before its first matmul (tile
+t+1's operand staging), then stage 2's up to its first TensorE instruction (tile t's element-wise
+work, ready at once), then the rest of stage 1, then the rest of stage 2 — so VectorE finishes
+tile t before it meets tile t+1's PSUM evacuations, which wait for the matmuls.
+
+A loop qualifies when its body holds only allocations, deallocations, NKI instructions and
+nested loops (those only in stage 1), its iterations are independent (interleave.py's
+conditions), it runs at least two trips, the cut leaves a full-tile instruction in stage 2,
+and the kernel's SBUF and PSUM still fit with the ``U`` buffers (counted as the verifier
+counts them). Results are unchanged bit for bit: the same instructions run on the same data,
+only their order across independent iterations changes. Runs after ``interleave_loops``
+(whose loops it does not touch) and before rotating buffers are chosen.
 """
 
 from __future__ import annotations
 
 from ...ir.graph import Block, Graph, Region
-from ...nki.ops import AllocOp, DeallocOp, DmaCopyOp, ForiLoopOp, NkiOp
+from ...nki.ops import AllocOp, DeallocOp, DmaCopyOp, ForiLoopOp, MatmulOp, NkiOp, TransposeOp
 from ...nki.target import Target
 from ...nki.types import Affine, IndexType, MemorySpace, TileType
 from .interleave import _candidates_of, _clone_op, _independent, _Unsupported, replace_loop_if_fits
@@ -107,6 +114,43 @@ def _stage(ops: list, t: Affine, slot: dict, idx, skip_deallocs: set) -> list:
     return out
 
 
+def _is_tensor(op) -> bool:
+    return isinstance(op, (MatmulOp, TransposeOp)) and op.engine == "tensor"
+
+
+def _accs(op) -> list:
+    return [op.access(n) for n, _ in op.access_attrs() if op.access(n) is not None]
+
+
+def _first_matmul(ops: list) -> int:
+    """Index of the first matmul (or loop holding one) of ``ops``."""
+    for k, op in enumerate(ops):
+        if isinstance(op, MatmulOp) or (
+            isinstance(op, ForiLoopOp) and any(isinstance(o, MatmulOp) for o in op.body.walk())
+        ):
+            return k
+    return len(ops)
+
+
+def _first_tensor(ops: list) -> int:
+    """Index of the first TensorE instruction of ``ops`` (len(ops) when none)."""
+    return next((k for k, op in enumerate(ops) if _is_tensor(op)), len(ops))
+
+
+def _step(a: list, b: list) -> list:
+    """S1(t+1) = ``a``, S2(t) = ``b``, in the per-engine order of the module docstring when
+    both stages run TensorE work."""
+    lead, head = _first_matmul(a), _first_tensor(b)
+    if lead == len(a) or head == len(b):
+        return a + b
+    # allocations the head's instructions do not touch stay with the tail
+    used = {acc.tensor for op in b[:head] if isinstance(op, NkiOp) for acc in _accs(op)}
+    first = [op for op in b[:head] if not isinstance(op, AllocOp) or op.result in used]
+    taken = set(map(id, first))
+    rest = [op for op in b[:head] if id(op) not in taken]
+    return a[:lead] + first + a[lead:] + rest + b[head:]
+
+
 def _pipelined(plan: _Plan, slots: int = SLOTS) -> list:
     """The ops replacing the loop (module docstring), crossing tiles in ``slots`` buffers."""
     loop = plan.loop
@@ -132,17 +176,20 @@ def _pipelined(plan: _Plan, slots: int = SLOTS) -> list:
     def s2(t: Affine, k: int) -> list:
         return _stage(plan.s2, t, bufs[k % SLOTS], idx, crossing)
 
+    def stage_pair(t1: Affine, k1: int, t2: Affine, k2: int) -> list:
+        return _step(s1(t1, k1), s2(t2, k2))
+
     out += s1(Affine.of(lo), 0)
     blocks = (n - 1) // SLOTS  # whole bodies: t = SLOTS*j + k, every S1(t+1) within the trips
     if blocks == 1:
         for k in range(SLOTS):
-            out += s1(Affine.of(lo + (k + 1) * step), k + 1) + s2(Affine.of(lo + k * step), k)
+            out += stage_pair(Affine.of(lo + (k + 1) * step), k + 1, Affine.of(lo + k * step), k)
     elif blocks > 1:
         block = Block([IndexType()], [idx.name_hint])
         j = Affine.of(block.args[0])
         for k in range(SLOTS):
-            for o in s1(j * (SLOTS * step) + (lo + (k + 1) * step), k + 1) + s2(
-                j * (SLOTS * step) + (lo + k * step), k
+            for o in stage_pair(
+                j * (SLOTS * step) + (lo + (k + 1) * step), k + 1, j * (SLOTS * step) + (lo + k * step), k
             ):
                 block.append(o)
         new = ForiLoopOp([], {"lower": 0, "upper": blocks, "step": 1}, [], [Region([block])])
@@ -150,8 +197,9 @@ def _pipelined(plan: _Plan, slots: int = SLOTS) -> list:
         out.append(new)
     for t in range(blocks * SLOTS, n):
         if t + 1 < n:
-            out += s1(Affine.of(lo + (t + 1) * step), t + 1)
-        out += s2(Affine.of(lo + t * step), t)
+            out += stage_pair(Affine.of(lo + (t + 1) * step), t + 1, Affine.of(lo + t * step), t)
+        else:
+            out += s2(Affine.of(lo + t * step), t)
     for m in bufs:
         for v in m.values():
             out.append(DeallocOp([v]))
@@ -182,10 +230,13 @@ def pipeline_stages(graph: Graph, target: Target) -> int:
 
 def _qualifies(loop: ForiLoopOp) -> bool:
     body = list(loop.body)
-    if loop.trip_count < 2 or any(isinstance(op, ForiLoopOp) for op in body):
+    if loop.trip_count < 2:
         return False
-    if any(not isinstance(op, (AllocOp, DeallocOp, NkiOp)) for op in body):
+    if any(not isinstance(op, (AllocOp, DeallocOp, NkiOp, ForiLoopOp)) for op in body):
         return False
     if any(isinstance(op, AllocOp) and not isinstance(op.result.type, TileType) for op in body):
         return False
-    return _cut(body) is not None and _independent(loop)
+    cut = _cut(body)
+    if cut is None or any(isinstance(op, ForiLoopOp) for op in body[cut:]):
+        return False  # nested loops (a matmul's K segments) only in stage 1
+    return _independent(loop)

@@ -1,0 +1,262 @@
+"""Loads of kernel inputs into top-level tiles issued earlier, where the scheduled time drops.
+
+The HW-DGE queues issue DMAs in program order, so a weight loaded into a top-level SBUF tile
+right before the matmuls that read it (the O projection's resident ``Wo`` after a decoder
+layer's attention, the broadcast ``w_post`` row) starts its transfer only when the program
+reaches it, although the DMA engines idled long before (while the attention's chain ran on
+the compute engines) and nothing stops the load from running then: its source is a kernel input
+no instruction writes, and its tile is touched by nothing else until the load.
+
+Here such loads are moved, with their tiles' allocations (and the views naming their
+sources), earlier in the kernel's top-level block. A *group* is every tile of one source op
+(``loc``) filled that way: allocated at top level, written only by top-level ``dma_copy`` s from
+kernel inputs nothing writes, with no other instruction touching it before its last load.
+Since the queues issue in program order and the DMA engines serve ready transfers first ready
+first, where a group goes is decided by the DMAs before it: one traced schedule (perf/schedule.py)
+gives the DMA engines' idle time after every earlier top-level DMA's transfer, up to the
+group's own first issue, and the group goes right after the DMA followed by the longest idle
+time — among those where SBUF (the peak of every later top-level point up to the group's old
+place, loops included, counted as the verifier counts it) still holds its tiles. The move is
+kept only when the kernel's scheduled time gets shorter. The last ``MAX_GROUPS`` groups are
+placed from one traced schedule and moved together, and one more schedule checks the result:
+the pass costs two schedules.
+Results never change: the same instructions read the same data (the input is never written)
+into tiles nothing else touches before.
+"""
+
+from __future__ import annotations
+
+from ...ir.graph import Graph
+from ...nki.ops import AllocOp, DeallocOp, DmaCopyOp, ForiLoopOp, NkiOp
+from ...nki.target import Target
+from ...nki.types import HbmType, MemorySpace, TileType
+from ...perf.instruction_cost import FREE_OPS
+from ...perf.schedule import Scheduler
+from .rotation import _peaks
+
+MAX_GROUPS = 4  # groups tried: the last ones of the kernel
+MIN_SPAN = 8  # top-level ops a group must move over to be worth a schedule
+
+
+def _root(v):
+    op = v.defining_op
+    return op.operand(0) if op is not None and op.name == "nki.hbm_view" else v
+
+
+def _accesses(op) -> list:
+    return [op.access(n) for n, _ in op.access_attrs() if op.access(n) is not None]
+
+
+def _written_hbm(graph: Graph) -> set:
+    """HBM roots some instruction writes (outputs, scratch, inputs updated in place)."""
+    out = set()
+    for op in graph.body.walk():
+        if isinstance(op, NkiOp):
+            for name in op.writes:
+                acc = op.access(name)
+                if acc is not None and isinstance(acc.tensor.type, HbmType):
+                    out.add(_root(acc.tensor))
+    return out
+
+
+def _touched(op) -> set:
+    """On-chip tensors an op (a loop: any op in it) reads or writes."""
+    ops = op.body.walk() if isinstance(op, ForiLoopOp) else [op]
+    return {a.tensor for o in ops if isinstance(o, NkiOp) for a in _accesses(o)}
+
+
+class _Group:
+    """The allocations and loads of one source op's weight tiles (module docstring)."""
+
+    def __init__(self, loc: str):
+        self.loc = loc
+        self.views: list = []  # top-level hbm_view ops naming the loads' sources
+        self.allocs: list = []
+        self.loads: list = []
+        self.bytes = 0
+
+    @property
+    def ops(self) -> list:
+        return self.views + self.allocs + self.loads
+
+
+def _groups(graph: Graph) -> list[_Group]:
+    """The hoistable groups of the top-level block, in program order of their first load."""
+    ops = list(graph.body)
+    pos = {id(op): i for i, op in enumerate(ops)}
+    written = _written_hbm(graph)
+    inputs = set(graph.body.args)
+    allocs = {
+        op.result: op
+        for op in ops
+        if isinstance(op, AllocOp)
+        and isinstance(op.result.type, TileType)
+        and op.result.type.space is MemorySpace.SBUF
+    }
+    loads: dict = {}
+    for op in ops:
+        if not isinstance(op, DmaCopyOp):
+            continue
+        dst, src = op.access("dst").tensor, _root(op.access("src").tensor)
+        view = op.access("src").tensor.defining_op
+        static = all(v is dst or v is src or v is op.access("src").tensor for v in op.operands) and (
+            view is None or all(v in inputs for v in view.operands)
+        )  # no runtime index, nothing else the move could pass
+        if static and dst in allocs and src in inputs and src not in written:
+            loads.setdefault(dst, []).append(op)
+    users: dict = {}
+    for op in ops:
+        if isinstance(op, (AllocOp, DeallocOp)):
+            continue
+        for t in _touched(op):
+            if t in loads:
+                users.setdefault(t, []).append(op)
+    groups: dict[str, _Group] = {}
+    for tile, dmas in loads.items():
+        a = allocs[tile]
+        last = max(pos[id(d)] for d in dmas)
+        mine = set(map(id, dmas))
+        if any(id(u) not in mine and pos[id(u)] < last for u in users[tile]):
+            continue  # something else touches the tile before its last load
+        loc = dmas[0].loc or ""
+        g = groups.setdefault(loc, _Group(loc))
+        g.allocs.append(a)
+        g.loads += dmas
+        g.bytes += tile.type.bytes_per_partition * a.bufs
+    out = list(groups.values())
+    for g in out:
+        g.allocs.sort(key=lambda o: pos[id(o)])
+        g.loads.sort(key=lambda o: pos[id(o)])
+        views = {d.access("src").tensor.defining_op for d in g.loads}
+        g.views = sorted((v for v in views if v is not None and id(v) in pos), key=lambda o: pos[id(o)])
+    return sorted(out, key=lambda g: pos[id(g.loads[0])])
+
+
+def _live_profile(ops: list) -> list[int]:
+    """SBUF bytes per partition at each top-level op (a loop: its peak), as the verifier
+    counts them."""
+    live, owner, out = 0, {}, []
+    for op in ops:
+        if isinstance(op, AllocOp) and isinstance(op.result.type, TileType):
+            if op.result.type.space is MemorySpace.SBUF:
+                owner[op.result] = op.result.type.bytes_per_partition * op.bufs
+                live += owner[op.result]
+            out.append(live)
+        elif isinstance(op, DeallocOp) and op.operand(0) in owner:
+            out.append(live)
+            live -= owner.pop(op.operand(0))
+        elif isinstance(op, ForiLoopOp):
+            out.append(_peaks(op.body, {}, live, 0)[0])
+        else:
+            out.append(live)
+    return out
+
+
+def _earliest(ops: list, g: _Group, target: Target) -> int:
+    """The earliest top-level index ``g``'s ops may go before with SBUF still fitting."""
+    first = min(ops.index(o) for o in g.ops)
+    prof = _live_profile(ops)
+    k = first
+    while k > 0 and prof[k - 1] + g.bytes <= target.sbuf_bytes_per_partition:
+        k -= 1
+    return k
+
+
+def _reorder(graph: Graph, order: list) -> None:
+    """Put the top-level block's ops in ``order``."""
+    for op in list(graph.body):
+        graph.body.remove(op)
+    for op in order:
+        graph.body.append(op)
+
+
+def _top_of(graph: Graph) -> dict:
+    """id(op) -> the top-level op holding it (itself, or the loop around it)."""
+    out = {}
+    for top in graph.body:
+        for op in top.walk() if isinstance(top, ForiLoopOp) else [top]:
+            out[id(op)] = top
+    return out
+
+
+def _trace(graph: Graph, oracle) -> Scheduler:
+    """One traced schedule of ``graph`` with the oracle's cached costs."""
+    for op in graph.body.walk():
+        if isinstance(op, NkiOp) and not isinstance(op, FREE_OPS):
+            oracle.cost(op)
+    sched = Scheduler(oracle.target, oracle.costs, trace=True)
+    sched.info = oracle.info
+    sched.run(graph.body)
+    return sched
+
+
+def _anchor(graph: Graph, sched: Scheduler, g: _Group, lo: int, oracle) -> int | None:
+    """The top-level index ``g`` should go before: right after the DMA (at or after index
+    ``lo``, before ``g``) whose transfer ends where the DMA engines then idle longest before
+    ``g``'s first load is issued, in the traced schedule ``sched``; None without such an idle
+    time."""
+    ops = list(graph.body)
+    pos = {id(op): i for i, op in enumerate(ops)}
+    first = min(pos[id(o)] for o in g.ops)
+    top = _top_of(graph)
+    members = set(map(id, g.ops))
+    transfers = []  # (start, end, top-level index) of every DMA transfer
+    g_issue = None
+    for op, start, end in sched.trace:
+        if not isinstance(op, DmaCopyOp):
+            continue
+        if id(op) in members:
+            g_issue = start if g_issue is None else min(g_issue, start)
+            continue
+        transfers.append((end - oracle.cost(op).ns, end, pos[id(top[id(op)])]))
+    if g_issue is None:
+        return None
+    transfers.sort()
+    best, gap = None, 0.0
+    busy_until = 0.0
+    for k, (_s0, e0, i) in enumerate(transfers):
+        busy_until = max(busy_until, e0)
+        if not lo <= i < first:
+            continue
+        nxt = next((t[0] for t in transfers[k + 1 :] if t[0] >= busy_until), g_issue)
+        idle = min(nxt, g_issue) - busy_until
+        if idle > gap:
+            best, gap = i + 1, idle
+    return best
+
+
+def hoist_loads(graph: Graph, target: Target, oracle) -> int:
+    """Move the module docstring's groups earlier when the scheduled time drops (all of them
+    at once: one traced schedule places them, one more checks the result); returns how many
+    groups moved. ``oracle``: a ScheduleOracle of ``graph`` (engine_balance.py)."""
+    ops = list(graph.body)
+    pos = {id(op): i for i, op in enumerate(ops)}
+    moves = []
+    sched = None
+    for g in _groups(graph)[-MAX_GROUPS:]:
+        first = min(pos[id(o)] for o in g.ops)
+        lo = _earliest(ops, g, target)
+        if first - lo < MIN_SPAN:
+            continue
+        sched = sched or _trace(graph, oracle)
+        k = _anchor(graph, sched, g, lo, oracle)
+        if k is not None and k < first:
+            moves.append((g, k))
+    if not moves:
+        return 0
+    members = {id(o) for g, _ in moves for o in g.ops}
+    before: dict = {}
+    for g, k in moves:
+        while id(ops[k]) in members:  # the first op at or after the anchor staying in place
+            k += 1
+        before.setdefault(id(ops[k]), []).extend(g.ops)
+    order = []
+    for op in ops:
+        if id(op) in members:
+            continue
+        order += before.get(id(op), []) + [op]
+    _reorder(graph, order)
+    if oracle.makespan() < sched.makespan:
+        return len(moves)
+    _reorder(graph, ops)
+    return 0
