@@ -7,7 +7,7 @@ partition, a unit = 128 queries of one head block against one KV head). What cha
 - **One loop over the KV heads.** K and V of KV head ``g`` (the loop index) are loaded once
   (one DMA each, keys on the partitions: key ``c·128 + p`` at ``[p, c]``; K and V stay resident
   in SBUF for every query tile of the head — ``resident_bytes`` per partition), Kᵀ by TensorE
-  transposes (8 chunks per PSUM bank, one copy per bank). Per 128-row query tile, Q of the
+  transposes (a PSUM bank of chunks, 8 in 16 bits, per copy). Per 128-row query tile, Q of the
   head's ``R`` query heads comes in one DMA and O leaves in one. The query tiles and head blocks
   are unrolled in the loop body (their key ranges differ), which is list-scheduled.
 - **Key blocks.** A block's visible key chunks (causal: up to its diagonal; with a window,
@@ -40,7 +40,6 @@ from .emit_order import list_order
 from .sink_attention import F32, MAX_KEYS, P, _Kernel
 
 KEY_BLOCK_ELEMS = 1024  # r units x key-block width: the scores of a key block in <= 2 PSUM banks
-SLOTS = 8  # 128-key chunks per PSUM bank of 16-bit Kᵀ transposes
 MAX_BODY_CHUNKS = 4608  # visible (unit, key chunk) pairs in the unrolled loop body
 SBUF_RESIDENT_BYTES = 96 * 1024  # K, Kᵀ and [V | 1] of one KV head, per partition
 MAX_IN_FLIGHT = 4  # blocks emitted side by side in the software pipeline
@@ -148,9 +147,10 @@ class _LongKernel(_Kernel):
             t = n - nf * P
             b.dma_copy(dst=_acc(kn, (0, t), (nf, 1), (0, d)), src=_acc(self.ktail, hd, (0, t), (0, d)))
         kt = b.alloc((P, n), self.dt, name="k_t")
-        for s0 in range(0, nc, SLOTS):
-            sn = min(SLOTS, nc - s0)
-            ps = b.alloc((P, SLOTS * P), self.dt, "psum", name="ps_k")
+        slots = TRN2.psum_bank_bytes // (P * self.dt.itemsize)  # chunks per PSUM bank
+        for s0 in range(0, nc, slots):
+            sn = min(slots, nc - s0)
+            ps = b.alloc((P, slots * P), self.dt, "psum", name="ps_k")
             for c in range(s0, s0 + sn):
                 c0, kc = self.chunks[c]
                 b.nc_transpose(
