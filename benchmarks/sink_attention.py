@@ -69,8 +69,8 @@ def main() -> None:
         us = 1e-3
         rows.append(
             f"| {label} | {compile_s:.1f} | {s.hbm_bytes / s.min_hbm_bytes:.2f} | {s.instructions_dynamic} | "
-            f"{e.scheduled_ns * us:,.1f} | {e.roofline_ns * us:,.1f} | {graph * us:,.1f} | {visible * us:,.1f} "
-            f"| {e.scheduled_ns / graph:.2f} | {e.scheduled_ns / visible:.2f} |"
+            f"{e.scheduled_ns * us:,.1f} | {e.roofline_ns * us:,.1f} | {graph * us:,.1f} | "
+            f"{visible * us:,.1f} | {e.scheduled_ns / graph:.2f} | {e.scheduled_ns / visible:.2f} |"
         )
         print(rows[-1], flush=True)
     if args.markdown:
