@@ -70,8 +70,8 @@ def _visible_chunks(m, window):
 @pytest.mark.parametrize("seq, window", [(1024, None), (1024, 128), (2048, 128)])
 def test_gpt_oss_moves_each_tensor_once_and_computes_visible_blocks_only(seq, window):
     """gpt-oss-20b heads (64 q / 8 kv, d 64, bf16) at 1024-2048 keys: one op, q and o once, K
-    and V once per KV head, sinks once; one loop over the 8 KV heads; the value products are
-    exactly the visible (query head, tile, key chunk) triples, the score products one per key
+    and V once per KV head, sinks once; one loop over the 8 KV heads (a few unrolled per
+    iteration); the value products are exactly the visible (query head, tile, key chunk) triples, the score products one per key
     block of two chunks (r = 4 heads share a tile), Kᵀ transposed once per KV head."""
     h, g, d = 64, 8, 64
     kern = _compile(h, g, seq, d, window)
@@ -85,7 +85,8 @@ def test_gpt_oss_moves_each_tensor_once_and_computes_visible_blocks_only(seq, wi
     }
     assert kern.stats().hbm_traffic_ratio == pytest.approx(1.0)
     loops = [op for op in kern.nki.body if isinstance(op, ForiLoopOp)]
-    assert [op.trip_count for op in loops] == [g]
+    per = long_kernel.heads_per_iteration(g, sum(len(t) for t in _visible_chunks(seq, window)) * h // g)
+    assert [op.trip_count for op in loops] == [g // per]
     ops = list(_walk(kern.nki.body))
     tiles = _visible_chunks(seq, window)
     visible = sum(len(t) for t in tiles)  # (tile, chunk) pairs per query head
@@ -168,6 +169,9 @@ def test_gpt_oss_4096_keys(window):
 
 
 def test_limits():
+    assert long_kernel.heads_per_iteration(8, 288) == 2  # gpt-oss causal at 1024 keys
+    assert long_kernel.heads_per_iteration(8, 120) == 4  # sliding window 128 at 1024 keys
+    assert long_kernel.heads_per_iteration(8, 4224) == 1  # causal at 4096 keys
     """The body size counts visible (unit, chunk) pairs; gpt-oss at 4096 keys fits, causal at
     8192 does not (the sliding window does: its body grows linearly)."""
     assert long_kernel.visible_pairs(4096, 0, 8) == 8 * 32 * 33 // 2

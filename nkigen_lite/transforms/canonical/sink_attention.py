@@ -23,7 +23,7 @@ import numpy as np
 from ...ir.rewrite import RewritePattern
 from ...tensor import ops as T
 from ...tensor.composites_sink_attention import SinkAttentionOp
-from ..lower.sink_attention import supported
+from ..lower.sink_attention_dispatch import supported
 from ..match import def_op, make, replace, splat_value
 from .attention import _dead, _last_axis_reduce, _scale
 from .grouped_attention import _key_source, _source

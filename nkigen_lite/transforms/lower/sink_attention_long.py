@@ -42,6 +42,7 @@ from .sink_attention import F32, MAX_KEYS, P, _Kernel
 KEY_BLOCK_ELEMS = 1024  # r units x key-block width: the scores of a key block in <= 2 PSUM banks
 MAX_BODY_CHUNKS = 4608  # visible (unit, key chunk) pairs in the unrolled loop body
 SBUF_RESIDENT_BYTES = 96 * 1024  # K, Kᵀ and [V | 1] of one KV head, per partition
+UNROLL_PAIRS = 640  # visible pairs of the KV heads unrolled together (compile time)
 MAX_IN_FLIGHT = 4  # blocks emitted side by side in the software pipeline
 
 
@@ -83,6 +84,13 @@ def long_limit_message(m: int, n: int, d: int, dv: int, itemsize: int, window: i
             f"the {MAX_BODY_CHUNKS} the unrolled loop body takes"
         )
     return None
+
+
+def heads_per_iteration(g: int, pairs: int) -> int:
+    """KV heads unrolled per loop iteration (so one head's loads and fill overlap the previous
+    head's drain in the list schedule): the most dividing ``g`` whose visible (unit, key chunk)
+    pairs (``pairs`` per KV head) stay within ``UNROLL_PAIRS``, at least one."""
+    return max(u for u in range(1, g + 1) if g % u == 0 and (u == 1 or u * pairs <= UNROLL_PAIRS))
 
 
 class _LongKernel(_Kernel):
@@ -135,7 +143,8 @@ class _LongKernel(_Kernel):
         )
 
     # ---- once per KV head (inside the loop) ---------------------------------------------------
-    def load_kv(self, g) -> None:
+    def load_kv(self, g) -> tuple:
+        """(Kᵀ, [V | 1]) of KV head ``g`` (an affine loop expression) in SBUF."""
         b, d, dv, n, nc = self.b, self.d, self.dv, self.n, len(self.chunks)
         nf, hd = n // P, _ds(g, 1)
         kn = b.alloc((P, nc, d), self.dt, name="k_nat")
@@ -162,7 +171,6 @@ class _LongKernel(_Kernel):
                 src=_acc(ps, (0, d), (0, width)),
                 engine=self.engine(width, self.fast),
             )
-        self.kt = {0: (kt, 0)}
         vn = b.alloc((P, nc, dv + 1), self.dt, name="v_nat")  # [V | 1]
         b.memset(dst=_acc(vn, (0, P), (0, nc), (dv, 1)), value=1.0, engine="gpsimd")
         if nf:
@@ -172,7 +180,7 @@ class _LongKernel(_Kernel):
         if self.vtail is not None:
             t = n - nf * P
             b.dma_copy(dst=_acc(vn, (0, t), (nf, 1), (0, dv)), src=_acc(self.vtail, hd, (0, t), (0, dv)))
-        self.vn = {0: vn}
+        return kt, vn
 
     def key_blocks(self, m0: int, rows: int) -> tuple[list, list]:
         """(per unit the chunks' visibility, [(first chunk, last chunk)] of the key blocks the
@@ -183,12 +191,11 @@ class _LongKernel(_Kernel):
         return vis, [(a, min(a + self.bc, hi + 1) - 1) for a in range(lo, hi + 1, self.bc)]
 
     # ---- one block: r units, the key blocks in an online softmax ------------------------------
-    def scores(self, m0: int, rows: int, q_t, vis, a: int, z: int):
+    def scores(self, kt, m0: int, rows: int, q_t, vis, a: int, z: int):
         """``S = Q Kᵀ`` of the block's r units over key chunks a..z (masks accumulated on the
         chunks a unit only partly sees): [(PSUM tile, index in it)] per unit, ``per`` units to a
         bank."""
         b, d, r, rw = self.b, self.d, self.r, (0, rows)
-        kt = self.kt[0][0]
         k0 = self.chunks[a][0]
         w = self.chunks[z][0] + self.chunks[z][1] - k0
         per = max(1, min(r, MAX_KEYS // w))
@@ -254,11 +261,10 @@ class _LongKernel(_Kernel):
         b.tensor_tensor(dst=whole, data1=whole, data2=full, op="add")
         return acc
 
-    def probs_values(self, scores, new, a: int, z: int, w: int, rows: int):
+    def probs_values(self, vn, scores, new, a: int, z: int, w: int, rows: int):
         """Stages of ``P = exp(scale·S - m')``, ``Pᵀ`` and ``[O | l] = Pᵀᵀ [V | 1]`` over key
         chunks a..z (a generator returning the PSUM tile of ``[O | l]``)."""
         b, dv, r = self.b, self.dv, self.r
-        vn = self.vn[0]
         rw, col = (0, rows), (0, r)
         k0, nch = self.chunks[a][0], z - a + 1
         probs = []
@@ -305,7 +311,7 @@ class _LongKernel(_Kernel):
                 )
         return pv
 
-    def long_block(self, g, slot: int, m0: int, rows: int, q_t, out):
+    def long_block(self, kv, g, slot: int, m0: int, rows: int, q_t, out):
         """Emit the block's r units (head block ``slot`` of KV head ``g``, query tile ``m0``),
         one stage per ``next()``: per key block the scores, the max, the running max, P, Pᵀ,
         ``[O | l]`` and the accumulator; then ``O / (l + exp(sink - m))``."""
@@ -316,7 +322,7 @@ class _LongKernel(_Kernel):
         negm = acc = pv = None
         yield
         for a, z in kblocks:
-            scores, per, w = self.scores(m0, rows, q_t, vis, a, z)
+            scores, per, w = self.scores(kv[0], m0, rows, q_t, vis, a, z)
             yield
             negmax = b.alloc((P, r), F32, name="neg_max")
             for ri in range(0, r, per):
@@ -331,7 +337,7 @@ class _LongKernel(_Kernel):
             yield
             new, alpha = self.running_max(negmax, negm, hb, rows)
             yield
-            pv = yield from self.probs_values(scores, new, a, z, w, rows)
+            pv = yield from self.probs_values(kv[1], scores, new, a, z, w, rows)
             if len(kblocks) > 1:
                 yield
                 acc = self.accumulate(acc, alpha, pv, rows)
@@ -379,30 +385,33 @@ class _LongKernel(_Kernel):
                 for c, (c0, kc) in enumerate(self.chunks):
                     if vis[ri][c].any() and not vis[ri][c].all():
                         self.mask_tile(m0, rows, c0, kc)
-        with b.fori_loop(0, self.g) as g:
-            self.load_kv(g)
+        u = heads_per_iteration(self.g, visible_pairs(self.m, self.window, self.rep))
+        with b.fori_loop(0, self.g // u) as gi:
             running = []
-            hd = _ds(g, 1)
-            for t, m0 in enumerate(range(0, self.m, P)):
-                rows = min(P, self.m - m0)
-                span = rows if r == 1 else self.pph
-                q_nat = b.alloc((P, 1, nb, r, d), self.dt, name="q_nat")
-                b.dma_copy(
-                    dst=_acc(q_nat, (0, rows), (0, 1), (0, nb), (0, r), (0, d)),
-                    src=_acc(self.qviews[t], hd, (0, r), (0, span), (0, nb), (0, r), (0, d)),
-                )
-                out = b.alloc((P, 1, nb, r, dv), self.dt, name="out")
-                store = (
-                    _acc(self.oviews[t], hd, (0, r), (0, span), (0, nb), (0, r), (0, dv)),
-                    _acc(out, (0, rows), (0, 1), (0, nb), (0, r), (0, dv)),
-                )
-                for slot in range(nb):
-                    q_t = self.q_transposed(q_nat, 1, slot, rows)
-                    gen = self.long_block(g, slot, m0, rows, q_t, out)
-                    running.append((gen, store if slot == nb - 1 else None))
-                    running = advance(b, running)
-                    while len(running) > MAX_IN_FLIGHT:
+            for gu in range(u):
+                g = Affine.of(gi) * u + gu
+                kv = self.load_kv(g)
+                hd = _ds(g, 1)
+                for t, m0 in enumerate(range(0, self.m, P)):
+                    rows = min(P, self.m - m0)
+                    span = rows if r == 1 else self.pph
+                    q_nat = b.alloc((P, 1, nb, r, d), self.dt, name="q_nat")
+                    b.dma_copy(
+                        dst=_acc(q_nat, (0, rows), (0, 1), (0, nb), (0, r), (0, d)),
+                        src=_acc(self.qviews[t], hd, (0, r), (0, span), (0, nb), (0, r), (0, d)),
+                    )
+                    out = b.alloc((P, 1, nb, r, dv), self.dt, name="out")
+                    store = (
+                        _acc(self.oviews[t], hd, (0, r), (0, span), (0, nb), (0, r), (0, dv)),
+                        _acc(out, (0, rows), (0, 1), (0, nb), (0, r), (0, dv)),
+                    )
+                    for slot in range(nb):
+                        q_t = self.q_transposed(q_nat, 1, slot, rows)
+                        gen = self.long_block(kv, g, slot, m0, rows, q_t, out)
+                        running.append((gen, store if slot == nb - 1 else None))
                         running = advance(b, running)
+                        while len(running) > MAX_IN_FLIGHT:
+                            running = advance(b, running)
             while running:
                 running = advance(b, running)
         loop = b.graph.body.last
