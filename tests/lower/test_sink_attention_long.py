@@ -71,8 +71,9 @@ def _visible_chunks(m, window):
 def test_gpt_oss_moves_each_tensor_once_and_computes_visible_blocks_only(seq, window):
     """gpt-oss-20b heads (64 q / 8 kv, d 64, bf16) at 1024-2048 keys: one op, q and o once, K
     and V once per KV head, sinks once; one loop over the 8 KV heads (a few unrolled per
-    iteration); the value products are exactly the visible (query head, tile, key chunk) triples, the score products one per key
-    block of two chunks (r = 4 heads share a tile), Kᵀ transposed once per KV head."""
+    iteration); the value products are exactly the visible (query head, tile, key chunk)
+    triples, the score products one per key block of two chunks (r = 4 heads share a tile), Kᵀ
+    transposed once per KV head."""
     h, g, d = 64, 8, 64
     kern = _compile(h, g, seq, d, window)
     assert kern.ir("canonicalize").count("tensor.sink_attention") == 1
