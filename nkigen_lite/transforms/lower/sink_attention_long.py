@@ -9,7 +9,9 @@ partition, a unit = 128 queries of one head block against one KV head). What cha
   in SBUF for every query tile of the head — ``resident_bytes`` per partition), Kᵀ by TensorE
   transposes (a PSUM bank of chunks, 8 in 16 bits, per copy). Per 128-row query tile, Q of the
   head's ``R`` query heads comes in one DMA and O leaves in one. The query tiles and head blocks
-  are unrolled in the loop body (their key ranges differ), which is list-scheduled.
+  are unrolled in the loop body (their key ranges differ), which is list-scheduled; a few KV
+  heads share an iteration when they are small (``heads_per_iteration``), so one head's loads
+  overlap the previous head's drain.
 - **Key blocks.** A block's visible key chunks (causal: up to its diagonal; with a window,
   from the window's first key) are visited in blocks of ``chunks_per_key_block`` chunks (``r``
   units' scores of one key block fill at most two PSUM banks); chunks no query of the block sees
