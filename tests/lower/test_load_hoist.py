@@ -44,13 +44,13 @@ def _wo_loads(kern) -> list[int]:
 
 
 def _attention(kern) -> list[int]:
-    """Top-level positions of the attention's instructions (its exp, or the causal attention
-    op's, loops included)."""
+    """Top-level positions of the attention's instructions (its exp or its softmax's row
+    blocks, or the causal attention op's; loops included)."""
     return [
         i
         for i, top in enumerate(kern.nki.body)
         for op in (top.body.walk() if top.regions else [top])
-        if (op.loc or "").startswith(("tensor.causal_attention", "tensor.exp"))
+        if (op.loc or "").startswith(("tensor.causal_attention", "tensor.exp", "row blocks"))
     ]
 
 
