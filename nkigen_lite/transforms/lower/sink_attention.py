@@ -293,6 +293,56 @@ class _Kernel:
                 )
 
     # ---- one block (r query heads of one KV head, one query tile) as pipeline stages ------------
+    def probs_values(self, vn, scores, new, a: int, z: int, w: int, rows: int):
+        """Stages of ``P = exp(scale·S - m')``, ``Pᵀ`` and ``[O | l] = Pᵀᵀ [V | 1]`` over key
+        chunks a..z (a generator returning the PSUM tile of ``[O | l]``)."""
+        b, dv, r = self.b, self.dv, self.r
+        rw, col = (0, rows), (0, r)
+        k0, nch = self.chunks[a][0], z - a + 1
+        probs = []
+        for ri, (s, i) in enumerate(scores):
+            p = b.alloc((P, w), self.dt, name="probs")
+            b.activation(
+                dst=_acc(p, rw, (0, w)),
+                op="exp",
+                data=_acc(s, rw, (i, 1), (0, w)),
+                bias=_acc(new, rw, (ri, 1)),
+                scale=self.scale,
+            )
+            probs.append(p)
+        yield
+        ps_t = b.alloc((P, r, nch, P), self.dt, "psum", name="ps_pt")
+        for ri, p in enumerate(probs):
+            for c in range(a, z + 1):
+                c0, kc = self.chunks[c]
+                b.nc_transpose(
+                    dst=_acc(ps_t, (0, kc), (ri, 1), (c - a, 1), rw), data=_acc(p, rw, (c0 - k0, kc))
+                )
+        yield
+        yield  # one tick more before the copy: the transposes take a while
+        p_t = b.alloc((P, r, nch, P), self.dt, name="probs_t")
+        parts = [(0, nch)] if nch == 1 or self.chunks[z][1] == P else [(c, 1) for c in range(nch)]
+        for c, cn in parts:  # a partial last chunk is copied apart
+            kc = self.chunks[a + c][1] if cn == 1 else P
+            b.tensor_copy(
+                dst=_acc(p_t, (0, kc), col, (c, cn), rw),
+                src=_acc(ps_t, (0, kc), col, (c, cn), rw),
+                engine=self.engine(r * cn * rows, self.fast),
+            )
+        yield
+        # P [V | 1]: the last column is the row sum of the (rounded) probabilities
+        pv = b.alloc((P, r, dv + 1), F32, "psum", name="pv")
+        for ri in range(r):
+            for c in range(a, z + 1):
+                kc = self.chunks[c][1]
+                b.nc_matmul(
+                    dst=_acc(pv, rw, (ri, 1), (0, dv + 1)),
+                    stationary=_acc(p_t, (0, kc), (ri, 1), (c - a, 1), rw),
+                    moving=_acc(vn, (0, kc), (c, 1), (0, dv + 1)),
+                    accumulate=c > a,
+                )
+        return pv
+
     def block(self, g: int, gi: int, hb: int, slot: int, m0: int, rows: int, q_t, out):
         """Emit the block's r units (KV head ``g``, the ``gi``-th of its group: its Qᵀ and Kᵀ on
         partitions ``gi·D ...``), one stage per ``next()``. The units share their PSUM tiles
@@ -304,7 +354,6 @@ class _Kernel:
         vis = [[self.visible(m0, ri, rows, c0, kc) for c0, kc in self.chunks] for ri in range(r)]
         used = [c for c in range(len(self.chunks)) if any(v[c].any() for v in vis)]
         lo, hi = used[0], used[-1]
-        nch = hi - lo + 1
         k0, k1 = self.chunks[lo][0], self.chunks[hi][0] + self.chunks[hi][1]
         w = k1 - k0
         yield
@@ -343,48 +392,7 @@ class _Kernel:
             operand1=_acc(self.negsink, rw, (hb, 1)),
         )
         yield
-        probs = []
-        for ri, (s, i) in enumerate(scores):
-            p = b.alloc((P, w), self.dt, name="probs")
-            b.activation(
-                dst=_acc(p, rw, (0, w)),
-                op="exp",
-                data=_acc(s, rw, (i, 1), (0, w)),
-                bias=_acc(bias, rw, (ri, 1)),
-                scale=self.scale,
-            )
-            probs.append(p)
-        yield
-        ps_t = b.alloc((P, r, nch, P), self.dt, "psum", name="ps_pt")
-        for ri, p in enumerate(probs):
-            for c in range(lo, hi + 1):
-                c0, kc = self.chunks[c]
-                b.nc_transpose(
-                    dst=_acc(ps_t, (0, kc), (ri, 1), (c - lo, 1), rw), data=_acc(p, rw, (c0 - k0, kc))
-                )
-        yield
-        yield  # one tick more before the copy: the transposes take a while
-        p_t = b.alloc((P, r, nch, P), self.dt, name="probs_t")
-        parts = [(0, nch)] if nch == 1 or self.chunks[hi][1] == P else [(c, 1) for c in range(nch)]
-        for c, cn in parts:  # a partial last chunk is copied apart
-            kc = self.chunks[lo + c][1] if cn == 1 else P
-            b.tensor_copy(
-                dst=_acc(p_t, (0, kc), col, (c, cn), rw),
-                src=_acc(ps_t, (0, kc), col, (c, cn), rw),
-                engine=self.engine(r * cn * rows, self.fast),
-            )
-        yield
-        # P [V | 1]: the last column is the row sum of the (rounded) probabilities
-        pv = b.alloc((P, r, dv + 1), F32, "psum", name="pv")
-        for ri in range(r):
-            for c in range(lo, hi + 1):
-                kc = self.chunks[c][1]
-                b.nc_matmul(
-                    dst=_acc(pv, rw, (ri, 1), (0, dv + 1)),
-                    stationary=_acc(p_t, (0, kc), (ri, 1), (c - lo, 1), rw),
-                    moving=_acc(vn, (0, kc), (c, 1), (0, dv + 1)),
-                    accumulate=c > lo,
-                )
+        pv = yield from self.probs_values(vn, scores, bias, lo, hi, w, rows)
         sink_e = b.alloc((P, r, 1), F32, name="sink_exp")  # exp(sink - m)
         b.activation(
             dst=_acc(sink_e, rw, col, (0, 1)),
