@@ -162,3 +162,22 @@ def test_split_cores_refuses_rows_that_do_not_halve():
     assert _blocked(k)
     with pytest.raises(nk.BuildError, match=r"no top-level loop whose trip count divides by lnc 2"):
         nk.split_cores(k, 2)
+
+
+def test_softmax_between_other_ops_stays_fused():
+    """A softmax whose input is computed and whose result is read by another op (as in the Qwen3
+    layer's attention at seq 128, 16 rows per partition) is not claimed as row blocks: claimed,
+    its input and output would go through HBM. No scratch bytes; numerics against float64."""
+
+    def masked_softmax_pv(s, m, v):
+        return softmax(s + m) @ v
+
+    shapes = {"s": (1, 16, 128, 128), "m": (1, 16, 128, 128), "v": (1, 16, 128, 64)}
+    g = nk.trace(masked_softmax_pv).trace(*(np.zeros(sh, np.float32) for sh in shapes.values()))
+    s, m = ((RNG.standard_normal(shapes["s"]) * 4).astype(np.float32) for _ in range(2))
+    v = RNG.standard_normal(shapes["v"]).astype(np.float32)
+    ref = _softmax64(np.float64(s) + np.float64(m)) @ np.float64(v)
+    k, _ = check_three_ways(g, {"s": s, "m": m, "v": v}, {"y": ref})
+    assert not _blocked(k)
+    st = k.stats()
+    assert st.dma_bytes == st.min_hbm_bytes

@@ -28,13 +28,16 @@ The pattern is the row split's (row_split.match_softmax); claimed when the rows 
 of 128, at least ``MIN_ROWS`` per partition (fewer rows are at most six 128-row tiles, which the
 row-major lowering runs as list-scheduled straight-line code: as fast or faster under the cost
 model; ``MIN_WIDE_ROWS`` for rows of 1 KiB or more, whose tiles already move 1 KiB descriptors),
-narrower than ``MAX_ROW_BYTES``, and the whole input fits ``budget / 4`` of SBUF per partition.
+narrower than ``MAX_ROW_BYTES``, and the whole input fits ``budget / 4`` of SBUF per partition;
+and only a softmax of a kernel input whose result is only returned: one between other ops (the
+Qwen3 layer's attention at seq 128) stays fused with them rather than send its rows through HBM.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...ir.graph import ReturnOp
 from ...ir.value import Value
 from ...nki.builder import Builder as NkiBuilder
 from ...nki.types import Access, ds
@@ -75,6 +78,8 @@ def find_row_blocks(graph, partitions: int, budget: int, taken: set) -> list[Row
         shape = x.type.shape
         if len(shape) < 2:
             return None
+        if x.defining_op is not None or any(not isinstance(u, ReturnOp) for u in y.users):
+            return None  # between other ops it stays fused with them (else x and y go through HBM)
         rows = 1
         for d in shape[:-1]:
             rows *= d
