@@ -343,12 +343,44 @@ class _Kernel:
                 )
         return pv
 
+    def normalise(self, total, negm, sink_col, out, head, slot: int, rows: int):
+        """Stages of ``O = total[:, :dv] / (total[:, dv] + exp(sink - m))`` (``negm`` = -m per
+        unit, ``sink_col`` the block's sinks column) written to ``out[rows, head, slot, unit]``."""
+        b, dv, r = self.b, self.dv, self.r
+        rw, col = (0, rows), (0, r)
+        sink_e = b.alloc((P, r, 1), F32, name="sink_exp")  # exp(sink - m)
+        b.activation(
+            dst=_acc(sink_e, rw, col, (0, 1)),
+            op="exp",
+            data=_acc(negm, rw, col),
+            bias=_acc(self.sink, rw, sink_col),
+        )
+        yield
+        denom = b.alloc((P, r, 1), F32, name="denominator")
+        b.tensor_tensor(
+            dst=_acc(denom, rw, col, (0, 1)),
+            data1=_acc(total, rw, col, (dv, 1)),
+            data2=_acc(sink_e, rw, col, (0, 1)),
+            op="add",
+        )
+        recip = b.alloc((P, r, 1), F32, name="recip")
+        b.activation(dst=_acc(recip, rw, col, (0, 1)), op="reciprocal", data=_acc(denom, rw, col, (0, 1)))
+        yield
+        for ri in range(r):
+            dst = _acc(out, rw, head, (slot, 1), (ri, 1), (0, dv))
+            src = _acc(total, rw, (ri, 1), (0, dv))
+            scale = _acc(recip, rw, (ri, 1), (0, 1))
+            if self.engine(dv, False) == "scalar":
+                b.activation(dst=dst, op="copy", data=src, scale=scale)
+            else:
+                b.tensor_scalar(dst=dst, data=src, op0="multiply", operand0=scale)
+
     def block(self, g: int, gi: int, hb: int, slot: int, m0: int, rows: int, q_t, out):
         """Emit the block's r units (KV head ``g``, the ``gi``-th of its group: its Qᵀ and Kᵀ on
         partitions ``gi·D ...``), one stage per ``next()``. The units share their PSUM tiles
         (scores of ``per`` units per bank, one bank of Pᵀ, one of outputs) so that two blocks
         fit the 8 banks."""
-        b, d, dv, r = self.b, self.d, self.dv, self.r
+        b, d, r = self.b, self.d, self.r
         (kt, koff), vn = self.kt[g], self.vn[g]
         rw, col = (0, rows), (0, r)
         vis = [[self.visible(m0, ri, rows, c0, kc) for c0, kc in self.chunks] for ri in range(r)]
@@ -393,32 +425,7 @@ class _Kernel:
         )
         yield
         pv = yield from self.probs_values(vn, scores, bias, lo, hi, w, rows)
-        sink_e = b.alloc((P, r, 1), F32, name="sink_exp")  # exp(sink - m)
-        b.activation(
-            dst=_acc(sink_e, rw, col, (0, 1)),
-            op="exp",
-            data=_acc(bias, rw, col),
-            bias=_acc(self.sink, rw, (hb, 1)),
-        )
-        yield
-        denom = b.alloc((P, r, 1), F32, name="denominator")
-        b.tensor_tensor(
-            dst=_acc(denom, rw, col, (0, 1)),
-            data1=_acc(pv, rw, col, (dv, 1)),
-            data2=_acc(sink_e, rw, col, (0, 1)),
-            op="add",
-        )
-        recip = b.alloc((P, r, 1), F32, name="recip")
-        b.activation(dst=_acc(recip, rw, col, (0, 1)), op="reciprocal", data=_acc(denom, rw, col, (0, 1)))
-        yield
-        for ri in range(r):
-            dst = _acc(out, rw, (gi, 1), (slot, 1), (ri, 1), (0, dv))
-            src = _acc(pv, rw, (ri, 1), (0, dv))
-            scale = _acc(recip, rw, (ri, 1), (0, 1))
-            if self.engine(dv, False) == "scalar":
-                b.activation(dst=dst, op="copy", data=src, scale=scale)
-            else:
-                b.tensor_scalar(dst=dst, data=src, op0="multiply", operand0=scale)
+        yield from self.normalise(pv, bias, (hb, 1), out, (gi, 1), slot, rows)
 
     def build(self):
         """Constants, then per (KV head, query tile) the Q load, each head block as a pipeline

@@ -267,8 +267,8 @@ class _LongKernel(_Kernel):
         """Emit the block's r units (head block ``slot`` of KV head ``g``, query tile ``m0``),
         one stage per ``next()``: per key block the scores, the max, the running max, P, Pᵀ,
         ``[O | l]`` and the accumulator; then ``O / (l + exp(sink - m))``."""
-        b, dv, r = self.b, self.dv, self.r
-        rw, col = (0, rows), (0, r)
+        b, r = self.b, self.r
+        rw = (0, rows)
         hb = _ds(Affine.of(g) * self.nb + slot, 1)  # the block's sinks column
         vis, kblocks = self.key_blocks(m0, rows)
         negm = acc = pv = None
@@ -295,32 +295,7 @@ class _LongKernel(_Kernel):
                 acc = self.accumulate(acc, alpha, pv, rows)
             negm = new
         total = pv if acc is None else acc
-        sink_e = b.alloc((P, r, 1), F32, name="sink_exp")  # exp(sink - m)
-        b.activation(
-            dst=_acc(sink_e, rw, col, (0, 1)),
-            op="exp",
-            data=_acc(negm, rw, col),
-            bias=_acc(self.sink, rw, hb),
-        )
-        yield
-        denom = b.alloc((P, r, 1), F32, name="denominator")
-        b.tensor_tensor(
-            dst=_acc(denom, rw, col, (0, 1)),
-            data1=_acc(total, rw, col, (dv, 1)),
-            data2=_acc(sink_e, rw, col, (0, 1)),
-            op="add",
-        )
-        recip = b.alloc((P, r, 1), F32, name="recip")
-        b.activation(dst=_acc(recip, rw, col, (0, 1)), op="reciprocal", data=_acc(denom, rw, col, (0, 1)))
-        yield
-        for ri in range(r):
-            dst = _acc(out, rw, (0, 1), (slot, 1), (ri, 1), (0, dv))
-            src = _acc(total, rw, (ri, 1), (0, dv))
-            scale = _acc(recip, rw, (ri, 1), (0, 1))
-            if self.engine(dv, False) == "scalar":
-                b.activation(dst=dst, op="copy", data=src, scale=scale)
-            else:
-                b.tensor_scalar(dst=dst, data=src, op0="multiply", operand0=scale)
+        yield from self.normalise(total, negm, hb, out, (0, 1), slot, rows)
 
     def build(self):
         """Constants and mask tiles, then the loop over KV heads: K, V once, per query tile the
