@@ -229,22 +229,26 @@ class _Emitter:
             )
 
     # ---- one (query head, query tile) unit, in two stages ------------------------------------
-    def scores(self, q_t, k_t, j: int, t: int, mask):
-        """Stage 1 (a generator returning (P, 1/Σ, rows)): S; then the diagonal mask, -max,
-        P = exp(...) with row sums, 1/Σ."""
+    def score_parts(self, q_t, k_t, j: int, t: int, mask, lo: int = 0, stop: int | None = None):
+        """A generator (one yield, after the matmuls) returning (parts, rows): S of query head
+        ``j``, tile ``t`` over keys [lo, stop) (``lo`` a multiple of 128; ``stop`` defaults to
+        the tile's last row) in PSUM banks; when the range reaches the tile's last row, its
+        diagonal chunk + mask/scale in SBUF. ``parts``: (tile, column, width, key - lo)."""
         b, d = self.b, self.d
         r0 = t * P
         mt = min(P, self.m - r0)
-        keys = r0 + mt
+        keys = r0 + mt if stop is None else stop
         rows = (0, mt)
         q_cols = _acc(q_t, (0, d), (j * self.m + r0, mt))
         banks = []
-        for b0 in range(0, keys, BANK):
+        for b0 in range(lo, keys, BANK):
             w = min(BANK, keys - b0)
             s = b.alloc((P, BANK), F32, "psum", name="scores")
             b.nc_matmul(dst=_acc(s, rows, (0, w)), stationary=q_cols, moving=_acc(k_t, (0, d), (b0, w)))
             banks.append((s, b0, w))
         yield  # the previous unit's P V goes here, between this unit's scores and its softmax
+        if keys < r0 + mt:  # no diagonal chunk in the range
+            return [(s, 0, w, b0 - lo) for s, b0, w in banks], mt
         s_last, b_last, _ = banks[-1]
         y = b.alloc((P, P), F32, name="scores_diag")
         b.tensor_tensor(
@@ -253,8 +257,12 @@ class _Emitter:
             data2=_acc(mask, rows, (0, mt)),
             op="add",
         )
-        parts = [(s, 0, w - (mt if s is s_last else 0), b0) for s, b0, w in banks]
-        parts = [p for p in parts if p[2] > 0] + [(y, 0, mt, r0)]
+        parts = [(s, 0, w - (mt if s is s_last else 0), b0 - lo) for s, b0, w in banks]
+        return [p for p in parts if p[2] > 0] + [(y, 0, mt, r0 - lo)], mt
+
+    def neg_max(self, parts, mt: int):
+        """``-max S`` per row of the ``parts`` (negated row maxes, then their minimum)."""
+        b, rows = self.b, (0, mt)
         cols = len(parts)
         negs = b.alloc((P, cols), F32, name="neg_maxes")
         for i, (src, c0, w, _k0) in enumerate(parts):
@@ -266,25 +274,20 @@ class _Emitter:
                 negate=True,
                 keepdims=True,
             )
-        neg = negs
-        if cols > 1:
-            neg = b.alloc((P, 1), F32, name="neg_max")
-            b.tensor_reduce(
-                dst=_acc(neg, rows, (0, 1)),
-                op="minimum",
-                data=_acc(negs, rows, (0, cols)),
-                axis=1,
-                keepdims=True,
-            )
-        bias = b.alloc((P, 1), F32, name="exp_bias")
-        b.tensor_scalar(
-            dst=_acc(bias, rows, (0, 1)),
-            data=_acc(neg, rows, (0, 1)),
-            op0="multiply",
-            operand0=self.scale,
-            engine="scalar",
+        if cols == 1:
+            return negs
+        neg = b.alloc((P, 1), F32, name="neg_max")
+        b.tensor_reduce(
+            dst=_acc(neg, rows, (0, 1)), op="minimum", data=_acc(negs, rows, (0, cols)), axis=1, keepdims=True
         )
-        p = b.alloc((P, keys), self.dt, name="probs")
+        return neg
+
+    def exps(self, parts, bias, mt: int, width: int):
+        """(P, Σ): ``P = exp(scale·S + bias)`` of the ``parts`` in the 16-bit dtype (``width``
+        keys) by ScalarE with the row sums fused, and the row sums' total."""
+        b, rows = self.b, (0, mt)
+        cols = len(parts)
+        p = b.alloc((P, width), self.dt, name="probs")
         sums = b.alloc((P, cols), F32, name="row_sums")
         for i, (src, c0, w, k0) in enumerate(parts):
             b.activation(
@@ -295,33 +298,47 @@ class _Emitter:
                 scale=self.scale,
                 reduce_res=_acc(sums, rows, (i, 1)),
             )
-        total = sums
-        if cols > 1:
-            total = b.alloc((P, 1), F32, name="row_sum")
-            b.tensor_reduce(
-                dst=_acc(total, rows, (0, 1)),
-                op="add",
-                data=_acc(sums, rows, (0, cols)),
-                axis=1,
-                keepdims=True,
-            )
+        if cols == 1:
+            return p, sums
+        total = b.alloc((P, 1), F32, name="row_sum")
+        b.tensor_reduce(
+            dst=_acc(total, rows, (0, 1)), op="add", data=_acc(sums, rows, (0, cols)), axis=1, keepdims=True
+        )
+        return p, total
+
+    def scores(self, q_t, k_t, j: int, t: int, mask):
+        """Stage 1 (a generator returning (P, 1/Σ, rows)): S; then the diagonal mask, -max,
+        P = exp(...) with row sums, 1/Σ."""
+        b = self.b
+        parts, mt = yield from self.score_parts(q_t, k_t, j, t, mask)
+        rows = (0, mt)
+        neg = self.neg_max(parts, mt)
+        bias = b.alloc((P, 1), F32, name="exp_bias")
+        b.tensor_scalar(
+            dst=_acc(bias, rows, (0, 1)),
+            data=_acc(neg, rows, (0, 1)),
+            op0="multiply",
+            operand0=self.scale,
+            engine="scalar",
+        )
+        p, total = self.exps(parts, bias, mt, t * P + mt)
         recip = b.alloc((P, 1), F32, name="recip")
         b.activation(dst=_acc(recip, rows, (0, 1)), op="reciprocal", data=_acc(total, rows, (0, 1)))
         return p, recip, mt
 
-    def values(self, v_nat, unit, j: int, t: int, out):
-        """Stage 2 (a generator): Pᵀ per 128-key chunk, O = Σ Pᵀᵀ V in PSUM; then O · 1/Σ into
-        ``out[:, j]``."""
+    def probs_values(self, v_nat, p, mt: int, t: int, first: int = 0):
+        """``O = Σ Pᵀᵀ V`` in PSUM over key chunks ``first`` .. ``t`` of query tile ``t`` (``p``'s
+        column 0 is key ``first·128``): Pᵀ per chunk by TensorE, ``SLOTS`` to a PSUM bank,
+        evacuated by ScalarE and VectorE in turn."""
         b, dv = self.b, self.dv
-        p, recip, mt = unit
         rows = (0, mt)
-        n_chunks = t + 1
+        n_chunks = t + 1 - first
         o = b.alloc((P, dv), F32, "psum", name="pv")
         for s0 in range(0, n_chunks, SLOTS):
             sn = min(SLOTS, n_chunks - s0)
             ps = b.alloc((P, SLOTS * P), self.dt, "psum", name="ps_pt")
             pt = b.alloc((P, SLOTS * P), self.dt, name="probs_t")
-            kcs = [P if c < t else mt for c in range(s0, s0 + sn)]
+            kcs = [P if first + c < t else mt for c in range(s0, s0 + sn)]
             for c, kc in zip(range(s0, s0 + sn), kcs):
                 b.nc_transpose(dst=_acc(ps, (0, kc), ((c - s0) * P, mt)), data=_acc(p, rows, (c * P, kc)))
             engine = _EVAC[self.evac % len(_EVAC)]
@@ -338,13 +355,21 @@ class _Emitter:
                 b.nc_matmul(
                     dst=_acc(o, rows, (0, dv)),
                     stationary=_acc(pt, (0, kc), ((c - s0) * P, mt)),
-                    moving=v_nat.at(kc, c, 0),
+                    moving=v_nat.at(kc, first + c, 0),
                     accumulate=c > 0,
                 )
+        return o
+
+    def values(self, v_nat, unit, j: int, t: int, out):
+        """Stage 2 (a generator): Pᵀ per 128-key chunk, O = Σ Pᵀᵀ V in PSUM; then O · 1/Σ into
+        ``out[:, j]``."""
+        p, recip, mt = unit
+        rows = (0, mt)
+        o = self.probs_values(v_nat, p, mt, t)
         yield  # the next unit's softmax goes here: VectorE reaches it before this multiply
-        b.tensor_scalar(
-            dst=_acc(out, rows, (j, 1), (0, dv)),
-            data=_acc(o, rows, (0, dv)),
+        self.b.tensor_scalar(
+            dst=_acc(out, rows, (j, 1), (0, self.dv)),
+            data=_acc(o, rows, (0, self.dv)),
             op0="multiply",
             operand0=_acc(recip, rows, (0, 1)),
         )
@@ -389,28 +414,28 @@ class _Emitter:
         q_t = b.alloc((P, self.rep * self.m), self.dt, name="q_t")
         for j in range(self.rep):
             self.transposed(q_nat, self.tiles, lambda t: min(P, self.m - t * P), q_t, j * self.m, head=j)
-        units = [(j, t) for t in range(self.tiles) for j in range(self.rep)]
         outs: dict[int, object] = {}
         # the software pipeline: per step, the scores of unit u+1, the P V of unit u, the
         # softmax of unit u+1, the output of unit u
         pending = None
-        for unit in units + [None]:
+        for unit in self.units() + [None]:
             nxt = None
             if unit is not None:
-                nxt = (unit, self.scores(q_t, k_t, unit[0], unit[1], mask))
+                nxt = (unit, self.unit_scores(q_t, k_t, unit, mask))
                 next(nxt[1])
             vals = None
             if pending is not None:
-                (pj, pt_), res = pending
+                done, res = pending
+                pt_ = done[1]
                 if pt_ not in outs:
                     outs[pt_] = b.alloc((P, self.rep, self.dv), self.dt, name="o_tile")
-                vals = self.values(v_nat, res, pj, pt_, outs[pt_])
+                vals = self.unit_values(v_nat, res, done, outs[pt_])
                 next(vals)
             if nxt is not None:
                 nxt = (nxt[0], _finish(nxt[1]))
             if vals is not None:
                 _finish(vals)
-                if pj == self.rep - 1:
+                if self.ends_tile(done):
                     mt = min(P, self.m - pt_ * P)
                     heads = _ds(Affine.of(g) * self.rep, self.rep)
                     b.dma_copy(
@@ -418,6 +443,21 @@ class _Emitter:
                         src=_acc(outs[pt_], (0, mt), (0, self.rep), (0, self.dv)),
                     )
             pending = nxt
+
+    # ---- the units of a KV head (the long-key kernel, causal_attention_long.py, has others) ---
+    def units(self) -> list:
+        """(query head in the group, query tile) in emission order."""
+        return [(j, t) for t in range(self.tiles) for j in range(self.rep)]
+
+    def unit_scores(self, q_t, k_t, unit, mask):
+        return self.scores(q_t, k_t, unit[0], unit[1], mask)
+
+    def unit_values(self, v_nat, res, unit, out):
+        return self.values(v_nat, res, unit[0], unit[1], out)
+
+    def ends_tile(self, unit) -> bool:
+        """The query tile's output is complete after ``unit``."""
+        return unit[0] == self.rep - 1
 
 
 @item_rule(CausalAttentionOp)
