@@ -13,7 +13,8 @@ input and of ``dst`` — and the engine search of a straight-line kernel (engine
 them where the scheduled time drops; copies of a row nothing reads any more are dropped.
 Same bits: the same fp32 values are read from PSUM or from their SBUF copy.
 
-Only when every PSUM tile of the kernel fits the banks at once (the banks then stay live to
+The copy may cast to the row's own dtype (a bf16 ``w``: the fp32 bank holds ``1.0 · w`` exactly,
+so its bf16 copy changes no bit; ``_exact_cast``). Only when every PSUM tile of the kernel fits the banks at once (the banks then stay live to
 their last reader without crowding out any other PSUM tile) and ``W`` is written only by whole
 -bank copies of PSUM tiles that one matmul each writes.
 """
@@ -21,7 +22,7 @@ their last reader without crowding out any other PSUM tile) and ``W`` is written
 from __future__ import annotations
 
 from ...nki.access import pack
-from ...nki.ops import AllocOp, DeallocOp, MatmulOp, TensorCopyOp, TensorTensorOp
+from ...nki.ops import AllocOp, DeallocOp, MatmulOp, MemsetOp, TensorCopyOp, TensorTensorOp
 from ...nki.types import Access, Affine, DimSlice, MemorySpace
 
 _ALU = ("add", "subtract", "multiply", "maximum", "minimum")
@@ -73,7 +74,9 @@ def broadcast_rows(instrs: list, target) -> dict:
                 break
             src, dst = op.access("src"), op.access("dst")
             p = src.tensor
-            if p.type.space is not MemorySpace.PSUM or src.dtype != dst.dtype or len(p.type.shape) != 2:
+            if p.type.space is not MemorySpace.PSUM or len(p.type.shape) != 2:
+                break
+            if src.dtype != dst.dtype and not _exact_cast(writers.get(p, []), dst.dtype, writers):
                 break
             if _plain_2d(src) != (0, p.type.shape[1]) or src.dims[0].size != w.type.shape[0]:
                 break
@@ -90,6 +93,21 @@ def broadcast_rows(instrs: list, target) -> dict:
                 if all(cols[2 * k + 1] == cols[2 * k + 2] for k in range(len(pieces) - 1)):
                     rows[w] = pieces
     return rows
+
+
+def _exact_cast(psum_writers: list, dtype, writers: dict) -> bool:
+    """The one matmul writing a PSUM tile broadcasts a row of ``dtype`` (``ones[1,P]ᵀ · row``:
+    one partition of contraction against a tile set to 1.0 by one memset), so every fp32 value
+    in the bank is exactly a ``dtype`` value and a copy casting it to ``dtype`` changes no bit:
+    reading the bank instead of the copy gives the reader the same numbers."""
+    if len(psum_writers) != 1 or not isinstance(psum_writers[0], MatmulOp):
+        return False
+    mm = psum_writers[0]
+    st, mv = mm.access("stationary"), mm.access("moving")
+    if st.dims[0].size != 1 or mv.dtype != dtype:
+        return False
+    ones = writers.get(st.tensor, [])
+    return len(ones) == 1 and isinstance(ones[0], MemsetOp) and float(ones[0].attrs["value"]) == 1.0
 
 
 def _bytes(v) -> int:

@@ -10,7 +10,8 @@ computed, so the kernel ends about half a pass and half a transfer earlier. The 
 separate allocations (the scheduler tracks dependencies per allocation: a DMA reading one half
 of a shared tile would wait for the writes of the other, and they for its transfer).
 
-What is split: the last ``dma_copy`` from a (P, F) SBUF tile into HBM, F even; the tile's writers
+What is split: the last ``dma_copy`` from a (P, F) SBUF tile into HBM (any rank, its last dim the F
+columns: RMSNorm of one ``1×128×1024`` row block too), F even; the tile's writers
 and, recursively, the (P, F) SBUF tiles they read over the same columns whose every reader is such
 a writer — when every writer is an elementwise instruction (``activation`` without a fused sum,
 ``tensor_scalar``, ``tensor_tensor``, ``tensor_copy``) writing whole partitions and a column
@@ -142,9 +143,16 @@ def _target_tile(store):
     rows, width = tile.type.shape
     if width % PIECES or width // PIECES < 2:
         return None
-    if store.access("src").shape != (rows, width) or _columns(store.access("dst")) is None:
+    if store.access("src").shape != (rows, width) or not _last_dim_window(store.access("dst"), width):
         return None
     return tile
+
+
+def _last_dim_window(acc: Access, width: int) -> bool:
+    """The HBM side of the store: any rank (a ``1×128×1024`` output of one row block too), its
+    last dim a unit-stride constant window of the tile's ``width`` columns."""
+    d = acc.dims[-1]
+    return d.stride == 1 and not d.offset.terms and d.size == width
 
 
 def _piece_tiles(block, cone: _Cone, rows: int, c: int) -> dict:
