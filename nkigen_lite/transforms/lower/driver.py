@@ -43,7 +43,7 @@ from .item_order import hoist_projections
 from .limits import LoweringLimit
 from .liveness import peak_live_bytes
 from .matmul import lower_matmul
-from .mlp_block import emit_mlp_block, match_mlp_block, plan_block
+from .mlp_block import emit_widest, match_mlp_block, plan_block
 from .mlp_prologue import match_prologue
 from .online import reads_running_max
 from .operand_cast import is_operand_cast
@@ -390,7 +390,7 @@ def _try_mlp_block(
         return False
     for it in blk.prelude:
         _lower_op(ctx, it)
-    emit_mlp_block(ctx, blk, outputs, row_local, plans)
+    emit_widest(ctx, blk, outputs, row_local, plans)
     skip |= blk.consumed
     return True
 

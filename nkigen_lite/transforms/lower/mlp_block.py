@@ -44,6 +44,7 @@ from .matmul import lower_matmul
 from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles
 from .mlp_prologue import Prologue, emit_prologue, kept_bytes
 from .pipeline import group_member
+from .resident import MARGIN_BYTES, erase_from, region_peak
 from .views import is_layout_convert
 
 BLOCK_WIDTHS = (1024, 512, 256, 128)  # intermediate columns per block, widest that fits first
@@ -256,6 +257,34 @@ def choose_block(ctx, blk: MlpBlock, plans: dict, s: int) -> int | None:
         if h_t + acc + weights + work <= room:
             return bw
     return None
+
+
+def emit_widest(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> None:
+    """Emit the block at the widest of ``BLOCK_WIDTHS`` that is wider than ``choose_block``'s
+    width and whose emitted SBUF peak (``region_peak``: tiles live from alloc to last use) plus
+    ``MARGIN_BYTES`` fits a partition, else at ``choose_block``'s width. The formula assumes two
+    buffers of the block's weights and fp32 row tiles; the peak is what the verifier counts
+    (single buffers: rotation adds a second one only where it still fits). Wider blocks read
+    the same bytes in fewer, longer runs and give each row tile more TensorE work per block
+    (fewer fp32 accumulations of the down projection into ``acc``)."""
+    inter = blk.ups[0].result.type.shape[-1]
+    chosen = blk.width
+    block = ctx.b._blocks[-1]
+    saved = (dict(ctx.homes), dict(ctx._views), ctx._scratch)
+    sbuf = ctx.target.sbuf_bytes_per_partition
+    for bw in BLOCK_WIDTHS:
+        if bw <= chosen or inter % bw:
+            continue
+        before = block.last
+        blk.width = bw
+        emit_mlp_block(ctx, blk, outputs, row_local, plans)
+        first = before.next_op if before is not None else block.first
+        if region_peak(first) + MARGIN_BYTES <= sbuf:
+            return
+        erase_from(block, first)
+        ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
+    blk.width = chosen
+    emit_mlp_block(ctx, blk, outputs, row_local, plans)
 
 
 class _RowWindow:
