@@ -4,8 +4,9 @@ and cumsum (inclusive prefix sum), each defined by a NumPy function (``define_op
 argmax and argmin are the one home of ``b.argmax`` / ``b.argmin`` and of ``@nk.trace``'s
 ``np.argmax`` / ``np.argmin`` (trace_reduce.py builds these ops). On NumPy arrays they are
 NumPy's; traced (their expansion, which decompose inlines when the native top-8 path does not
-take them: transforms/decomposition/ordering.py) they are two passes, ``first_extreme``: the
-extreme, then the lowest index holding it, a NaN counting as the extreme as in NumPy.
+take them: transforms/decomposition/ordering.py for argmax, transforms/lower/argmin.py for
+argmin) they are two passes, ``first_extreme``: the extreme, then the lowest index holding it, a
+NaN counting as the extreme as in NumPy.
 
 ``cumsum`` adds in log2(n) doubling steps (step s adds the value s places before), so every
 add is an exact integer add for integer inputs (int32 results wrap like NumPy's int32 sums);

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from ..nki.ops import alu
 from ..nki.target import TRN2
 from ..tensor import ops as T
+from ..tensor.composites_index import ArgminOp
 from ..tensor.ops import Needs
+from .lower.argmin import argmin_refusal
 from .lower.custom import has_own_lowering
 from .lower.topk import native_topk_refusal
 
@@ -45,7 +47,10 @@ class Capabilities:
     def native(self, op) -> bool:
         """True when the tensor op instance ``op`` runs natively (its ``capability()``), is a
         composite op with a lowering of its own (``register_composite_lowering``), or is a
-        tensor.topk the top-8 lowering takes (transforms/lower/topk.py)."""
+        tensor.topk or tensor.argmin the top-8 lowering takes (transforms/lower/topk.py,
+        argmin.py)."""
+        if isinstance(op, ArgminOp):  # before the own-lowering check: refused ones expand
+            return argmin_refusal(op, self.target) is None
         if isinstance(op, T.CompositeOp) and has_own_lowering(type(op)):
             return True
         if isinstance(op, T.TopkOp):  # the top-8 instructions, when the native path takes it

@@ -48,7 +48,7 @@ from ...tensor import ops as T
 from .context import LowerContext
 from .homes import HbmHome
 from .rules import item_rule
-from .topk_merge import NEG_FLT_MAX, _finish_values, _merge, _tile
+from .topk_merge import NEG_BYTES, NEG_FLT_MAX, _finish_values, _merge, _tile, negated
 from .topk_nan import NAN_BYTES, first_nan_wins, nan_free_keys, nan_mode, ones8
 from .topk_rows import emit_rows_at_once, fits
 from .views import copy_home
@@ -61,13 +61,13 @@ INDEX_LIMIT = 2**24  # fp32 holds every index below this exactly
 MERGE_MAX = 4096  # candidates one partition merges: candidates, indices, positions, one-hot in SBUF
 
 
-def _topk_plan(n: int, k: int, dtype, target, nan: bool = False):
+def _topk_plan(n: int, k: int, dtype, target, nan: bool = False, negate: bool = False):
     """(rounds, chunk size, number of chunks, candidates per row, keyed) for one row of n
-    (``nan``: with the NaN-free keys of topk_nan.py)."""
+    (``nan``: with the NaN-free keys of topk_nan.py; ``negate``: with argmin's fp32 keys)."""
     w = target.top8_width
     rounds = -(-k // w)
     keyed = rounds > 1
-    per_elem = dtype.itemsize + (4 if keyed else 0) + (NAN_BYTES if nan else 0)
+    per_elem = dtype.itemsize + (4 if keyed else 0) + (NAN_BYTES if nan else 0) + (NEG_BYTES if negate else 0)
     budget = (target.sbuf_bytes_per_partition * 3) // 8  # rotating buffers double it
     cmax = max(w, min(target.top8_free_max, budget // per_elem))
     nchunks = -(-n // cmax)
@@ -81,8 +81,9 @@ def native_topk_refusal(op, target) -> str | None:
     return topk_refusal(op.operand(0).type, op.attrs["k"], op.attrs["axis"], target)
 
 
-def topk_refusal(x, k: int, axis: int, target) -> str | None:
-    """Why the native lowering cannot take topk(x, k, axis) (``x`` a TensorType), or None."""
+def topk_refusal(x, k: int, axis: int, target, negate: bool = False) -> str | None:
+    """Why the native lowering cannot take topk(x, k, axis) (``x`` a TensorType; ``negate``: of
+    ``-x``, argmin.py), or None."""
     if getattr(target, "top8_width", None) is None:
         return f"{getattr(target, 'name', 'the target')} has no max8 / find_index8 / match_replace8"
     n = x.shape[axis]
@@ -92,7 +93,9 @@ def topk_refusal(x, k: int, axis: int, target) -> str | None:
         return f"the axis has {n} < {target.top8_free_min} elements (max8 reads at least 8)"
     if n > INDEX_LIMIT:
         return f"the axis has {n:,} > 2**24 elements (indices are exact in fp32 below 2**24)"
-    rounds, size, nchunks, cands, keyed = _topk_plan(n, k, x.dtype, target, k == 1 and x.dtype.is_float)
+    rounds, size, nchunks, cands, keyed = _topk_plan(
+        n, k, x.dtype, target, k == 1 and x.dtype.is_float, negate
+    )
     if keyed and x.dtype.name not in KEYED_DTYPES:
         return f"k = {k} > {target.top8_width} on {x.dtype}: no fp32 sentinel lies below every value"
     if nchunks > 1 and cands > MERGE_MAX:
@@ -151,29 +154,42 @@ def lower_topk(ctx: LowerContext, op: T.TopkOp) -> None:
 
 
 def _emit(
-    ctx: LowerContext, src: HbmHome, out_v: HbmHome, out_i: HbmHome, n: int, k: int, dt, values: bool = True
+    ctx: LowerContext,
+    src: HbmHome,
+    out_v: HbmHome | None,
+    out_i: HbmHome,
+    n: int,
+    k: int,
+    dt,
+    values: bool = True,
+    negate: bool = False,
 ) -> None:
     """topk of ``src`` (rows, n) into ``out_v`` / ``out_i`` (rows, k); ``values``: whether the
-    values are read (argmax reads only the indices)."""
+    values are read (argmax reads only the indices); ``out_v`` None: no values stored (argmin);
+    ``negate``: the top k of ``-src`` (argmin.py: only the indices, ``values`` False)."""
+    assert not (negate and values) and (out_v is not None or not values)
     rows = src.shape[0]
-    v_view, i_view = ctx.view(out_v), ctx.view(out_i)  # views are made outside the loops
+    v_view = ctx.view(out_v) if out_v is not None else None  # views are made outside the loops
+    i_view = ctx.view(out_i)
     nan = nan_mode(k, dt, values)
-    q = fold_factor(rows, n, k, dt, ctx.target)
+    q = fold_factor(rows, n, k, dt, ctx.target, negate)
     # folding needs each row's q pieces addressable as rows of one view (a strided source, e.g.
     # topk along a non-last axis, may not reshape without a copy: then one row per partition)
     folded = src.reshape((rows * q, n // q)) if q > 1 else None
-    if folded is not None and fits(rows, q, n // q, k, dt, ctx.target, nan):
-        emit_rows_at_once(ctx, ctx.view(folded), v_view, i_view, rows, q, n // q, k, dt, values)
+    if folded is not None and fits(rows, q, n // q, k, dt, ctx.target, nan, negate):
+        emit_rows_at_once(ctx, ctx.view(folded), v_view, i_view, rows, q, n // q, k, dt, values, negate)
         return
     if folded is not None:
-        _emit_folded(ctx, folded, v_view, i_view, rows, q, n // q, k, dt, nan)
+        _emit_folded(ctx, folded, v_view, i_view, rows, q, n // q, k, dt, nan, negate)
         return
     b, t = ctx.b, ctx.target
     x_view = ctx.view(src)
-    rounds, _, nchunks, _, keyed = _topk_plan(n, k, dt, t, nan)
+    rounds, _, nchunks, _, keyed = _topk_plan(n, k, dt, t, nan, negate)
 
     def block(_bi: Affine, r0: Affine, p: int) -> None:
-        cv, ci, width, cn = _candidates(ctx, x_view, r0, p, n, k, dt, stride=0, pad=True, nan=nan)
+        cv, ci, width, cn = _candidates(
+            ctx, x_view, r0, p, n, k, dt, stride=0, pad=True, nan=nan, negate=negate
+        )
         ov = b.alloc((p, k), dt, "sbuf", name="top_v")
         oi = b.alloc((p, k), int32, "sbuf", name="top_i")
         got = b.alloc((p, k), float32, "sbuf", name="top_if") if nan else oi
@@ -184,14 +200,14 @@ def _emit(
             _merge(ctx, cv, ci, ov, got, p, k, rounds, width, keyed and dt.is_float)
         if nan:
             first_nan_wins(ctx, _tile(cn, p, (0, nchunks, 1)), got, oi, p)
-        else:
+        elif v_view is not None:
             b.dma_copy(dst=Access(v_view, (DimSlice(r0, p, 1), DimSlice(0, k, 1))), src=ov)
         b.dma_copy(dst=Access(i_view, (DimSlice(r0, p, 1), DimSlice(0, k, 1))), src=oi)
 
     _chunks(ctx, rows, ctx.partitions, block)
 
 
-def fold_factor(rows: int, n: int, k: int, dt, target) -> int:
+def fold_factor(rows: int, n: int, k: int, dt, target, negate: bool = False) -> int:
     """Partitions one row is spread over (1: rows stay one per partition). Few long rows are
     folded: each row runs alone on ``q`` partitions, a segment of n / q elements each (``q``
     the largest divisor of n with 16 <= q <= 128 that keeps a segment >= 8 elements and the
@@ -200,14 +216,14 @@ def fold_factor(rows: int, n: int, k: int, dt, target) -> int:
     for q in range(p, 15, -1):
         if n % q or rows * 2 > q or n // q < target.top8_free_min:
             continue
-        _, _, nchunks, _, _ = _topk_plan(n // q, k, dt, target, k == 1 and dt.is_float)
+        _, _, nchunks, _, _ = _topk_plan(n // q, k, dt, target, k == 1 and dt.is_float, negate)
         if w <= q * nchunks * k <= MERGE_MAX:
             return q
     return 1
 
 
 def _emit_folded(
-    ctx, xq: HbmHome, v_view, i_view, rows: int, q: int, seg: int, k: int, dt, nan: bool = False
+    ctx, xq: HbmHome, v_view, i_view, rows: int, q: int, seg: int, k: int, dt, nan: bool = False, negate=False
 ) -> None:
     """Each row on ``q`` partitions (xq: the input as (rows * q, seg)): per partition the top k
     of its segment (global index = partition * seg + position, an iota channel multiplier),
@@ -215,10 +231,12 @@ def _emit_folded(
     each, so equal values stay in index order) and merged there."""
     b, t = ctx.b, ctx.target
     x_view = ctx.view(xq)
-    rounds, _, _, _, keyed = _topk_plan(seg, k, dt, t, nan)
+    rounds, _, _, _, keyed = _topk_plan(seg, k, dt, t, nan, negate)
 
     def one_row(ri: Affine, _r: Affine, _one: int) -> None:
-        cv, ci, width, cn = _candidates(ctx, x_view, ri * q, q, seg, k, dt, stride=seg, pad=False, nan=nan)
+        cv, ci, width, cn = _candidates(
+            ctx, x_view, ri * q, q, seg, k, dt, stride=seg, pad=False, nan=nan, negate=negate
+        )
         total = q * width
         cv1 = b.alloc((1, total), float32, "sbuf", name="row_cand_v")
         ci1 = b.alloc((1, 1, total), float32, "sbuf", name="row_cand_i")
@@ -232,7 +250,7 @@ def _emit_folded(
             cn1 = b.alloc((1, cn.type.shape[0] * cn.type.shape[1]), float32, "sbuf", name="row_cand_nan")
             b.dma_copy(dst=cn1, src=cn)
             first_nan_wins(ctx, cn1, got, oi, 1)
-        else:
+        elif v_view is not None:
             b.dma_copy(dst=Access(v_view, (DimSlice(ri, 1, 1), DimSlice(0, k, 1))), src=ov)
         b.dma_copy(dst=Access(i_view, (DimSlice(ri, 1, 1), DimSlice(0, k, 1))), src=oi)
 
@@ -240,16 +258,27 @@ def _emit_folded(
 
 
 def _candidates(
-    ctx, x_view, r0: Affine, p: int, length: int, k: int, dt, stride: int, pad: bool, nan: bool = False
+    ctx,
+    x_view,
+    r0: Affine,
+    p: int,
+    length: int,
+    k: int,
+    dt,
+    stride: int,
+    pad: bool,
+    nan: bool = False,
+    negate=False,
 ):
     """Per partition of rows [r0, r0 + p) of ``x_view``, the top k of each chunk of its
     ``length`` elements: (candidate values (p, width) fp32, their global indices (p, 1, width)
     fp32, width, the chunks' NaN candidates (p, chunks) fp32 with ``nan`` (topk_nan.py) else
     None). Partition c's elements start at index c * ``stride``. With ``pad``, fewer than 8
-    candidates are padded to 8 with -inf (index 0) after the real ones."""
+    candidates are padded to 8 with -inf (index 0) after the real ones. With ``negate`` the keys
+    are ``-x`` (argmin; the candidate values are then negated values)."""
     b, t = ctx.b, ctx.target
     w = t.top8_width
-    rounds, size, nchunks, _, keyed = _topk_plan(length, k, dt, t, nan)
+    rounds, size, nchunks, _, keyed = _topk_plan(length, k, dt, t, nan, negate)
     m = nchunks * k
     width = max(m, w) if pad else m
     cv = b.alloc((p, width), float32, "sbuf", name="cand_v")
@@ -267,14 +296,14 @@ def _candidates(
         b.dma_copy(dst=tile, src=Access(x_view, (DimSlice(r0, p, 1), DimSlice(c0, size_c, 1))))
         start = b.alloc((p, 1), float32, "sbuf", name="chunk_start")
         b.iota(dst=start, pattern=[[0, 1]], offset=c0, channel_multiplier=stride)
-        data = tile
+        data = negated(ctx, tile, p, size_c) if negate else tile
         if keyed:
-            data = b.alloc((p, size_c), float32, "sbuf", name="keys")
-            b.tensor_scalar(dst=data, data=tile, op0="maximum", operand0=NEG_FLT_MAX)
+            keys = b.alloc((p, size_c), float32, "sbuf", name="keys")
+            b.tensor_scalar(dst=keys, data=data, op0="maximum", operand0=NEG_FLT_MAX)
+            data = keys
         if nan:
-            data = nan_free_keys(
-                ctx, tile, p, size_c, start, ones, Access(cn, (DimSlice(0, p, 1), DimSlice(j, 1, 1)))
-            )
+            cand = Access(cn, (DimSlice(0, p, 1), DimSlice(j, 1, 1)))
+            data = nan_free_keys(ctx, tile, p, size_c, start, ones, cand, data if negate else None)
         for r in range(rounds):
             take = min(w, k - r * w)
             slot = j * k + r * w

@@ -1,6 +1,6 @@
 """The pieces of topk.py's lowering shared with topk_rows.py: tile accesses, the merge of
-candidates on their partitions (max8, find_index8, index picked by a one-hot compare) and the
-values' sentinel mapped back."""
+candidates on their partitions (max8, find_index8, index picked by a one-hot compare), the
+values' sentinel mapped back and argmin's negated keys."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from ...nki.types import Access, Affine, DimSlice
 
 NEG_FLT_MAX = float(-np.finfo(np.float32).max)
 ONEHOT_BYTES = 64 * 1024  # per partition, the one-hot tile of one merge step
+NEG_BYTES = 4  # per element: argmin's fp32 negated keys
 
 
 def _tile(t, p: int, *dims) -> Access:
@@ -65,3 +66,13 @@ def _finish_values(ctx, ov, keys: Access, p: int, at: int, count: int, map_back:
     pred = b.alloc((p, count), uint8, "sbuf", name="finite")
     b.tensor_scalar(dst=pred, data=keys, op0="greater", operand0=NEG_FLT_MAX)
     b.select(dst=dst, predicate=pred, on_true=keys, on_false=float("-inf"))
+
+
+def negated(ctx, tile, p: int, size: int):
+    """``-tile`` (p, size) as fp32 keys, by one ScalarE activation (copy, scale -1): argmin is the
+    top-1 of the negated values, exact for every dtype the top-8 path takes (fp32 negation is
+    exact, a NaN stays a NaN, -inf becomes +inf, and equal values stay equal, so ties keep their
+    order). ScalarE runs it beside GpSimd's NaN mask of ``tile``."""
+    keys = ctx.b.alloc((p, size), float32, "sbuf", name="neg_keys")
+    ctx.b.activation(dst=keys, op="copy", data=tile, scale=-1.0)
+    return keys

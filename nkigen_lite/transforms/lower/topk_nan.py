@@ -39,15 +39,17 @@ def ones8(ctx, p: int):
     return t
 
 
-def nan_free_keys(ctx, tile, p: int, size: int, start, ones, cand: Access):
+def nan_free_keys(ctx, tile, p: int, size: int, start, ones, cand: Access, keys_of=None):
     """The fp32 keys of ``tile`` (p, size) with NaN as -inf, which max8 / find_index8 read; writes
     the segment's NaN candidate (its first NaN's global index, ``start`` + position, or NO_NAN)
-    into the (p, 1) access ``cand``."""
+    into the (p, 1) access ``cand``. ``keys_of``: the values the keys take where ``tile`` is not
+    NaN (default ``tile``; argmin passes ``-tile``, NaN exactly where ``tile`` is)."""
     b, w = ctx.b, ctx.target.top8_width
     mask = b.alloc((p, size), uint8, "sbuf", name="nan_mask")
     b.tensor_tensor(dst=mask, data1=tile, data2=tile, op="not_equal", engine="gpsimd")
     keys = b.alloc((p, size), float32, "sbuf", name="nan_free")
-    b.select(dst=keys, predicate=mask, on_true=tile, on_false=float("-inf"), reverse_pred=True)
+    on_true = tile if keys_of is None else keys_of
+    b.select(dst=keys, predicate=mask, on_true=on_true, on_false=float("-inf"), reverse_pred=True)
     pos = b.alloc((p, w), uint32, "sbuf", name="nan_pos")
     b.find_index8(dst=pos, data=mask, vals=ones)
     has = b.alloc((p, 1), uint8, "sbuf", name="has_nan")

@@ -23,28 +23,31 @@ from __future__ import annotations
 
 from ...ir.dtypes import float32, int32, uint32
 from ...nki.types import Access, DimSlice
-from .topk_merge import _merge, _tile
+from .topk_merge import NEG_BYTES, _merge, _tile, negated
 from .topk_nan import NAN_BYTES, first_nan_wins, nan_free_keys, nan_mode, ones8
 
 
-def fits(rows: int, q: int, seg: int, k: int, dt, target, nan: bool = False) -> bool:
+def fits(rows: int, q: int, seg: int, k: int, dt, target, nan: bool = False, negate: bool = False) -> bool:
     """True when every row's segment fits the SBUF budget at once (with ``nan``, and one
     segment's NaN-free keys: topk_nan.py), one top-8 pass covers a segment (k <= 8, the segment
-    within max8's free size) and the merge row stays within max8's limits."""
+    within max8's free size) and the merge row stays within max8's limits (``negate``: and one
+    segment's negated keys, argmin)."""
     budget = (target.sbuf_bytes_per_partition * 3) // 8
     return (
         k <= target.top8_width
         and rows <= q
         and seg <= target.top8_free_max
-        and rows * seg * dt.itemsize + (seg * NAN_BYTES if nan else 0) <= budget
+        and rows * seg * dt.itemsize + (seg * NAN_BYTES if nan else 0) + (seg * NEG_BYTES if negate else 0)
+        <= budget
         and target.top8_free_min <= q * k <= target.top8_free_max
     )
 
 
 def emit_rows_at_once(
-    ctx, x_view, v_view, i_view, rows: int, q: int, seg: int, k: int, dt, values: bool
+    ctx, x_view, v_view, i_view, rows: int, q: int, seg: int, k: int, dt, values: bool, negate: bool = False
 ) -> None:
-    """The module docstring's kernel: ``x_view`` is the input as (rows · q, seg)."""
+    """The module docstring's kernel: ``x_view`` is the input as (rows · q, seg); with ``negate``
+    the top k of ``-x`` (argmin), and ``v_view`` may be None (no values stored)."""
     b, t = ctx.b, ctx.target
     w = t.top8_width
     nan = nan_mode(k, dt, values)
@@ -60,8 +63,11 @@ def emit_rows_at_once(
     cand_n = b.alloc((q, rows), float32, "sbuf", name="cand_nan") if nan else None
     ones = ones8(ctx, q) if nan else None
     for r, tile in enumerate(loaded):
+        keys = negated(ctx, tile, q, seg) if negate else None
         if nan:
-            tile = nan_free_keys(ctx, tile, q, seg, start, ones, _tile(cand_n, q, (r, 1, 1)))
+            tile = nan_free_keys(ctx, tile, q, seg, start, ones, _tile(cand_n, q, (r, 1, 1)), keys)
+        elif keys is not None:
+            tile = keys
         v8 = b.alloc((q, w), float32, "sbuf", name="max8")
         idx8 = b.alloc((q, w), uint32, "sbuf", name="pos8")
         b.max8(dst=v8, src=tile)
@@ -97,6 +103,6 @@ def emit_rows_at_once(
         b.nc_transpose(dst=ps, data=_tile(cand_n, q, (0, rows, 1)))
         b.tensor_copy(dst=row_n, src=ps, engine="scalar")
         first_nan_wins(ctx, row_n, got, oi, rows)
-    if values:
+    if values and v_view is not None:
         b.dma_copy(dst=Access(v_view, (DimSlice(0, rows, 1), DimSlice(0, k, 1))), src=ov)
     b.dma_copy(dst=Access(i_view, (DimSlice(0, rows, 1), DimSlice(0, k, 1))), src=oi)
