@@ -6,15 +6,18 @@ causal (a constant tile per query tile, built once on GpSimd by ``affine_select`
 one negated row max, ``P = exp(scale·Y - scale·m)`` with its row sum ``l`` fused into the
 activation, ``Pᵀ`` by TensorE transposes (fp32, as the program's softmax is fp32), ``O = Pᵀᵀ V``
 and ``O · (1/l)`` cast to the output dtype while leaving PSUM. The scores never leave the chip.
+16-bit kernels keep every matmul 16-bit: the mask is accumulated into the scores' PSUM bank by an
+identity matmul when the dtype carries it (``mask_value_16``), and ``P V`` runs as ``hi V + lo V``
+with Pᵀ split into two 16-bit parts as it leaves PSUM (``evacuate_pt``); V stays 16-bit.
 
 Data movement is batched across heads: Kᵀ and V of every KV head are loaded once (``K`` and
 ``V`` of ``HEADS_PER_DMA`` heads per DMA, keys on the partitions, heads along the free axis;
-K transposed on TensorE, V widened to fp32 on GpSimd) and shared by all query heads of its group
-(GQA never copies K or V); ``Q`` is loaded and ``O`` stored for ``HEADS_PER_DMA`` query heads per
-DMA. Every tile is a fresh allocation, so the scheduler overlaps the loads of later heads with
-the work of earlier ones. With ``causal``, key chunks after a query tile's last row are skipped
-(their probabilities are ``exp(mask + scale·s - max)``: 0 unless scores spread over more than
-``|mask|``; only done for ``mask <= SKIP_MASK``).
+K transposed on TensorE, V widened to fp32 on GpSimd when ``P V`` is fp32) and shared by all
+query heads of its group (GQA never copies K or V); ``Q`` is loaded and ``O`` stored for
+``HEADS_PER_DMA`` query heads per DMA. Every tile is a fresh allocation, so the scheduler
+overlaps the loads of later heads with the work of earlier ones. With ``causal``, key chunks
+after a query tile's last row are skipped (their probabilities are ``exp(mask + scale·s - max)``:
+0 unless scores spread over more than ``|mask|``; only done for ``mask <= SKIP_MASK``).
 """
 
 from __future__ import annotations
@@ -111,6 +114,15 @@ class _Kernel:
         self.bal = EvacuationBalance(b)
         self.mask_off = float(np.float32(self.mask / self.scale))
         self.fast = self.dt is not F32  # 16-bit copies out of PSUM: VectorE's 2x mode
+        # the causal mask added in PSUM by a TensorE matmul (identity x 16-bit mask tile) when
+        # 16 bits carry it (mask_value_16), else by a VectorE add in fp32
+        self.mask_16 = self.mask_value_16()
+        self.mask_dt = F32 if self.mask_16 is None else self.dt
+        self.mask_fill = self.mask_off if self.mask_16 is None else self.mask_16
+        self.ident = None
+        # 16-bit kernels: Pᵀ V as two 16-bit matmuls of Pᵀ's hi and lo parts (evacuate_pt); V
+        # stays 16-bit
+        self.split = self.fast
 
     def make_views(self, q, k, v) -> None:
         """Rows (keys) on the partitions, heads along the free axis: one DMA moves several heads."""
@@ -152,7 +164,7 @@ class _Kernel:
             self.kt[g0 + j] = b.alloc((P, n), self.dt, name="k_t")
             self.vt[g0 + j] = []
         for c0, kc, kn, vn in chunks:
-            if self.dt is not F32:  # the Pᵀ V matmul is fp32: V widened on chip (exact)
+            if not self.split and self.dt is not F32:  # an fp32 Pᵀ V: V widened on chip (exact)
                 v32 = b.alloc((P, hk, dv), F32, name="v_f32")
                 b.tensor_copy(
                     dst=_acc(v32, (0, kc), (0, hk), (0, dv)),
@@ -176,7 +188,7 @@ class _Kernel:
         m0, mt = us[0].m0, us[0].mt
         if m0 not in self.masks:
             b = self.b
-            t = b.alloc((P, 1, keys), F32, name="causal_bias")
+            t = b.alloc((P, 1, keys), self.mask_dt, name="causal_bias")
             w = _acc(t, (0, mt), (0, 1), (0, keys))
             b.memset(dst=w, value=0.0, engine="gpsimd")
             # keep where key - (m0 + p) <= 0
@@ -185,12 +197,68 @@ class _Kernel:
                 pattern=[[1, keys]],
                 channel_multiplier=-1,
                 on_true_tile=w,
-                on_false_value=self.mask_off,
+                on_false_value=self.mask_fill,
                 cmp_op="less_equal",
                 offset=-m0,
             )
             self.masks[m0] = t
         return self.masks[m0]
+
+    def mask_value_16(self) -> float | None:
+        """The value of the masked entries in a 16-bit mask tile, or None when the mask is added
+        in fp32 instead: fp32 kernels, and masks the 16-bit dtype cannot carry -- a value not
+        exactly representable, unless the mask is at most ``SKIP_MASK`` (its entries'
+        probabilities are taken as 0, as for the skipped key chunks): then the 16-bit value at or
+        below it (bf16: -1e4·8 = -80,000 -> -80,384) -- never an f16 overflow."""
+        if not self.fast:
+            return None
+        with np.errstate(over="ignore"):
+            v = np.array([self.mask_off], np.float32).astype(self.dt.np_dtype)
+        if float(v[0]) == self.mask_off:
+            return float(v[0])
+        if self.mask > SKIP_MASK:
+            return None
+        if float(v[0]) > self.mask_off:  # one 16-bit step further from zero (negative: +1 in bits)
+            v = (v.view(np.uint16) + np.uint16(1)).view(v.dtype)
+        return float(v[0]) if np.isfinite(float(v[0])) else None
+
+    def identity(self):
+        """The 16-bit identity [P, P] the mask matmul's stationary operand reads (GpSimd, once)."""
+        if self.ident is None:
+            b = self.b
+            t = b.alloc((P, P), self.dt, name="identity")
+            w = _acc(t, (0, P), (0, P))
+            b.memset(dst=w, value=1.0, engine="gpsimd")
+            b.affine_select(
+                dst=w,
+                pattern=[[-1, P]],
+                channel_multiplier=1,
+                on_true_tile=w,
+                on_false_value=0.0,
+                cmp_op="equal",
+            )
+            self.ident = t
+        return self.ident
+
+    def evacuate_pt(self, ps_t, kc: int, rows) -> list:
+        """Pᵀ (fp32, PSUM) out to SBUF as the stationary operands of ``Pᵀ V``: one fp32 tile, or
+        for 16-bit kernels (``self.split``) the pair ``hi = 16-bit(Pᵀ)`` (a copy on the emptier
+        of VectorE / ScalarE) and ``lo = 16-bit(Pᵀ − hi)`` (VectorE, one input in PSUM), so that
+        ``P V = hi V + lo V`` runs as two 16-bit matmuls instead of one fp32 matmul (4x the
+        cycles, docs/costmodel.md). V is exact in 16 bits; ``hi + lo`` carries 16 (bf16) or 22
+        (f16) significant bits of P, an error of at most 2^-16 of P, far below the output
+        dtype's rounding."""
+        b = self.b
+        src = _acc(ps_t, (0, kc), rows)
+        if not self.split:
+            p_t = b.alloc((P, P), F32, name="probs_t")
+            b.tensor_copy(dst=_acc(p_t, (0, kc), rows), src=src, engine=self.bal.engine(rows[1]))
+            return [p_t]
+        hi = b.alloc((P, P), self.dt, name="probs_t_hi")
+        b.tensor_copy(dst=_acc(hi, (0, kc), rows), src=src, engine=self.bal.engine(rows[1]))
+        lo = b.alloc((P, P), self.dt, name="probs_t_lo")
+        b.tensor_tensor(dst=_acc(lo, (0, kc), rows), data1=src, data2=_acc(hi, (0, kc), rows), op="subtract")
+        return [hi, lo]
 
     # ---- one query head of one query tile, as pipeline stages -----------------------------------
     def k_moving(self, g: int, keys: int):
@@ -230,7 +298,16 @@ class _Kernel:
             )
         s_acc = _acc(s, rows, slots, (0, keys))
         yield
-        if mask is not None:
+        if mask is not None and self.mask_16 is not None:
+            ident = self.identity()
+            for x, u in enumerate(us):
+                b.nc_matmul(
+                    dst=_acc(s, rows, (x, 1), (0, keys)),
+                    stationary=_acc(ident, rows, rows),
+                    moving=_acc(mask, rows, (u.slot, 1), (0, keys)),
+                    accumulate=True,
+                )
+        elif mask is not None:
             y = b.alloc((P, r, kst), F32, name="scores_masked")
             y_acc = _acc(y, rows, slots, (0, keys))
             m_acc = _acc(mask, rows, (us[0].slot, r), (0, keys))
@@ -276,23 +353,21 @@ class _Kernel:
         yield  # one tick more before the copy: the fp32 transposes take a while
         p_ts = {}
         for x, c, ps_t in transposed:
-            kc = chunks[c][2]
-            p_t = b.alloc((P, P), F32, name="probs_t")
-            b.tensor_copy(
-                dst=_acc(p_t, (0, kc), rows), src=_acc(ps_t, (0, kc), rows), engine=self.bal.engine(mt)
-            )
-            p_ts[x, c] = p_t
+            p_ts[x, c] = self.evacuate_pt(ps_t, chunks[c][2], rows)
         yield
         pvs = []
         for x in range(r):
             pv = b.alloc((P, dv), F32, "psum", name="pv")
+            first = True
             for c, (vn, slot, kc) in enumerate(chunks):
-                b.nc_matmul(
-                    dst=_acc(pv, rows, (0, dv)),
-                    stationary=_acc(p_ts[x, c], (0, kc), rows),
-                    moving=_acc(vn, (0, kc), (slot, 1), (0, dv)),
-                    accumulate=c > 0,
-                )
+                for part in p_ts[x, c]:
+                    b.nc_matmul(
+                        dst=_acc(pv, rows, (0, dv)),
+                        stationary=_acc(part, (0, kc), rows),
+                        moving=_acc(vn, (0, kc), (slot, 1), (0, dv)),
+                        accumulate=not first,
+                    )
+                    first = False
             pvs.append(pv)
         yield
         # one engine for the slots: they write one output tile, and a write after another

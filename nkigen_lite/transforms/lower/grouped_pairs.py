@@ -20,9 +20,10 @@ columns: per 64-partition half, one GpSimd ``affine_select`` with channel multip
 key pattern ``[[128, chunks], [1, 2], [2, 64]]``.
 
 The two slots of a head pair run as one pipelined group (``unit_groups``): their scores share
-one PSUM bank (so ``2 N <= MAX_KEYS``), the mask add, row max, exp bias and ``1/l`` are one
-instruction for both, and both ``O · 1/l`` evacuations go to one engine (they write one output
-tile; a write after another engine's write waits for its drain). Everything else -- the
+one PSUM bank (so ``2 N <= MAX_KEYS``), the fp32 mask add (when the mask is not a matmul), row
+max, exp bias and ``1/l`` are one instruction for both, and both ``O · 1/l`` evacuations go to
+one engine (they write one output tile; a write after another engine's write waits for its
+drain). Everything else -- the
 per-unit chain, the pipeline, the list-scheduled order -- is ``grouped_attention``'s. The op's
 registered lowering (``grouped_attention_body``) lives here: it picks this variant or the
 one-head units of grouped_attention.py.
@@ -103,7 +104,7 @@ class PairKernel(_Kernel):
             self.kt[g0 + x] = b.alloc((P, n // P, 2, HALF), self.dt, name="k_t")
             self.vt[g0 + x] = []
         for c0, kn, vn in chunks:
-            if self.dt is not F32:  # the Pᵀ V matmul is fp32: V widened on chip (exact)
+            if not self.split and self.dt is not F32:  # an fp32 Pᵀ V: V widened on chip (exact)
                 v32 = b.alloc((P, 2 * npr, dv), F32, name="v_f32")
                 b.tensor_copy(
                     dst=_acc(v32, (0, P), (0, 2 * npr), (0, dv)),
@@ -138,7 +139,7 @@ class PairKernel(_Kernel):
         m0 = us[0].m0
         if m0 not in self.masks:
             b = self.b
-            t = b.alloc((P, 2, keys), F32, name="causal_bias")
+            t = b.alloc((P, 2, keys), self.mask_dt, name="causal_bias")
             b.memset(dst=_acc(t, (0, P), (0, 2), (0, keys)), value=0.0, engine="gpsimd")
             for j in range(2):
                 for half in range(2):
@@ -149,7 +150,7 @@ class PairKernel(_Kernel):
                         pattern=[[P, keys // P], [1, 2], [2, HALF]],
                         channel_multiplier=-2,
                         on_true_tile=w,
-                        on_false_value=self.mask_off,
+                        on_false_value=self.mask_fill,
                         cmp_op="less_equal",
                         offset=-(m0 + j),
                     )
