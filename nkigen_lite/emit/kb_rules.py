@@ -164,6 +164,12 @@ def _tensor_reduce(w, op) -> None:
 @rule(K.SelectOp)
 def _select(w, op) -> None:
     kw = {"reverse_pred": True} if op.attrs["reverse_pred"] else {}
+    if op.access("reduce_res") is not None:
+        isa = w.isa
+        kw.update(
+            reduce_res=w.access(op, "reduce_res"),
+            reduce_cmd=getattr(getattr(isa, T.REDUCE_CMD_ENUM), T.RESET_REDUCE),
+        )  # reduce_op: the default, max (the only one select_reduce has)
     w.isa_call(
         T.SELECT,
         dst=w.access(op, "dst"),

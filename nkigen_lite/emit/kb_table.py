@@ -92,7 +92,10 @@ ISA_SIGNATURES = {
     ),
     TENSOR_REDUCE["arith"]: _sig("dst src op num_r_dim negated", SEEN),
     TENSOR_REDUCE["bitvec"]: _sig("dst src op num_r_dim negated", "assumed (as tensor_reduce_arith)"),
-    SELECT: _sig("dst predicate on_true on_false reverse_pred", SEEN + " (name only; keywords as nki.isa)"),
+    SELECT: _sig(
+        "dst predicate on_true on_false reverse_pred reduce_res reduce_cmd",
+        SEEN + " (name only; keywords as nki.isa)",
+    ),
     AFFINE_SELECT: _sig(
         "dst on_true_tile pattern channel_multiplier offset cmp_op on_false_value", "assumed (as nki.isa)"
     ),

@@ -188,7 +188,7 @@ def _tensor_reduce(e: SourceEmitter, op) -> None:
     e.call("nisa.tensor_reduce", args)
 
 
-@rule(K.SelectOp, "nisa.select_reduce")
+@rule(K.SelectOp, "nisa.select_reduce", "nisa.reduce_cmd")
 def _select(e: SourceEmitter, op) -> None:
     args = [
         ("dst", e.access(op, "dst")),
@@ -198,6 +198,11 @@ def _select(e: SourceEmitter, op) -> None:
     ]
     if op.attrs["reverse_pred"]:
         args.append(("reverse_pred", "True"))
+    if op.access("reduce_res") is not None:
+        args += [
+            ("reduce_res", e.access(op, "reduce_res")),
+            ("reduce_cmd", "nisa.reduce_cmd.reset_reduce"),
+        ]  # reduce_op: the default, max (the only one select_reduce has)
     e.call("nisa.select_reduce", args)
 
 

@@ -272,9 +272,10 @@ class Builder:
         """dst[p, 0:2] = mean, variance of the elements data's bn_stats triples describe (ops/bn.py)."""
         self._emit(ops.BnAggrOp, dst=dst, data=data, engine="vector")
 
-    def select(self, dst, predicate, on_true, on_false, reverse_pred: bool = False) -> None:
+    def select(self, dst, predicate, on_true, on_false, reverse_pred: bool = False, reduce_res=None) -> None:
         """dst = on_true where predicate != 0 (== 0 with ``reverse_pred``) else on_false (an fp32
-        number or a (P, 1) column access)."""
+        number or a (P, 1) column access); ``reduce_res``: also each partition's max of dst's
+        values into that (P, 1) float column."""
         self._emit(
             ops.SelectOp,
             dst=dst,
@@ -282,6 +283,7 @@ class Builder:
             on_true=on_true,
             on_false=on_false,
             reverse_pred=reverse_pred,
+            reduce_res=reduce_res,
             engine="vector",
         )
 

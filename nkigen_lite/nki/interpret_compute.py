@@ -227,7 +227,17 @@ def _select(it: I, op, args):
         pred = ~pred
     on_true = _load(it, op, "on_true", args, False)
     on_false = _operand(it, op, "on_false", args, False)
-    it.write_access(op, "dst", args, np.where(pred, on_true, on_false))
+    out = np.where(pred, on_true, on_false)
+    it.write_access(op, "dst", args, out)
+    if op.attrs["reduce_res"] is not None:  # the max of the selected values, before dst's rounding
+        y = _f32(out).reshape(out.shape[0], -1)
+        if np.isnan(y).any():  # the max's NaN rule is undocumented: refuse, as the top-8 ops do
+            raise it.fail(
+                op,
+                "reduce_res: the selected values hold NaN; the max's NaN rule is undocumented, so the "
+                "simulated chip refuses it",
+            )
+        it.write_access(op, "reduce_res", args, np.max(y, axis=1, keepdims=True))
 
 
 from . import interpret_bn, interpret_indirect, interpret_top8  # noqa: E402, F401  (the indirect DMAs', top-8 and bn_stats / bn_aggr rules)

@@ -373,7 +373,8 @@ def _tensor_reduce(ctx, op) -> None:
 # nisa.select_reduce, NKI 0.6 (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.32.0/nki/api/
 # generated/nki.isa.select_reduce.html): predicate int8/uint8/int16/uint16; on_true any dtype but
 # tfloat32/int32/uint32; on_false an fp32 scalar or an (on_true.shape[0], 1) vector; on_true and
-# predicate not both in PSUM; on_true, predicate and dst the same partitions x elements.
+# predicate not both in PSUM; on_true, predicate and dst the same partitions x elements;
+# reduce_res a (P, 1) vector of a float dtype (reduce_op max only).
 SELECT_PREDICATE_DTYPES = frozenset({"i8", "u8", "i16", "u16"})
 SELECT_ON_TRUE_EXCLUDED = frozenset({"tf32", "i32", "u32"})
 
@@ -400,6 +401,10 @@ def _select(ctx, op) -> None:
             exact = isinstance(v, float) and (v != v or float(np.float32(v)) == v)
         if not exact:
             raise ctx.fail(op, f"select_reduce scalar on_false must be an fp32 number, got {v!r}")
+    _column(ctx, op, "reduce_res", "on_true")
+    r = op.access("reduce_res")
+    if r is not None and not r.dtype.is_float:
+        raise ctx.fail(op, f"select_reduce reduce_res must be a float tile, got {r.dtype}")
 
 
 __all__ = ["OP_RULES", "rule", "check_compute_common"]

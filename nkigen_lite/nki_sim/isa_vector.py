@@ -243,6 +243,12 @@ def select_reduce(
         )
     same_shape(where, "dst", dst, predicate=pred, on_true=on_true)
     p = dst.shape[0]
+    if reduce_res is not None:
+        res = tile_arg(reduce_res, where, "reduce_res")
+        if res.dtype.numpy_name not in ("float32", "bfloat16", "float16"):
+            raise NkiSimError(
+                f"{where}: reduce_res dtype must be a float type, got {res.dtype.numpy_name} [ISA]"
+            )
     if is_scalar(on_false):
         if not isinstance(on_false, (float, np.floating)):
             raise NkiSimError(f"{where}: a scalar on_false must be a float number, got {on_false!r} [ISA]")

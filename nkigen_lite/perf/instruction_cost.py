@@ -174,11 +174,13 @@ def _affine_select(op, target: Target) -> InstructionCost:
 
 def _select(op, target: Target) -> InstructionCost:
     # like tensor_copy_predicated: max(MIN_II, N) with inputs split SBUF/PSUM, else one pass
-    # per input stream (2N for predicate + on_true) [OLD-ISA] [ARCH-T1]
+    # per input stream (2N for predicate + on_true) [OLD-ISA] [ARCH-T1]; with reduce_res the
+    # accumulator read-out adds MIN_II, as activation's and tensor_scalar_reduce's [OLD-ISA]
     ins = [op.access("predicate"), op.access("on_true")]
     if op.access("on_false") is not None:
         ins.append(op.access("on_false"))
-    return _cycles(op, _min_ii(_streams(ins) * _n(op), target), target)
+    extra = target.min_ii_cycles if op.access("reduce_res") is not None else 0
+    return _cycles(op, _min_ii(_streams(ins) * _n(op), target) + extra, target)
 
 
 def _transpose(op, target: Target) -> InstructionCost:

@@ -135,6 +135,17 @@ CASES = {
         r"on_false must be a \(128, 1\) per-partition column",
         r"must be a scalar or a \(128, 1\)",
     ),
+    "select.reduce_res_float": (
+        lambda b, m: b.select(
+            dst=T(b, m),
+            predicate=T(b, m, dtype=U8),
+            on_true=T(b, m),
+            on_false=0.0,
+            reduce_res=T(b, m, (128, 1), dtype=I32),
+        ),
+        "select_reduce reduce_res must be a float tile",
+        "reduce_res dtype must be a float type",
+    ),
     "select.on_false_fp32": (
         lambda b, m: b.select(dst=T(b, m), predicate=T(b, m, dtype=U8), on_true=T(b, m), on_false=3),
         "scalar on_false must be an fp32 number",

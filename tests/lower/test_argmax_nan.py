@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
-from nkigen_lite.nki.ops import DmaCopyOp, Max8Op
+from nkigen_lite.nki.ops import DmaCopyOp, FindIndex8Op
 
 RNG = np.random.default_rng(1213)
 
@@ -31,7 +31,7 @@ def _three_ways(fn, x):
 
 
 def _native(k) -> bool:
-    return any(isinstance(op, Max8Op) for op in k.nki.walk())
+    return any(isinstance(op, FindIndex8Op) for op in k.nki.walk())
 
 
 def test_traced_argmax_and_argmin_build_the_ops():

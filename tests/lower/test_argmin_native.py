@@ -11,7 +11,7 @@ import pytest
 
 import nkigen_lite as nk
 from nkigen_lite.ir.dtypes import bfloat16
-from nkigen_lite.nki.ops import ActivationOp, DmaCopyOp, Max8Op, TensorReduceOp
+from nkigen_lite.nki.ops import ActivationOp, DmaCopyOp, FindIndex8Op, TensorReduceOp
 
 RNG = np.random.default_rng(2026)
 
@@ -32,7 +32,7 @@ def _three_ways(fn, x):
 
 
 def _native(k) -> bool:
-    return any(isinstance(op, Max8Op) for op in k.nki.walk())
+    return any(isinstance(op, FindIndex8Op) for op in k.nki.walk())
 
 
 def _special_rows(x):

@@ -39,7 +39,7 @@ def _check(got, x, k, axis):
 
 
 def _native(kernel) -> bool:
-    return any(op.name == "nki.max8" for op in kernel.nki.walk())
+    return any(op.name == "nki.find_index8" for op in kernel.nki.walk())
 
 
 def _data(shape, dtype, seed, *, ties=True, neg_inf=0.0):

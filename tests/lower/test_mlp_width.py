@@ -103,9 +103,7 @@ def test_widened_block_matches_float64(monkeypatch):
     """A back half at reduced size (seq 256 with a partial row tile, D 256, intermediate 2048)
     with the formula held to 128 columns: emitted 1024 wide (2 blocks), results within bf16
     tolerance of float64 NumPy on the interpreter."""
-    monkeypatch.setattr(
-        mlp_block, "choose_block", lambda ctx, blk, plans, s: 128 if s >= 256 else None
-    )
+    monkeypatch.setattr(mlp_block, "choose_block", lambda ctx, blk, plans, s: 128 if s >= 256 else None)
     rng = np.random.default_rng(11)
     seq, e, d, inter = 320, 256, 256, 2048
     args = [

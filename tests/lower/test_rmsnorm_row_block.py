@@ -59,7 +59,9 @@ def test_times_w_reads_the_broadcast_row_from_psum_on_vector():
     assert len(reads) == 2 and all(op.engine == "vector" for op in reads)  # one per 512-column bank
     assert not [op for op in _executed(k) if getattr(op, "engine", None) == "gpsimd"]
     psum_copies = [
-        op for op in _executed(k) if isinstance(op, TensorCopyOp) and op.access("src").space is MemorySpace.PSUM
+        op
+        for op in _executed(k)
+        if isinstance(op, TensorCopyOp) and op.access("src").space is MemorySpace.PSUM
     ]
     assert psum_copies == []  # the bf16 copies of the row are dropped
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
-from nkigen_lite.nki.ops import DmaCopyOp, Max8Op, TransposeOp
+from nkigen_lite.nki.ops import DmaCopyOp, FindIndex8Op, Max8Op, SelectOp, TransposeOp
 from nkigen_lite.nki.target import TRN2
 from nkigen_lite.transforms.lower.topk import fold_factor
 from nkigen_lite.transforms.lower.topk_rows import fits
@@ -47,20 +47,26 @@ def _dmas(kern):
 def test_greedy_loads_every_row_first_and_moves_candidates_by_transposes(rows):
     """Per row one load of 1,187 logits per partition, one store of the indices (the values
     argmax drops are not stored), no SBUF -> SBUF DMA; every load is issued before the first
-    max8; 3 transposes (values, indices, NaN candidates: topk_nan.py) for all rows."""
+    find_index8; 3 transposes (values, indices, NaN candidates: topk_nan.py) for all rows. Each
+    row's maximum comes from its NaN-free select (select_reduce's max): one select with a
+    reduction per row and no max8 over a segment, only the merge's."""
     kern = _argmax(rows)
     assert fold_factor(rows, VOCAB, 1, nk.float32, TRN2) == 128
     dmas = _dmas(kern)
     assert len(dmas) == rows + 1
     assert all(op.access("src").space.value == "hbm" or op.access("dst").space.value == "hbm" for op in dmas)
     body = list(kern.nki.body)
-    first_max8 = next(i for i, op in enumerate(body) if isinstance(op, Max8Op))
+    first_find = next(i for i, op in enumerate(body) if isinstance(op, FindIndex8Op))
     loads = [
         i for i, op in enumerate(body) if isinstance(op, DmaCopyOp) and op.access("src").space.value == "hbm"
     ]
-    assert len(loads) == rows and max(loads) < first_max8
+    assert len(loads) == rows and max(loads) < first_find
     assert sum(isinstance(op, TransposeOp) for op in kern.nki.walk()) == 3
-    assert sum(isinstance(op, Max8Op) for op in kern.nki.walk()) == rows + 1
+    assert sum(isinstance(op, Max8Op) for op in kern.nki.walk()) == 1  # the merge's
+    reducing = [
+        op for op in kern.nki.walk() if isinstance(op, SelectOp) and op.access("reduce_res") is not None
+    ]
+    assert len(reducing) == rows and all(op.access("on_true").free_size == VOCAB // 128 for op in reducing)
 
 
 @pytest.mark.parametrize("rows", [1, 3, 8])

@@ -230,6 +230,25 @@ def test_select(on_false, reverse):
     np.testing.assert_array_equal(got, np.where(keep, A, -7.0 if on_false == "imm" else B[:, :1]))
 
 
+def test_select_reduce_max():
+    """select_reduce with reduce_res: each partition's max of the selected values, -inf where
+    everything is replaced by -inf; a NaN among the selected values is refused (undocumented)."""
+    pred = (RNG.uniform(size=(128, 64)) > 0.3).astype(np.uint8)
+    pred[5] = 0
+
+    def body(bb, tp, ta, o):
+        sel = bb.alloc((128, 64), F32, name="sel")
+        bb.select(dst=sel, predicate=tp, on_true=ta, on_false=float("-inf"), reduce_res=o)
+        bb.dealloc(sel)
+
+    got = tile_prog({"p": pred, "a": A}, (128, 1), F32, body)
+    np.testing.assert_array_equal(got, np.where(pred != 0, A, -np.inf).max(axis=1, keepdims=True))
+    nan_a = A.copy()
+    nan_a[3, 7] = np.nan
+    with pytest.raises(Exception, match="NaN"):
+        tile_prog({"p": np.ones((128, 64), np.uint8), "a": nan_a}, (128, 1), F32, body)
+
+
 def _gelu(x):
     return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
 

@@ -103,16 +103,17 @@ def affine_select(b):
     b.affine_select(d, [[1, 512]], -1, x, 0.0, cmp_op="greater_equal")
 
 
-def select(on_true_space="sbuf", on_false_tile=False):
+def select(on_true_space="sbuf", on_false_tile=False, reduce=False):
     def build(b):
-        d, p, x, y = tiles(
+        d, p, x, y, r = tiles(
             b,
             ((128, 512), F32, "sbuf"),
             ((128, 512), nk.uint8, "sbuf"),
             ((128, 512), F32, on_true_space),
             ((128, 512), F32, "sbuf"),
+            ((128, 1), F32, "sbuf"),
         )
-        b.select(d, p, x, y if on_false_tile else 0.0)
+        b.select(d, p, x, y if on_false_tile else 0.0, reduce_res=r if reduce else None)
 
     return build
 
@@ -169,6 +170,8 @@ CASES = [
     ("select", select(), 1024 / V),
     ("select on_true in PSUM", select("psum"), 512 / V),
     ("select with on_false tile", select(on_false_tile=True), 1536 / V),
+    # select_reduce's max: the accumulator read-out adds MIN_II, as activation's reduce_res
+    ("select with reduce_res", select(reduce=True), (1024 + 64) / V),
 ]
 
 

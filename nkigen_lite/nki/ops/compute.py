@@ -171,9 +171,11 @@ class TensorReduceOp(ComputeOp):
 
 
 class SelectOp(ComputeOp):
-    """``nki.select dst, predicate, on_true {on_false, reverse_pred}``: NISA select_reduce
-    without a reduction, where(predicate != 0, on_true, on_false) (predicate == 0 with
-    ``reverse_pred``); on_false is an fp32 immediate or a (P, 1) column."""
+    """``nki.select dst, predicate, on_true {on_false, reverse_pred, reduce_res}``: NISA
+    select_reduce, where(predicate != 0, on_true, on_false) (predicate == 0 with
+    ``reverse_pred``); on_false is an fp32 immediate or a (P, 1) column. With ``reduce_res`` (a
+    (P, 1) float column) also the max of each partition's selected values (reduce_op max, the
+    accumulator reset first: reduce_cmd reset_reduce)."""
 
     name = "nki.select"
     attr_spec = (
@@ -182,9 +184,10 @@ class SelectOp(ComputeOp):
         Attr("on_true", ACCESS),
         Attr("on_false", ACCESS_OR_SCALAR),
         Attr("reverse_pred", BOOL, False),
+        Attr("reduce_res", OPT_ACCESS, None),
         ENGINE_ATTR,
     )
-    writes = ("dst",)
+    writes = ("dst", "reduce_res")
     engines = ("vector",)
 
 

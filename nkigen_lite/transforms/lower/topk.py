@@ -49,7 +49,7 @@ from .context import LowerContext
 from .homes import HbmHome
 from .rules import item_rule
 from .topk_merge import NEG_BYTES, NEG_FLT_MAX, _finish_values, _merge, _tile, negated
-from .topk_nan import NAN_BYTES, first_nan_wins, nan_free_keys, nan_mode, ones8
+from .topk_nan import NAN_BYTES, first_nan_wins, fold_max, keys_max, nan_free_keys, nan_mode, ones8
 from .topk_rows import emit_rows_at_once, fits
 from .views import copy_home
 
@@ -286,7 +286,8 @@ def _candidates(
     if width > m:
         b.memset(dst=_tile(cv, p, (m, width - m, 1)), value=float("-inf"))
         b.memset(dst=_tile(ci, p, (0, 1, 1), (m, width - m, 1)), value=0.0)
-    v8 = b.alloc((p, w), float32, "sbuf", name="max8")
+    folded = nan and fold_max(size, t)  # the select's max replaces max8 (topk_nan.py)
+    v8 = keys_max(ctx, p) if folded else b.alloc((p, w), float32, "sbuf", name="max8")
     idx8 = b.alloc((p, w), uint32, "sbuf", name="pos8")
     cn = b.alloc((p, nchunks), float32, "sbuf", name="cand_nan") if nan else None
     ones = ones8(ctx, p) if nan else None
@@ -303,11 +304,13 @@ def _candidates(
             data = keys
         if nan:
             cand = Access(cn, (DimSlice(0, p, 1), DimSlice(j, 1, 1)))
-            data = nan_free_keys(ctx, tile, p, size_c, start, ones, cand, data if negate else None)
+            maxcol = _tile(v8, p, (0, 1, 1)) if folded else None
+            data = nan_free_keys(ctx, tile, p, size_c, start, ones, cand, data if negate else None, maxcol)
         for r in range(rounds):
             take = min(w, k - r * w)
             slot = j * k + r * w
-            b.max8(dst=v8, src=data)
+            if not folded:
+                b.max8(dst=v8, src=data)
             b.find_index8(dst=idx8, data=data, vals=v8)
             b.tensor_copy(
                 dst=Access(cv, (DimSlice(0, p, 1), DimSlice(slot, take, 1))), src=_tile(v8, p, (0, take, 1))

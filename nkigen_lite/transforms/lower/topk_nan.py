@@ -6,7 +6,12 @@ they read. A top-1 whose values nothing reads (``b.argmax``, ``b.argmin``, ``np.
 per loaded segment (a chunk of a row on one partition)
 
 - ``nan = x != x`` (GpSimd) marks the NaNs; ``keys = where(nan, -inf, x)`` (VectorE select) is
-  what max8 / find_index8 read, so the top-1 of the keys is the first maximum of the numbers;
+  what find_index8 reads, so the top-1 of the keys is the first maximum of the numbers; the
+  select's own max reduction (NISA select_reduce, ``reduce_res``) gives the keys' maximum in the
+  same pass, so no max8 pass runs: ``find_index8(keys, [max, 0, ...])`` finds its first position
+  (``keys_max`` writes the max into column 0 of an 8-wide tile whose other columns are 0) —
+  when a segment is longer than 2·MIN_II (``fold_max``; the read-out and the memset of that
+  tile cost MIN_II each, max8 max(MIN_II, N));
 - ``find_index8(nan, [1] * 8)`` gives the segment's first NaN position, or the all-ones
   sentinel when it has none (documented), so the segment's NaN candidate is
   ``start + position`` or ``NO_NAN``.
@@ -39,17 +44,39 @@ def ones8(ctx, p: int):
     return t
 
 
-def nan_free_keys(ctx, tile, p: int, size: int, start, ones, cand: Access, keys_of=None):
+def fold_max(size: int, target) -> bool:
+    """Whether the select's max replaces the max8 pass over a segment of ``size`` elements."""
+    return size > 2 * target.min_ii_cycles
+
+
+def keys_max(ctx, p: int):
+    """The (p, 8) fp32 tile find_index8 reads as ``vals``: column 0 receives the keys' max (the
+    select's ``reduce_res``), the other columns are 0 (find_index8 needs 8 defined values; only
+    column 0's position is used)."""
+    t = ctx.b.alloc((p, ctx.target.top8_width), float32, "sbuf", name="keys_max")
+    ctx.b.memset(dst=t, value=0.0)
+    return t
+
+
+def nan_free_keys(ctx, tile, p: int, size: int, start, ones, cand: Access, keys_of=None, maxcol=None):
     """The fp32 keys of ``tile`` (p, size) with NaN as -inf, which max8 / find_index8 read; writes
     the segment's NaN candidate (its first NaN's global index, ``start`` + position, or NO_NAN)
     into the (p, 1) access ``cand``. ``keys_of``: the values the keys take where ``tile`` is not
-    NaN (default ``tile``; argmin passes ``-tile``, NaN exactly where ``tile`` is)."""
+    NaN (default ``tile``; argmin passes ``-tile``, NaN exactly where ``tile`` is). ``maxcol``: a
+    (p, 1) access that receives the keys' max (the select's reduction)."""
     b, w = ctx.b, ctx.target.top8_width
     mask = b.alloc((p, size), uint8, "sbuf", name="nan_mask")
     b.tensor_tensor(dst=mask, data1=tile, data2=tile, op="not_equal", engine="gpsimd")
     keys = b.alloc((p, size), float32, "sbuf", name="nan_free")
     on_true = tile if keys_of is None else keys_of
-    b.select(dst=keys, predicate=mask, on_true=on_true, on_false=float("-inf"), reverse_pred=True)
+    b.select(
+        dst=keys,
+        predicate=mask,
+        on_true=on_true,
+        on_false=float("-inf"),
+        reverse_pred=True,
+        reduce_res=maxcol,
+    )
     pos = b.alloc((p, w), uint32, "sbuf", name="nan_pos")
     b.find_index8(dst=pos, data=mask, vals=ones)
     has = b.alloc((p, 1), uint8, "sbuf", name="has_nan")

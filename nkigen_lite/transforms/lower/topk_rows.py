@@ -24,7 +24,7 @@ from __future__ import annotations
 from ...ir.dtypes import float32, int32, uint32
 from ...nki.types import Access, DimSlice
 from .topk_merge import NEG_BYTES, _merge, _tile, negated
-from .topk_nan import NAN_BYTES, first_nan_wins, nan_free_keys, nan_mode, ones8
+from .topk_nan import NAN_BYTES, first_nan_wins, fold_max, keys_max, nan_free_keys, nan_mode, ones8
 
 
 def fits(rows: int, q: int, seg: int, k: int, dt, target, nan: bool = False, negate: bool = False) -> bool:
@@ -64,13 +64,18 @@ def emit_rows_at_once(
     ones = ones8(ctx, q) if nan else None
     for r, tile in enumerate(loaded):
         keys = negated(ctx, tile, q, seg) if negate else None
-        if nan:
-            tile = nan_free_keys(ctx, tile, q, seg, start, ones, _tile(cand_n, q, (r, 1, 1)), keys)
-        elif keys is not None:
-            tile = keys
-        v8 = b.alloc((q, w), float32, "sbuf", name="max8")
+        if nan and fold_max(seg, t):  # the select's max fills v8's column 0: no max8 pass
+            v8 = keys_max(ctx, q)
+            cand = _tile(cand_n, q, (r, 1, 1))
+            tile = nan_free_keys(ctx, tile, q, seg, start, ones, cand, keys, _tile(v8, q, (0, 1, 1)))
+        else:
+            if nan:
+                tile = nan_free_keys(ctx, tile, q, seg, start, ones, _tile(cand_n, q, (r, 1, 1)), keys)
+                keys = None
+            tile = tile if keys is None else keys
+            v8 = b.alloc((q, w), float32, "sbuf", name="max8")
+            b.max8(dst=v8, src=tile)
         idx8 = b.alloc((q, w), uint32, "sbuf", name="pos8")
-        b.max8(dst=v8, src=tile)
         b.find_index8(dst=idx8, data=tile, vals=v8)
         b.tensor_copy(dst=_tile(cand_v, q, (r, 1, 1), (0, k, 1)), src=_tile(v8, q, (0, k, 1)))
         b.tensor_scalar(
