@@ -19,7 +19,7 @@ from __future__ import annotations
 from ...ir.rewrite import RewritePattern
 from ...tensor import ops as T
 from ...tensor.composites_causal_attention import CausalAttentionOp
-from ..lower.causal_attention import supported
+from ..lower.causal_attention_dispatch import supported
 from ..match import def_op, make, replace
 from .attention import _dead, _normalised
 from .grouped_attention import _masked_exp_argument, _op_shapes

@@ -30,17 +30,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.dtypes import get_dtype
-from ...ir.errors import BuildError
 from ...ir.graph import Block
 from ...nki.types import Access, Affine, DimSlice
 from ...nki.types import access_of as _acc
 from ...nki.types import ds as _ds
-from ...tensor.composites_causal_attention import CausalAttentionOp
 from .attention_units import attention_dims
 from .context import LowerContext
 from .emit_order import list_order
 from .homes import HbmHome
-from .rules import item_rule
 from .views import copy_home
 
 P = 128  # partitions
@@ -326,13 +323,13 @@ class _Emitter:
         b.activation(dst=_acc(recip, rows, (0, 1)), op="reciprocal", data=_acc(total, rows, (0, 1)))
         return p, recip, mt
 
-    def probs_values(self, v_nat, p, mt: int, t: int, first: int = 0):
-        """``O = Σ Pᵀᵀ V`` in PSUM over key chunks ``first`` .. ``t`` of query tile ``t`` (``p``'s
-        column 0 is key ``first·128``): Pᵀ per chunk by TensorE, ``SLOTS`` to a PSUM bank,
-        evacuated by ScalarE and VectorE in turn."""
+    def probs_values(self, v_nat, p, mt: int, t: int, first: int = 0, last: int | None = None):
+        """``O = Σ Pᵀᵀ V`` in PSUM over key chunks ``first`` .. ``last`` (default ``t``, the
+        diagonal one) of query tile ``t`` (``p``'s column 0 is key ``first·128``): Pᵀ per chunk by
+        TensorE, ``SLOTS`` to a PSUM bank, evacuated by ScalarE and VectorE in turn."""
         b, dv = self.b, self.dv
         rows = (0, mt)
-        n_chunks = t + 1 - first
+        n_chunks = (t if last is None else last) + 1 - first
         o = b.alloc((P, dv), F32, "psum", name="pv")
         for s0 in range(0, n_chunks, SLOTS):
             sn = min(SLOTS, n_chunks - s0)
@@ -458,19 +455,3 @@ class _Emitter:
     def ends_tile(self, unit) -> bool:
         """The query tile's output is complete after ``unit``."""
         return unit[0] == self.rep - 1
-
-
-@item_rule(CausalAttentionOp)
-def lower_causal_attention(ctx: LowerContext, op) -> None:
-    q, k, v = op.operands
-    if not (q.dtype is k.dtype is v.dtype) or not supported(
-        q.type.shape, k.type.shape, v.type.shape, q.dtype, op.attrs["mask_value"]
-    ):
-        shapes = ", ".join(f"{n} {x.type}" for n, x in zip("qkv", op.operands))
-        raise BuildError(
-            f"tensor.causal_attention ({shapes}, mask_value {op.attrs['mask_value']}): the lowering "
-            f"takes q (..., H, M, D), k (..., G, N, D), v (..., G, N, Dv) of one dtype "
-            f"({'/'.join(DTYPES)}), equal leading dims, G dividing H, {MIN_KEYS} <= M == N <= "
-            f"{MAX_KEYS}, D <= {MAX_HEAD_DIM}, Dv <= {MAX_VALUE_DIM} and mask_value <= {SKIP_MASK}"
-        )
-    _Emitter(ctx, op).emit()

@@ -21,7 +21,7 @@ from ...nki.target import TRN2, Target
 from ...tensor import ops as T
 from . import (
     argmin,  # noqa: F401  (registers tensor.argmin's native lowering)
-    causal_attention,  # noqa: F401  (registers tensor.causal_attention's lowering)
+    causal_attention_dispatch,  # noqa: F401  (registers tensor.causal_attention's lowering)
     collective,  # noqa: F401  (registers the collectives' item rule)
     custom,  # noqa: F401  (registers the custom-kernel rule)
     decode_attention,  # noqa: F401  (registers tensor.decode_attention's lowering)
