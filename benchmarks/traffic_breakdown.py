@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from model_targets import TARGETS  # noqa: E402
+from model_targets import LONG_TARGETS, TARGETS  # noqa: E402
 
 import nkigen_lite as nk  # noqa: E402
 from nkigen_lite.perf.traffic import bytes_by_tensor, traffic_table  # noqa: E402
@@ -24,7 +24,7 @@ def main() -> None:
     ap.add_argument("graph", help="a model_targets.py graph name (or a unique substring)")
     ap.add_argument("--limit", type=int, default=40, help="rows of the per-source table")
     args = ap.parse_args()
-    found = [(n, b) for n, b in TARGETS if args.graph in n]
+    found = [(n, b) for n, b in TARGETS + LONG_TARGETS if args.graph in n]
     if len(found) != 1:
         sys.exit(f"{len(found)} graphs match {args.graph!r}: {[n for n, _ in found]}")
     name, build = found[0]

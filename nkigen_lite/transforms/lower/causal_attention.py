@@ -391,16 +391,20 @@ class _Emitter:
                     self.kv_head(g, mask, o_view)
             finally:
                 b._blocks.pop()
-            list_order(block, self.ctx.target)
+            self.order(block)
             for op in list(block):
                 block.remove(op)
                 b._blocks[-1].append(op)
         else:
             with b.fori_loop(0, self.hk) as g:
                 self.kv_head(g, mask, o_view)
-            list_order(b._blocks[-1].last.body, self.ctx.target)
+            self.order(b._blocks[-1].last.body)
         if self.copy_to is not None:
             copy_home(self.ctx, self.tmp_home.reshape(self.copy_to.shape), self.copy_to)
+
+    def order(self, block) -> None:
+        """Reorder the emitted ``block`` (the KV heads' work) by the list schedule."""
+        list_order(block, self.ctx.target)
 
     def kv_head(self, g, mask, o_view) -> None:
         """The work of KV head ``g`` (an index or a loop index): loads, Kᵀ, Qᵀ, every unit."""

@@ -35,11 +35,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...ir.dtypes import get_dtype
+from ...ir.graph import Block
+from ...nki.ops import DmaCopyOp
+from ...nki.types import MemorySpace
 from ...nki.types import access_of as _acc
 from .attention_units import attention_dims
+from .emit_order import list_order
 from .causal_attention import DTYPES, F32, MAX_HEAD_DIM, MAX_KEYS, MAX_VALUE_DIM, P, SKIP_MASK, _Emitter
 
 KEY_BLOCK = MAX_KEYS  # keys per block: a query tile's scores of one block in four PSUM banks
+WINDOW_OPS = 2000  # instructions list-scheduled together (a window ends after an output store)
 
 
 def resident_bytes(m: int, n: int, d: int, dv: int, rep: int, itemsize: int) -> int:
@@ -79,6 +84,11 @@ def long_refusal(q_shape, k_shape, v_shape, dtype, mask_value, target) -> str | 
     return None
 
 
+def _is_store(op) -> bool:
+    """An output store (the only DMAs into HBM in the loop body)."""
+    return isinstance(op, DmaCopyOp) and op.access("dst").space is MemorySpace.HBM
+
+
 @dataclass
 class _Running:
     """A (query head, query tile)'s online-softmax state between key blocks: the exp bias
@@ -92,6 +102,42 @@ class _Running:
 
 class LongEmitter(_Emitter):
     """causal_attention.py's kernel with units over key blocks (module docstring)."""
+
+    def order(self, block) -> None:
+        """List-schedule ``block`` in windows of about ``WINDOW_OPS`` instructions, each ending
+        after an output store (nothing in PSUM is live there), a window the scheduler cannot
+        keep within memory split at its middle store: one schedule over a KV head's whole sweep
+        runs ScalarE's exps so far ahead of the ``P V`` that the probabilities fill SBUF and the
+        scheduler keeps program order (attention alone, 16 / 8 heads at seq 4096: 5,870.5 µs,
+        in windows 2,467.5 µs)."""
+        ops = list(block)
+        for op in ops:
+            block.remove(op)
+        cur: list = []
+        for op in ops:
+            cur.append(op)
+            if len(cur) >= WINDOW_OPS and _is_store(op):
+                self._schedule(cur, block)
+                cur = []
+        self._schedule(cur, block)
+
+    def _schedule(self, ops: list, block) -> None:
+        """Append ``ops`` to ``block`` in list-schedule order (halves when it fails)."""
+        part = Block([], [])
+        for op in ops:
+            part.append(op)
+        if list_order(part, self.ctx.target) is None:
+            stores = [i for i, op in enumerate(ops[:-1]) if _is_store(op)]
+            if stores:
+                mid = stores[len(stores) // 2] + 1
+                for op in ops:
+                    part.remove(op)
+                self._schedule(ops[:mid], block)
+                self._schedule(ops[mid:], block)
+                return
+        for op in list(part):
+            part.remove(op)
+            block.append(op)
 
     def tile_end(self, t: int) -> int:
         """The key after tile ``t``'s last row."""
