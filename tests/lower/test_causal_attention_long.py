@@ -30,7 +30,9 @@ def _inputs(seq, heads, kv, hd, seed):
 def _rescales(kern) -> int:
     """Executed α = exp(β' - β) activations: one per (head, tile, key block after the first)."""
     return sum(
-        m for op, m in _attention_ops(kern, ActivationOp) if op.access("dst").tensor.name_hint.startswith("rescale")
+        m
+        for op, m in _attention_ops(kern, ActivationOp)
+        if op.access("dst").tensor.name_hint.startswith("rescale")
     )
 
 

@@ -40,8 +40,8 @@ from ...nki.ops import DmaCopyOp
 from ...nki.types import MemorySpace
 from ...nki.types import access_of as _acc
 from .attention_units import attention_dims
+from .causal_attention import DTYPES, F32, MAX_HEAD_DIM, MAX_KEYS, MAX_VALUE_DIM, SKIP_MASK, P, _Emitter
 from .emit_order import list_order
-from .causal_attention import DTYPES, F32, MAX_HEAD_DIM, MAX_KEYS, MAX_VALUE_DIM, P, SKIP_MASK, _Emitter
 
 KEY_BLOCK = MAX_KEYS  # keys per block: a query tile's scores of one block in four PSUM banks
 WINDOW_OPS = 2000  # instructions list-scheduled together (a window ends after an output store)
@@ -239,7 +239,9 @@ class LongEmitter(_Emitter):
         else:
             acc = _acc(state.acc, rows, feats)
             # GpSimd takes tensor_scalar only for rsqrt: α broadcast along the features instead
-            b.tensor_tensor(dst=acc, data1=acc, data2=_acc(alpha, rows, (0, dv, 0)), op="multiply", engine="gpsimd")
+            b.tensor_tensor(
+                dst=acc, data1=acc, data2=_acc(alpha, rows, (0, dv, 0)), op="multiply", engine="gpsimd"
+            )
             b.tensor_tensor(dst=acc, data1=acc, data2=_acc(o, rows, feats), op="add")
         if recip is not None:
             b.tensor_scalar(
