@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
+from nkigen_lite.nki.ops import DmaCopyOp
 from nkigen_lite.testing.tolerance import assert_close
 from nkigen_lite.workloads import get_workload
 from nkigen_lite.workloads.qwen3_decode import WEIGHTS, decode_min_hbm_bytes
@@ -101,3 +102,33 @@ def test_attention_sees_the_new_row_and_not_the_rows_after_pos():
     assert np.abs(ref).max() < 100  # the reference ignores the huge rows
     for got in (k.run(ins)["y"], nk.simulate(k, ins)["y"]):
         _close(got, ref, "qwen3_decode.y at pos 0 over a cache of huge values")
+
+
+def _first_load(kern, name: str) -> int:
+    """Top-level position of the first DMA reading kernel input ``name``."""
+    arg = next(a for a in kern.nki.body.args if a.name_hint == name)
+    for i, op in enumerate(kern.nki.body):
+        if isinstance(op, DmaCopyOp):
+            v = op.access("src").tensor
+            d = v.defining_op
+            if (d.operand(0) if d is not None and d.name == "nki.hbm_view" else v) is arg:
+                return i
+    raise AssertionError(f"no load of {name}")
+
+
+def test_small_inputs_the_norms_need_load_before_the_projections_finish(full):
+    """load_hoist.py tries the last MAX_GROUPS = 12 groups: the per-head norm weights and pos are
+    loaded right after the QKV weights, before the last projection's result is stored (the
+    in-order DMA queues issue them before it, not behind it and the norms' chain). Before,
+    only the last 4 groups were tried and these loads came after that store."""
+    _, k = full
+    stores = [  # the projections' results stored for the per-head layout
+        i
+        for i, op in enumerate(k.nki.body)
+        if isinstance(op, DmaCopyOp)
+        and op.access("dst").space.value == "hbm"
+        and (op.loc or "").startswith("tensor.matmul")
+    ]
+    assert len(stores) == 3
+    for name in ("q_norm", "k_norm", "pos"):
+        assert _first_load(k, name) < stores[-1], name  # before the last projection's store

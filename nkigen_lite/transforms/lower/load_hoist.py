@@ -34,7 +34,7 @@ from ...perf.instruction_cost import FREE_OPS
 from ...perf.schedule import Scheduler
 from .rotation import _peaks
 
-MAX_GROUPS = 4  # groups tried: the last ones of the kernel
+MAX_GROUPS = 12  # groups tried: the last ones of the kernel
 MIN_SPAN = 8  # top-level ops a group must move over to be worth a schedule
 
 
