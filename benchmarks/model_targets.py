@@ -138,6 +138,7 @@ TARGETS = [
 # rows behind --long: the layer beyond the 2048 keys attention keeps resident in one pass
 LONG_TARGETS = [
     ("Qwen3-0.6B layer bf16 seq 4096", lambda: _qwen(4096)),
+    ("Qwen3-0.6B layer bf16 seq 8192", lambda: _qwen(8192)),
 ]
 
 HEADER = (
@@ -171,7 +172,7 @@ def main() -> None:
     ap.add_argument("--markdown", help="also write the table to this file")
     ap.add_argument("--only", help="only graphs whose name contains this")
     ap.add_argument("--warnings", action="store_true", help="print each kernel's warnings")
-    ap.add_argument("--long", action="store_true", help="also the layer at seq 4096 (LONG_TARGETS)")
+    ap.add_argument("--long", action="store_true", help="also the layer at seq 4096 and 8192 (LONG_TARGETS)")
     args = ap.parse_args()
     rows = [HEADER, "|" + "---|" * 10]
     print("\n".join(rows), flush=True)

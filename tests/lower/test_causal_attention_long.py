@@ -113,5 +113,5 @@ def test_qwen3_attention_at_seq_4096_runs_the_online_kernel():
 def test_refusal_names_the_resident_budget():
     """Beyond what one KV head's operands may hold in SBUF: the rule with the numbers."""
     why = refusal((16, 32768, 128), (8, 32768, 128), (8, 32768, 128), "bf16", -1e4)
-    assert why is not None and "B per partition at 32768 keys" in why and "half of SBUF" in why
+    assert why is not None and "B per partition at 32768 keys" in why and "3/4 of SBUF" in why
     assert refusal((16, 4096, 128), (8, 4096, 128), (8, 4096, 128), "bf16", -1e4) is None

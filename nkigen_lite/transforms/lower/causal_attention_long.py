@@ -27,7 +27,7 @@ software pipeline (scores of unit u+1 before the ``P V`` of unit u) and list sch
 
 Limits (``long_supported``): causal_attention.py's shapes and dtypes, any number of keys whose
 per-KV-head operands (Q and Qᵀ of the group, K, Kᵀ, V) fit ``resident_budget`` bytes per
-partition: half of SBUF (Qwen3-0.6B at seq 4096: 56 KiB of 104).
+partition: 3/4 of SBUF less 32 KiB (Qwen3-0.6B: 56 KiB at seq 4096, 112 KiB at 8192, of 124).
 """
 
 from __future__ import annotations
@@ -41,9 +41,10 @@ from ...nki.types import MemorySpace
 from ...nki.types import access_of as _acc
 from .attention_units import attention_dims
 from .causal_attention import DTYPES, F32, MAX_HEAD_DIM, MAX_KEYS, MAX_VALUE_DIM, SKIP_MASK, P, _Emitter
-from .emit_order import list_order
+from .emit_order import SBUF_SHARE, list_order
 
 KEY_BLOCK = MAX_KEYS  # keys per block: a query tile's scores of one block in four PSUM banks
+WORKING_BYTES = 32 * 1024  # per partition: probabilities, Pᵀ and accumulators of units in flight
 WINDOW_OPS = 2000  # instructions list-scheduled together (a window ends after an output store)
 
 
@@ -55,9 +56,9 @@ def resident_bytes(m: int, n: int, d: int, dv: int, rep: int, itemsize: int) -> 
 
 
 def resident_budget(target) -> int:
-    """Bytes per partition the resident operands may take: half of SBUF (the rest holds the
-    next head's operands, the probabilities and the accumulators)."""
-    return target.sbuf_bytes_per_partition // 2
+    """Bytes per partition the resident operands may take: the share of SBUF the list schedule
+    keeps (emit_order.SBUF_SHARE) less ``WORKING_BYTES`` for the units in flight."""
+    return int(target.sbuf_bytes_per_partition * SBUF_SHARE) - WORKING_BYTES
 
 
 def long_refusal(q_shape, k_shape, v_shape, dtype, mask_value, target) -> str | None:
@@ -79,7 +80,8 @@ def long_refusal(q_shape, k_shape, v_shape, dtype, mask_value, target) -> str | 
     if res > resident_budget(target):
         return (
             f"Q, K and V of one KV head need {res} B per partition at {n} keys, more than the "
-            f"{resident_budget(target)} B (half of SBUF) the kernel keeps resident"
+            f"{resident_budget(target)} B the kernel keeps resident (3/4 of SBUF less {WORKING_BYTES} B "
+            "for the units in flight)"
         )
     return None
 
