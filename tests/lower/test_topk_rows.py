@@ -48,8 +48,8 @@ def test_greedy_loads_every_row_first_and_moves_candidates_by_transposes(rows):
     """Per row one load of 1,187 logits per partition, one store of the indices (the values
     argmax drops are not stored), no SBUF -> SBUF DMA; every load is issued before the first
     find_index8; 3 transposes (values, indices, NaN candidates: topk_nan.py) for all rows. Each
-    row's maximum comes from its NaN-free select (select_reduce's max): one select with a
-    reduction per row and no max8 over a segment, only the merge's."""
+    row's maximum comes from its NaN-free select (select_reduce's max, in PSUM-bank pieces):
+    no max8 over a segment, only the merge's."""
     kern = _argmax(rows)
     assert fold_factor(rows, VOCAB, 1, nk.float32, TRN2) == 128
     dmas = _dmas(kern)
@@ -66,7 +66,11 @@ def test_greedy_loads_every_row_first_and_moves_candidates_by_transposes(rows):
     reducing = [
         op for op in kern.nki.walk() if isinstance(op, SelectOp) and op.access("reduce_res") is not None
     ]
-    assert len(reducing) == rows and all(op.access("on_true").free_size == VOCAB // 128 for op in reducing)
+    # per row 3 pieces of one PSUM bank (512 + 512 + 163 of 1,187), each select reading its
+    # values from PSUM (one input stream per memory) where ScalarE copied them
+    assert len(reducing) == 3 * rows
+    assert all(op.access("on_true").space.value == "psum" for op in reducing)
+    assert sum(op.access("on_true").free_size for op in reducing) == rows * VOCAB // 128
 
 
 @pytest.mark.parametrize("rows", [1, 3, 8])

@@ -58,25 +58,32 @@ def keys_max(ctx, p: int):
     return t
 
 
-def nan_free_keys(ctx, tile, p: int, size: int, start, ones, cand: Access, keys_of=None, maxcol=None):
+def nan_free_keys(
+    ctx, tile, p: int, size: int, start, ones, cand: Access, keys_of=None, maxcol=None, psum_scale=None
+):
     """The fp32 keys of ``tile`` (p, size) with NaN as -inf, which max8 / find_index8 read; writes
     the segment's NaN candidate (its first NaN's global index, ``start`` + position, or NO_NAN)
     into the (p, 1) access ``cand``. ``keys_of``: the values the keys take where ``tile`` is not
     NaN (default ``tile``; argmin passes ``-tile``, NaN exactly where ``tile`` is). ``maxcol``: a
-    (p, 1) access that receives the keys' max (the select's reduction)."""
+    (p, 1) access that receives the keys' max (the select's reduction). ``psum_scale`` (1 or -1,
+    with ``maxcol``; ``keys_of`` unused): the keys are ``psum_scale · tile``, built piece by piece
+    through PSUM (``_keys_via_psum``)."""
     b, w = ctx.b, ctx.target.top8_width
     mask = b.alloc((p, size), uint8, "sbuf", name="nan_mask")
-    b.tensor_tensor(dst=mask, data1=tile, data2=tile, op="not_equal", engine="gpsimd")
     keys = b.alloc((p, size), float32, "sbuf", name="nan_free")
-    on_true = tile if keys_of is None else keys_of
-    b.select(
-        dst=keys,
-        predicate=mask,
-        on_true=on_true,
-        on_false=float("-inf"),
-        reverse_pred=True,
-        reduce_res=maxcol,
-    )
+    b.tensor_tensor(dst=mask, data1=tile, data2=tile, op="not_equal", engine="gpsimd")
+    if psum_scale is not None:
+        _keys_via_psum(ctx, tile, mask, keys, p, size, psum_scale, maxcol)
+    else:
+        on_true = tile if keys_of is None else keys_of
+        b.select(
+            dst=keys,
+            predicate=mask,
+            on_true=on_true,
+            on_false=float("-inf"),
+            reverse_pred=True,
+            reduce_res=maxcol,
+        )
     pos = b.alloc((p, w), uint32, "sbuf", name="nan_pos")
     b.find_index8(dst=pos, data=mask, vals=ones)
     has = b.alloc((p, 1), uint8, "sbuf", name="has_nan")
@@ -100,3 +107,28 @@ def first_nan_wins(ctx, nan_cands: Access, idx_f, oi, p: int) -> None:
         dst=pick, predicate=has, on_true=first, on_false=Access(idx_f, (DimSlice(0, p, 1), DimSlice(0, 1, 1)))
     )
     b.tensor_copy(dst=oi, src=pick)
+
+
+def _keys_via_psum(ctx, tile, mask, keys, p: int, size: int, scale: float, maxcol: Access) -> None:
+    """``keys = where(mask, -inf, scale · tile)`` (``mask``: the NaNs of ``tile``) with the keys'
+    max in ``maxcol``, in pieces of one PSUM bank (512 fp32): per piece ScalarE copies
+    ``scale · tile`` into PSUM (fp32, exact; beside GpSimd's mask) and the select reads it from
+    PSUM and the mask from SBUF — one input stream per memory, so N VectorE cycles rather than
+    2N — and reduces the piece's max into a column; the columns' max is the keys' max."""
+    b = ctx.b
+    width = ctx.target.psum_bank_bytes // float32.itemsize
+    pieces = [(c0, min(size, c0 + width)) for c0 in range(0, size, width)]
+    parts = b.alloc((p, len(pieces)), float32, "sbuf", name="piece_max")
+    for i, (c0, c1) in enumerate(pieces):
+        cols = (c0, c1 - c0, 1)
+        ps = b.alloc((p, c1 - c0), float32, "psum", name="keys_psum")
+        b.activation(dst=ps, op="copy", data=_tile(tile, p, cols), scale=scale)
+        b.select(
+            dst=_tile(keys, p, cols),
+            predicate=_tile(mask, p, cols),
+            on_true=ps,
+            on_false=float("-inf"),
+            reverse_pred=True,
+            reduce_res=_tile(parts, p, (i, 1, 1)),
+        )
+    b.tensor_reduce(dst=maxcol, op="maximum", data=parts, axis=(1,))

@@ -63,12 +63,13 @@ def emit_rows_at_once(
     cand_n = b.alloc((q, rows), float32, "sbuf", name="cand_nan") if nan else None
     ones = ones8(ctx, q) if nan else None
     for r, tile in enumerate(loaded):
-        keys = negated(ctx, tile, q, seg) if negate else None
         if nan and fold_max(seg, t):  # the select's max fills v8's column 0: no max8 pass
             v8 = keys_max(ctx, q)
-            cand = _tile(cand_n, q, (r, 1, 1))
-            tile = nan_free_keys(ctx, tile, q, seg, start, ones, cand, keys, _tile(v8, q, (0, 1, 1)))
+            cand, maxcol = _tile(cand_n, q, (r, 1, 1)), _tile(v8, q, (0, 1, 1))
+            scale = -1.0 if negate else 1.0  # keys through PSUM (topk_nan._keys_via_psum)
+            tile = nan_free_keys(ctx, tile, q, seg, start, ones, cand, None, maxcol, scale)
         else:
+            keys = negated(ctx, tile, q, seg) if negate else None
             if nan:
                 tile = nan_free_keys(ctx, tile, q, seg, start, ones, _tile(cand_n, q, (r, 1, 1)), keys)
                 keys = None
