@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
+from nkigen_lite.ir.errors import BuildError
 from nkigen_lite.nki.ops import ActivationOp, AffineSelectOp, MatmulOp, TensorTensorOp
 from nkigen_lite.testing import assert_close
 from nkigen_lite.transforms.lower import causal_attention_long as long_kernel
@@ -115,3 +116,16 @@ def test_refusal_names_the_resident_budget():
     why = refusal((16, 32768, 128), (8, 32768, 128), (8, 32768, 128), "bf16", -1e4)
     assert why is not None and "B per partition at 32768 keys" in why and "3/4 of SBUF" in why
     assert refusal((16, 4096, 128), (8, 4096, 128), (8, 4096, 128), "bf16", -1e4) is None
+
+
+def test_long_op_with_a_weak_mask_is_a_clear_error(monkeypatch):
+    """The op built by hand past the block size with a mask too weak to skip blocks: one
+    BuildError naming the op, the value and the rule."""
+    monkeypatch.setattr(long_kernel, "KEY_BLOCK", 128)
+    b = nk.Builder("causal")
+    q = b.add_input("q", (2, 256, 64), nk.bfloat16)
+    k = b.add_input("k", (1, 256, 64), nk.bfloat16)
+    v = b.add_input("v", (1, 256, 64), nk.bfloat16)
+    b.set_outputs({"o": b.causal_attention(q, k, v, scale=0.125, mask_value=-10.0)})
+    with pytest.raises(BuildError, match=r"tensor.causal_attention .*mask_value -10.0: .*a mask <= -10000"):
+        nk.compile(b.graph)
