@@ -15,6 +15,7 @@ from ...nki.target import TRN2
 from ...nki.types import TileType
 from .engine_balance import ScheduleOracle, balance_engines
 from .interleave import interleave_loops
+from .lead_load import lead_with_row_tile
 from .load_hoist import hoist_loads
 from .rotation import plan_rotation
 from .stage_pipeline import pipeline_stages
@@ -63,8 +64,19 @@ class InsertDeallocs(Pass):
         interleave_loops(graph, target)
         pipeline_stages(graph, target)
         plan_rotation(graph, target)
-        split_last_store(graph, target, insert_deallocs)
-        oracle = ScheduleOracle(graph, target)  # schedules cached across the two passes
-        reorder_straight(graph, target, insert_deallocs, oracle)
-        balance_engines(graph, target, insert_deallocs, oracle)
-        hoist_loads(graph, target, oracle)
+        lead_with_row_tile(
+            graph,
+            target,
+            lambda g: _finish_straight(g, target),
+            lambda g: ScheduleOracle(g, target).makespan(),
+        )
+        hoist_loads(graph, target, ScheduleOracle(graph, target))
+
+
+def _finish_straight(graph: Graph, target) -> None:
+    """The steps of the pass that shape a straight-line kernel: the last store in column pieces,
+    the list order and the engine balance (each kept only when it shortens the estimate)."""
+    split_last_store(graph, target, insert_deallocs)
+    oracle = ScheduleOracle(graph, target)  # schedules cached across the two passes
+    reorder_straight(graph, target, insert_deallocs, oracle)
+    balance_engines(graph, target, insert_deallocs, oracle)
