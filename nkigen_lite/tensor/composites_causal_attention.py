@@ -7,7 +7,8 @@ h reads KV head h // (H / G) (``np.repeat(k, H // G, axis=-3)``); the leading di
 ``mask_value`` is added to the scores of keys after the query (``np.triu(full(mask_value), 1)``).
 canonical/causal_attention.py forms the op from attention written out with 16-bit matmuls;
 lower/causal_attention.py lowers it block by block, masking only the diagonal key blocks and
-skipping the blocks above the diagonal."""
+skipping the blocks above the diagonal (beyond 2048 keys lower/causal_attention_long.py, with an
+online softmax over key blocks)."""
 
 from __future__ import annotations
 

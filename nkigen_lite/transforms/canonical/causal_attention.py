@@ -1,6 +1,7 @@
 """Causal attention written with 16-bit matmuls (a decoder layer's form) becomes one
-``tensor.causal_attention`` (lowered by lower/causal_attention.py: diagonal key blocks masked,
-blocks above the diagonal skipped, K and V loaded once per KV head).
+``tensor.causal_attention`` (lowered by lower/causal_attention.py, beyond 2048 keys by
+lower/causal_attention_long.py: diagonal key blocks masked, blocks above the diagonal skipped,
+K and V loaded once per KV head).
 
 Matched, with every intermediate used only inside the pattern: ``O = cast(P, dt) @ V`` in the
 16-bit dtype ``dt``, ``P = E · 1/ΣE`` (or ``E / ΣE``), ``E = exp(Y - max(Y))``, ``Y = cast(S,
@@ -8,8 +9,8 @@ f32)·c + causal mask`` (the constant canonical/masks.py makes of ``np.triu(full
 ``S = Q @ Kᵀ`` in ``dt``. Q, Kᵀ and V are taken as they reach the matmuls (any views); the
 grouped form canonical/gqa.py leaves for ``np.repeat`` of the KV heads ((..., G, R) query heads
 over (..., G, 1) KV heads) is flattened to the op's (..., G·R) over (..., G). Formed only when
-lower/causal_attention.py supports the shapes (and so only for masks <= -1e4, whose blocks above
-the diagonal contribute nothing). The lowering keeps the scores in fp32 and normalises after
+lower/causal_attention_dispatch.py supports the shapes (and so only for masks <= -1e4, whose
+blocks above the diagonal contribute nothing). The lowering keeps the scores in fp32 and normalises after
 ``P V`` (rounding ``exp`` rather than ``exp / Σ`` to ``dt``): within ``dt``'s tolerance of the
 written program, closer to exact arithmetic.
 """
