@@ -76,3 +76,21 @@ def negated(ctx, tile, p: int, size: int):
     keys = ctx.b.alloc((p, size), float32, "sbuf", name="neg_keys")
     ctx.b.activation(dst=keys, op="copy", data=tile, scale=-1.0)
     return keys
+
+
+TOP1_MISS = float(2**25)  # above every candidate index (< 2**24)
+
+
+def merge_top1(ctx, cv, ci, out, p: int, m: int) -> None:
+    """``out`` (p, 1) fp32 = the index of the first maximum of the (p, m) NaN-free candidates
+    ``cv`` with global indices ``ci`` (p, m): the smallest index among the candidates equal to
+    their max (candidates in index order, so ties go to the lower index) — a max, a compare, a
+    select and a min over the m candidates, where ``_merge`` takes seven instructions."""
+    b = ctx.b
+    top = b.alloc((p, 1), float32, "sbuf", name="merge_max")
+    b.tensor_reduce(dst=top, op="maximum", data=cv, axis=(1,))
+    hit = b.alloc((p, m), uint8, "sbuf", name="merge_hit")
+    b.tensor_scalar(dst=hit, data=cv, op0="equal", operand0=_tile(top, p, (0, 1, 1)))
+    idx = b.alloc((p, m), float32, "sbuf", name="merge_idx")
+    b.select(dst=idx, predicate=hit, on_true=ci, on_false=TOP1_MISS)
+    b.tensor_reduce(dst=out, op="minimum", data=idx, axis=(1,))

@@ -59,7 +59,17 @@ def keys_max(ctx, p: int):
 
 
 def nan_free_keys(
-    ctx, tile, p: int, size: int, start, ones, cand: Access, keys_of=None, maxcol=None, psum_scale=None
+    ctx,
+    tile,
+    p: int,
+    size: int,
+    start,
+    ones,
+    cand: Access,
+    keys_of=None,
+    maxcol=None,
+    psum_scale=None,
+    defer=False,
 ):
     """The fp32 keys of ``tile`` (p, size) with NaN as -inf, which max8 / find_index8 read; writes
     the segment's NaN candidate (its first NaN's global index, ``start`` + position, or NO_NAN)
@@ -67,7 +77,8 @@ def nan_free_keys(
     NaN (default ``tile``; argmin passes ``-tile``, NaN exactly where ``tile`` is). ``maxcol``: a
     (p, 1) access that receives the keys' max (the select's reduction). ``psum_scale`` (1 or -1,
     with ``maxcol``; ``keys_of`` unused): the keys are ``psum_scale · tile``, built piece by piece
-    through PSUM (``_keys_via_psum``)."""
+    through PSUM (``_keys_via_psum``). ``defer``: return (keys, a function emitting the NaN
+    candidate's instructions), for the caller to emit them after the keys' find_index8."""
     b, w = ctx.b, ctx.target.top8_width
     mask = b.alloc((p, size), uint8, "sbuf", name="nan_mask")
     keys = b.alloc((p, size), float32, "sbuf", name="nan_free")
@@ -84,13 +95,20 @@ def nan_free_keys(
             reverse_pred=True,
             reduce_res=maxcol,
         )
-    pos = b.alloc((p, w), uint32, "sbuf", name="nan_pos")
-    b.find_index8(dst=pos, data=mask, vals=ones)
-    has = b.alloc((p, 1), uint8, "sbuf", name="has_nan")
-    b.tensor_scalar(dst=has, data=_tile(pos, p, (0, 1, 1)), op0="less", operand0=float(size))
-    at = b.alloc((p, 1), float32, "sbuf", name="nan_at")
-    b.tensor_scalar(dst=at, data=_tile(pos, p, (0, 1, 1)), op0="add", operand0=start)
-    b.select(dst=cand, predicate=has, on_true=at, on_false=NO_NAN)
+
+    def candidate() -> None:
+        """cand = start + the first NaN's position, or NO_NAN: find_index8's all-ones sentinel
+        (2**32 - 1, documented for a missing value) plus start stays above NO_NAN, so one
+        ``min(pos + start, NO_NAN)`` gives both (fp32: every real position is exact)."""
+        pos = b.alloc((p, w), uint32, "sbuf", name="nan_pos")
+        b.find_index8(dst=pos, data=mask, vals=ones)
+        b.tensor_scalar(
+            dst=cand, data=_tile(pos, p, (0, 1, 1)), op0="add", operand0=start, op1="minimum", operand1=NO_NAN
+        )
+
+    if defer:
+        return keys, candidate
+    candidate()
     return keys
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ...ir.dtypes import float32, int32, uint32
 from ...nki.types import Access, DimSlice
-from .topk_merge import NEG_BYTES, _merge, _tile, negated
+from .topk_merge import NEG_BYTES, _merge, _tile, merge_top1, negated
 from .topk_nan import NAN_BYTES, first_nan_wins, fold_max, keys_max, nan_free_keys, nan_mode, ones8
 
 
@@ -67,8 +67,11 @@ def emit_rows_at_once(
             v8 = keys_max(ctx, q)
             cand, maxcol = _tile(cand_n, q, (r, 1, 1)), _tile(v8, q, (0, 1, 1))
             scale = -1.0 if negate else 1.0  # keys through PSUM (topk_nan._keys_via_psum)
-            tile = nan_free_keys(ctx, tile, q, seg, start, ones, cand, None, maxcol, scale)
+            tile, nan_candidate = nan_free_keys(
+                ctx, tile, q, seg, start, ones, cand, None, maxcol, scale, True
+            )
         else:
+            nan_candidate = None
             keys = negated(ctx, tile, q, seg) if negate else None
             if nan:
                 tile = nan_free_keys(ctx, tile, q, seg, start, ones, _tile(cand_n, q, (r, 1, 1)), keys)
@@ -85,15 +88,18 @@ def emit_rows_at_once(
             op0="add",
             operand0=start,
         )
+        if nan_candidate is not None:  # after the keys' candidates, which the transposes wait for
+            nan_candidate()
     slots = k
     m = q * k
     row_v = b.alloc((rows, m), float32, "sbuf", name="row_cand_v")
-    row_i = b.alloc((rows, 1, m), float32, "sbuf", name="row_cand_i")
+    row_i = b.alloc((rows, m) if nan else (rows, 1, m), float32, "sbuf", name="row_cand_i")
+    i_dims = () if nan else ((0, 1, 1),)  # merge_top1 reads 2-D indices, _merge 3-D
     engine = "scalar"
     for s in range(slots):
         for src, dst in (
             (cand_v, _tile(row_v, rows, (s, q, slots))),
-            (cand_i, _tile(row_i, rows, (0, 1, 1), (s, q, slots))),
+            (cand_i, _tile(row_i, rows, *i_dims, (s, q, slots))),
         ):
             ps = b.alloc((rows, q), float32, "psum", name="cand_t")
             b.nc_transpose(dst=ps, data=_tile(src, q, (0, rows, 1), (s, 1, 1)))
@@ -102,7 +108,10 @@ def emit_rows_at_once(
     ov = b.alloc((rows, k), dt, "sbuf", name="top_v")
     oi = b.alloc((rows, k), int32, "sbuf", name="top_i")
     got = b.alloc((rows, k), float32, "sbuf", name="top_if") if nan else oi
-    _merge(ctx, row_v, row_i, ov, got, rows, k, 1, m, False)
+    if nan:  # k == 1, the values never read: the first maximum's index alone
+        merge_top1(ctx, row_v, row_i, got, rows, m)
+    else:
+        _merge(ctx, row_v, row_i, ov, got, rows, k, 1, m, False)
     if nan:  # the segments' NaN candidates onto each row's partition, as the others
         row_n = b.alloc((rows, q), float32, "sbuf", name="row_cand_nan")
         ps = b.alloc((rows, q), float32, "psum", name="cand_t")
