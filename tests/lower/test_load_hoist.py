@@ -72,6 +72,29 @@ def test_o_projection_weight_is_loaded_before_attention(monkeypatch, seq):
     assert k.estimate().scheduled_ns < plain.estimate().scheduled_ns
 
 
+def _input_loads(kern, i: int) -> list[int]:
+    """Top-level positions of the DMAs loading kernel input ``i``."""
+    arg = kern.nki.body.args[i]
+    return [j for j, op in enumerate(kern.nki.body) if isinstance(op, DmaCopyOp) and _src_root(op) is arg]
+
+
+def test_groups_move_one_at_a_time(monkeypatch):
+    """seq 128, the MLP's blocks unrolled (their weights in top-level tiles): each group is
+    placed from a schedule of the kernel as the groups before it left it and kept only when the
+    schedule gets shorter. Wo and the first block's gate/up weights (input 11, w_gu) go before
+    the attention; moved together from one schedule (as before), the MLP's weights took the DMA
+    engines' idle time ahead of Wo, which stayed after the attention."""
+    g = _qwen(128)
+    plain = _unhoisted(monkeypatch, g)
+    k = nk.compile(g)
+    att = min(_attention(k))
+    assert max(_input_loads(k, 5)) < att  # w_o
+    assert min(_input_loads(k, 11)) < att  # w_gu, block 0
+    assert min(_input_loads(plain, 11)) > max(_attention(plain))
+    assert k.stats().dma_bytes == plain.stats().dma_bytes
+    assert k.estimate().scheduled_ns < plain.estimate().scheduled_ns
+
+
 def test_groups_are_loads_of_unwritten_inputs():
     """Every load the pass may move reads a kernel input nothing writes into a top-level tile."""
     k = nk.compile(_qwen(128))

@@ -18,8 +18,12 @@ group's own first issue, and the group goes right after the DMA followed by the 
 time — among those where SBUF (the peak of every later top-level point up to the group's old
 place, loops included, counted as the verifier counts it) still holds its tiles. The move is
 kept only when the kernel's scheduled time gets shorter. The last ``MAX_GROUPS`` groups are
-placed from one traced schedule and moved together, and one more schedule checks the result:
-the pass costs two schedules.
+placed all together from one traced schedule (kept when one more schedule is shorter), then
+one at a time in program order, each placed from a traced schedule of the kernel as the moves
+before it left it and kept only if one more schedule is shorter (placed together, the groups
+all take the same idle time, and the later ones, ready first, may push the earlier ones'
+transfers back; one at a time, a move that pays only with another is missed). The pass costs
+at most two schedules per group and two more.
 Results never change: the same instructions read the same data (the input is never written)
 into tiles nothing else touches before.
 """
@@ -226,9 +230,10 @@ def _anchor(graph: Graph, sched: Scheduler, g: _Group, lo: int, oracle) -> int |
 
 
 def hoist_loads(graph: Graph, target: Target, oracle) -> int:
-    """Move the module docstring's groups earlier when the scheduled time drops (all of them
-    at once: one traced schedule places them, one more checks the result); returns how many
-    groups moved. ``oracle``: a ScheduleOracle of ``graph`` (engine_balance.py)."""
+    """Move the module docstring's groups earlier where the scheduled time drops: all together
+    from one traced schedule (kept when shorter), then one at a time from there
+    (``_one_by_one``); returns how many group moves were kept. ``oracle``: a ScheduleOracle of
+    ``graph`` (engine_balance.py)."""
     ops = list(graph.body)
     pos = {id(op): i for i, op in enumerate(ops)}
     moves = []
@@ -244,6 +249,46 @@ def hoist_loads(graph: Graph, target: Target, oracle) -> int:
             moves.append((g, k))
     if not moves:
         return 0
+    _reorder(graph, _order(ops, moves))
+    t_joint = oracle.makespan()
+    kept = t_joint < sched.makespan
+    if not kept:
+        _reorder(graph, ops)
+    n, _t = _one_by_one(graph, target, oracle, min(t_joint, sched.makespan))
+    return n + (len(moves) if kept else 0)
+
+
+def _one_by_one(graph: Graph, target: Target, oracle, start: float) -> tuple[int, float]:
+    """Move the last ``MAX_GROUPS`` groups one at a time in program order, each placed from a
+    traced schedule of the kernel as the groups before it left it and kept only when the
+    schedule gets shorter than ``start`` and the moves before; returns (groups moved, the
+    schedule's length)."""
+    moved, best = 0, start
+    for loc in [g.loc for g in _groups(graph)[-MAX_GROUPS:]]:
+        ops = list(graph.body)
+        g = next((x for x in _groups(graph) if x.loc == loc), None)
+        if g is None:
+            continue
+        pos = {id(op): i for i, op in enumerate(ops)}
+        first = min(pos[id(o)] for o in g.ops)
+        lo = _earliest(ops, g, target)
+        if first - lo < MIN_SPAN:
+            continue
+        k = _anchor(graph, _trace(graph, oracle), g, lo, oracle)
+        if k is None or k >= first:
+            continue
+        _reorder(graph, _order(ops, [(g, k)]))
+        now = oracle.makespan()
+        if now < best:
+            best, moved = now, moved + 1
+        else:
+            _reorder(graph, ops)
+    return moved, best
+
+
+def _order(ops: list, moves: list) -> list:
+    """The top-level ops with each move's group (``(group, anchor index)``) placed before the
+    op at its anchor (the first op at or after it that stays in place)."""
     members = {id(o) for g, _ in moves for o in g.ops}
     before: dict = {}
     for g, k in moves:
@@ -255,8 +300,4 @@ def hoist_loads(graph: Graph, target: Target, oracle) -> int:
         if id(op) in members:
             continue
         order += before.get(id(op), []) + [op]
-    _reorder(graph, order)
-    if oracle.makespan() < sched.makespan:
-        return len(moves)
-    _reorder(graph, ops)
-    return 0
+    return order

@@ -24,7 +24,10 @@ weights and the row tiles' working set fit SBUF (``choose_block``). When they do
 the rows, the rows go in the fewest groups (2, 4 or 8) that fit, each group staging its rows
 and running every block, so each weight is read once per group (``plan_block``: only while
 those reloads move fewer bytes than the MLP input and residual would through HBM); otherwise
-the row pipeline lowers the ops as before.
+the row pipeline lowers the ops as before. With at most ``PAIR`` row tiles and at most
+``STRAIGHT_BLOCKS`` blocks the blocks run unrolled, each with its own weight tiles, the down
+projections skewed across blocks (``_BlockEmitter.straight_blocks``). The widest block whose
+emitted SBUF peak fits is used (``emit_widest``).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ SBUF_MARGIN = 16 * 1024  # bytes per partition left for what the estimate does n
 ROW_GROUPS = (2, 4, 8)  # row groups tried when all the rows do not fit SBUF
 PAIR = 2  # row tiles per loop iteration (measured best of 2, 4, 8 under the cost model)
 LAG = 1  # a row tile's down projection follows the next row tile's up projections
+STRAIGHT_BLOCKS = 4  # at most this many blocks of at most PAIR row tiles run unrolled
 
 
 @dataclass
@@ -287,6 +291,16 @@ def emit_widest(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> Non
     emit_mlp_block(ctx, blk, outputs, row_local, plans)
 
 
+class _Deferred:
+    """A call postponed until the skewed order reaches it."""
+
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def __call__(self):
+        return self.fn(*self.args)
+
+
 class _RowWindow:
     """A K-major operand held for all rows ([p, nk, S]) seen as the row tile at ``m0``."""
 
@@ -483,92 +497,154 @@ def _over_row_groups(ctx, s: int, rows: int, group) -> None:
 
 def emit_mlp_block(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> None:
     """Emit the blocked loop nest of the module docstring."""
-    b, p, tg = ctx.b, ctx.partitions, ctx.target
-    bw = blk.width
-    tiles: dict = {}
-    fused = blk.prologue is not None
-    ups = [lower_matmul(ctx, m, pipe=tiles, a_provided=fused, store=False, run=False) for m in blk.ups]
-    down = lower_matmul(ctx, blk.down, pipe=tiles, a_provided=True, store=False, run=False)
-    em0 = ups[0]
-    s, k, inter, d = em0.m, em0.k, em0.n, down.n
-    idx = [0] * len(em0.batch)
-    rows = blk.rows or s
-    nk, nb, n_rt = k // p, bw // p, -(-rows // p)
+    _BlockEmitter(ctx, blk, outputs, row_local, plans).emit()
 
-    # the element-wise group, driven one (row tile, block) instance at a time
-    plan = replace(plans[blk.act_group][0], f_chunk=bw)
-    up_values = [m.result for m in blk.ups]
-    gem = GroupEmitter(
-        ctx, blk.act_group, [], plan, row_local, pipe=tiles, provided=up_values, publish={blk.act}
-    )
-    p_dim, f_dim = plan.p_dims[0], plan.f_dims[0]
-    gem.prepare()
-    top = gem.top_instance()
-    levels = len(gem.loops)
-    if levels:  # else (one row tile, one block) the group runs whole per instance below
-        gem.before(0, top)
-    fmax = tg.psum_bank_fmax
 
-    def block(j, h_t, acc, base):
-        col = Affine.of(j) * bw
-        caches = []
-        for em, m in zip(ups, blk.ups):
-            ctx.at_op(m)
-            cache = ChunkTiles.alloc(b, p, nk, bw, em.b_dt, "w_up", B_GROUP_CHUNKS)
-            em._load_b_cache(cache, idx, col, bw)
-            caches.append(cache)
-        ctx.at_op(blk.down)
-        wd = b.alloc((p, nb, d), down.b_dt, "sbuf", name="w_down")
-        lead = tuple(_ds(0, 1) for _ in idx)
-        b.dma_copy(
-            dst=Access(wd, (_ds(0, p), _ds(0, nb), _ds(0, d))),
-            src=Access(down.views["b_chunks"], lead + (_ds(0, p), _ds(Affine.of(j) * nb, nb), _ds(0, d))),
+class _BlockEmitter:
+    """The MLP block's emission: its matmul emitters, the element-wise group's emitter and
+    the pieces of one (block, row tile) step."""
+
+    def __init__(self, ctx, blk: MlpBlock, outputs: set, row_local, plans: dict):
+        self.ctx, self.blk, self.outputs, self.row_local, self.plans = ctx, blk, outputs, row_local, plans
+        p = self.p = ctx.partitions
+        self.bw = bw = blk.width
+        self.tiles: dict = {}
+        fused = blk.prologue is not None
+        self.ups = [
+            lower_matmul(ctx, m, pipe=self.tiles, a_provided=fused, store=False, run=False) for m in blk.ups
+        ]
+        self.down = lower_matmul(ctx, blk.down, pipe=self.tiles, a_provided=True, store=False, run=False)
+        em0 = self.ups[0]
+        self.s, k, self.inter, self.d = em0.m, em0.k, em0.n, self.down.n
+        self.idx = [0] * len(em0.batch)
+        self.rows = blk.rows or self.s
+        self.nk, self.nb, self.n_rt = k // p, bw // p, -(-self.rows // p)
+        self.nblocks = self.inter // bw
+        self.fmax = ctx.target.psum_bank_fmax
+
+    def emit(self) -> None:
+        ctx, blk = self.ctx, self.blk
+        # the element-wise group, driven one (row tile, block) instance at a time
+        plan = replace(self.plans[blk.act_group][0], f_chunk=self.bw)
+        up_values = [m.result for m in blk.ups]
+        self.gem = gem = GroupEmitter(
+            ctx,
+            blk.act_group,
+            [],
+            plan,
+            self.row_local,
+            pipe=self.tiles,
+            provided=up_values,
+            publish={blk.act},
         )
+        self.p_dim, self.f_dim = plan.p_dims[0], plan.f_dims[0]
+        gem.prepare()
+        self.top = gem.top_instance()
+        self.levels = len(gem.loops)
+        if self.levels:  # else (one row tile, one block) the group runs whole per instance below
+            gem.before(0, self.top)
+        _over_row_groups(ctx, self.s, self.rows, self.group)
+        if self.levels:
+            gem.after(0, self.top)
 
-        def up_and_act(m0, mt: int):
-            at = _RowWindow(ChunkTiles.one(h_t, nk), m0)
-            for em, m, cache in zip(ups, blk.ups, caches):
-                ctx.at_op(m)
-                t = b.alloc((p, bw), em.c_dt, "sbuf", name=m.result.name_hint or "up")
-                _up_block(b, p, fmax, at, nk, mt, cache, bw, t)
-                tiles[m.result] = t
-            gem.note("vector", d)  # the accumulation below: balance the group's engines
-            _drive_act(gem, top, levels, (p_dim, Affine.of(m0) + base, mt), (f_dim, col, bw))
-            return tiles[blk.act]
-
-        def down_rows(mt: int, rt, act_t) -> None:
-            ctx.at_op(blk.down)
-            _down_rows(ctx, down, wd, acc, act_t, (mt, rt), nb)
-
-        def row_tiles(insts):
-            # skewed: row tile t's down projection after row tile t+LAG's up projections, so
-            # TensorE has those while t's element-wise chain runs
-            pending = []
-            for m0, mt, rt in insts:
-                pending.append((mt, rt, up_and_act(m0, mt)))
-                if len(pending) > LAG:
-                    down_rows(*pending.pop(0))
-            for args in pending:
-                down_rows(*args)
-
-        _row_groups(b, rows, p, PAIR, row_tiles)
-
-    def group(base) -> None:
-        h_t = _stage(ctx, blk, em0, idx, outputs, row_local, base, rows)
+    def group(self, base) -> None:
+        """Stage the group's rows, zero ``acc``, run every block, then the epilogue."""
+        ctx, b, p, blk = self.ctx, self.ctx.b, self.p, self.blk
+        rows, n_rt, d = self.rows, self.n_rt, self.d
+        h_t = _stage(ctx, blk, self.ups[0], self.idx, self.outputs, self.row_local, base, rows)
         ctx.at_op(blk.down)
         acc = b.alloc((p, n_rt * d), "f32", "sbuf", name="mlp_acc")  # row tile r at columns r·d
         b.memset(dst=Access(acc, (_ds(0, p), _ds(0, n_rt * d))), value=0.0)
-        nblocks = inter // bw
-        if nblocks == 1:
-            block(0, h_t, acc, base)
+        run = (h_t, acc, base)
+        if rows == self.s and p <= rows <= PAIR * p and 1 < self.nblocks <= STRAIGHT_BLOCKS:
+            self.straight_blocks(run)
+        elif self.nblocks == 1:
+            self.block(0, run)
         else:
-            with b.fori_loop(0, nblocks) as j:
-                block(j, h_t, acc, base)
-        _epilogue(ctx, blk, outputs, row_local, plans, acc, (base, rows), d)
+            with b.fori_loop(0, self.nblocks) as j:
+                self.block(j, run)
+        _epilogue(ctx, blk, self.outputs, self.row_local, self.plans, acc, (base, rows), d)
 
-    _over_row_groups(ctx, s, rows, group)
-    if levels:
-        gem.after(0, top)
+    def weights(self, j):
+        """Block ``j``'s columns of the up weights and rows of Wd, loaded: (caches, wd)."""
+        ctx, b, p, bw, nb, d = self.ctx, self.ctx.b, self.p, self.bw, self.nb, self.d
+        col = Affine.of(j) * bw
+        caches = []
+        for em, m in zip(self.ups, self.blk.ups):
+            ctx.at_op(m)
+            cache = ChunkTiles.alloc(b, p, self.nk, bw, em.b_dt, "w_up", B_GROUP_CHUNKS)
+            em._load_b_cache(cache, self.idx, col, bw)
+            caches.append(cache)
+        ctx.at_op(self.blk.down)
+        wd = b.alloc((p, nb, d), self.down.b_dt, "sbuf", name="w_down")
+        lead = tuple(_ds(0, 1) for _ in self.idx)
+        b.dma_copy(
+            dst=Access(wd, (_ds(0, p), _ds(0, nb), _ds(0, d))),
+            src=Access(
+                self.down.views["b_chunks"], lead + (_ds(0, p), _ds(Affine.of(j) * nb, nb), _ds(0, d))
+            ),
+        )
+        return caches, wd
+
+    def up_and_act(self, j, caches, run, m0, mt: int):
+        """The row tile's up projections on block ``j`` and the element-wise group: its act tile."""
+        ctx, b, p, bw, tiles = self.ctx, self.ctx.b, self.p, self.bw, self.tiles
+        h_t, _acc, base = run
+        at = _RowWindow(ChunkTiles.one(h_t, self.nk), m0)
+        for em, m, cache in zip(self.ups, self.blk.ups, caches):
+            ctx.at_op(m)
+            t = b.alloc((p, bw), em.c_dt, "sbuf", name=m.result.name_hint or "up")
+            _up_block(b, p, self.fmax, at, self.nk, mt, cache, bw, t)
+            tiles[m.result] = t
+        self.gem.note("vector", self.d)  # the accumulation below: balance the group's engines
+        rows = (self.p_dim, Affine.of(m0) + base, mt)
+        _drive_act(self.gem, self.top, self.levels, rows, (self.f_dim, Affine.of(j) * bw, bw))
+        return tiles[self.blk.act]
+
+    def skewed(self, steps, acc) -> None:
+        """Run ``steps`` ((thunk giving the step's act tile and Wd block, rows, row tile))
+        with each step's down projection after the next ``LAG`` steps' up projections, so
+        TensorE has those while the step's element-wise chain runs."""
+        pending = []
+        for i, (thunk, mt, rt) in enumerate(steps):
+            pending.append((mt, rt, *thunk()))
+            while len(pending) > (LAG if i + 1 < len(steps) else 0):
+                mt0, rt0, act_t, wd = pending.pop(0)
+                self.ctx.at_op(self.blk.down)
+                _down_rows(self.ctx, self.down, wd, acc, act_t, (mt0, rt0), self.nb)
+
+    def block(self, j, run) -> None:
+        """Block ``j`` (its weights loaded here) over the rows, a pair of row tiles at a time."""
+        caches, wd = self.weights(j)
+
+        def step(m0, mt):
+            return self.up_and_act(j, caches, run, m0, mt), wd
+
+        def row_tiles(insts):
+            self.skewed([(_Deferred(step, m0, mt), mt, rt) for m0, mt, rt in insts], run[1])
+
+        _row_groups(self.ctx.b, self.rows, self.p, PAIR, row_tiles)
+
+    def straight_blocks(self, run) -> None:
+        """Few row tiles and blocks: the blocks unrolled, each block's weights in tiles of its
+        own, loaded right before its first up projections (top-level tiles, which load_hoist.py
+        may issue earlier), and the down projections skewed across blocks as well: block j+1's
+        up projections run on TensorE while block j's element-wise chain runs."""
+        loaded: dict = {}
+        p, rows = self.p, self.rows
+
+        def step(j, m0, mt):
+            if j not in loaded:
+                loaded[j] = self.weights(j)
+            caches, wd = loaded[j]
+            return self.up_and_act(j, caches, run, m0, mt), wd
+
+        steps = [
+            (_Deferred(step, j, t * p, min(p, rows - t * p)), min(p, rows - t * p), t)
+            for j in range(self.nblocks)
+            for t in range(self.n_rt)
+        ]
+        self.skewed(steps, run[1])
 
 
 class _AccRows:
