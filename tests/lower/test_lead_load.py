@@ -29,7 +29,7 @@ def test_layernorm_loads_its_first_row_tile_first(monkeypatch):
     g = LN.graph(shape=(512, 1024))
     k = nk.compile(g)
     with monkeypatch.context() as m:
-        m.setattr(lead_load, "_move", lambda *a: False)
+        m.setattr(lead_load, "lead_row_tile", lambda *a: False)
         plain = nk.compile(g)
     first = [op.access("dst").dims[0].size for op in _loads(k)[:3]]
     assert first == [128, 1, 1]
@@ -51,4 +51,4 @@ def test_layernorm_loads_its_first_row_tile_first(monkeypatch):
 def test_a_kernel_without_weight_rows_is_left_alone():
     """softmax has no one-partition loads: nothing moves."""
     k = nk.compile(get_workload("softmax").graph(shape=(256, 512)))
-    assert lead_load._move(k.nki.clone().body, nk.nki.target.TRN2) is False
+    assert lead_load.lead_row_tile(k.nki.clone().body, nk.nki.target.TRN2) is False

@@ -2,9 +2,10 @@
 broadcast weight row from its PSUM banks on VectorE (psum_rows.py: the bf16 copy of the fp32
 broadcast of a bf16 row is exact, so the bank holds the same numbers) instead of GpSimd reading
 an SBUF copy, and the last store goes out in column halves (tail_split.py: a 3-D output of one
-row block qualifies). Results close to float64 NumPy on the NKI interpreter and the simulator
-(bf16 output: 2⁻⁷ relative + 1e-2 absolute for |y| ≲ 4) and bit for bit those of the kernel
-without either change."""
+row block qualifies), and the row scale comes after × w (scale_last.py: ``(x · w) · rsqrt``, so
+× w runs while ScalarE computes the statistics). Results close to float64 NumPy on the NKI
+interpreter and the simulator (bf16 output: 2⁻⁷ relative + 1e-2 absolute for |y| ≲ 4); without
+the swap, bit for bit those of the kernel without the PSUM reads and the split."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import ml_dtypes
 import numpy as np
 
 import nkigen_lite as nk
-from nkigen_lite.nki.ops import DmaCopyOp, TensorCopyOp, TensorTensorOp
+from nkigen_lite.nki.ops import DmaCopyOp, TensorCopyOp, TensorScalarOp, TensorTensorOp
 from nkigen_lite.nki.types import HbmType, MemorySpace
-from nkigen_lite.transforms.lower import deallocs, psum_rows
+from nkigen_lite.transforms.lower import deallocs, psum_rows, scale_last
 from nkigen_lite.workloads import get_workload
 
 RMS = get_workload("rmsnorm")
@@ -74,19 +75,39 @@ def test_last_store_in_halves():
     assert all(s.access("src").free_size == 512 for s in stores)
 
 
+def _no_swap(m):
+    m.setattr(scale_last, "swap_row_scale", lambda *a: False)
+
+
 def test_results_match_float64_and_the_kernel_without_the_changes(monkeypatch):
     g = _graph()
     k = nk.compile(g)
     with monkeypatch.context() as m:
+        _no_swap(m)
+        unswapped = nk.compile(g)
         m.setattr(deallocs, "split_last_store", lambda *a: False)
         m.setattr(psum_rows, "_exact_cast", lambda *a: False)
         plain = nk.compile(g)
     assert len(_stores(plain)) == 1 and not _psum_reads(plain)
-    assert k.estimate().scheduled_ns < plain.estimate().scheduled_ns
+    assert k.estimate().scheduled_ns < unswapped.estimate().scheduled_ns < plain.estimate().scheduled_ns
     assert k.stats().dma_bytes == plain.stats().dma_bytes
     ins = _inputs()
     want = RMS.reference(**{n: a.astype(np.float64) for n, a in ins.items()})["y"]
     got = k.run(ins)["y"]
-    np.testing.assert_array_equal(got, plain.run(ins)["y"])
+    np.testing.assert_array_equal(unswapped.run(ins)["y"], plain.run(ins)["y"])
     for where, y in (("interpreter", got), ("simulator", nk.simulate(k, ins)["y"])):
         np.testing.assert_allclose(y.astype(np.float64), want, rtol=2**-7, atol=1e-2, err_msg=where)
+
+
+def test_times_w_before_the_row_scale():
+    """The × w passes read x's loaded tile (not a scaled copy); the stored halves are written by
+    tensor_scalars by the rsqrt column, on ScalarE."""
+    k = nk.compile(_graph())
+    ops = _executed(k)
+    x_tile = next(op for op in ops if isinstance(op, DmaCopyOp) and op.loc == "load %x").access("dst").tensor
+    assert all(any(op.access(n).tensor is x_tile for n in ("data1", "data2")) for op in _psum_reads(k))
+    stored = {s.access("src").tensor for s in _stores(k)}
+    writers = [op for op in ops if op.writes and op.access("dst").tensor in stored]
+    assert len(writers) == 2
+    assert all(isinstance(op, TensorScalarOp) and op.engine == "scalar" for op in writers)
+    assert all(isinstance(op.access("operand0"), type(op.access("data"))) for op in writers)

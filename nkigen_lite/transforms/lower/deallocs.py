@@ -15,11 +15,12 @@ from ...nki.target import TRN2
 from ...nki.types import TileType
 from .engine_balance import ScheduleOracle, balance_engines
 from .interleave import interleave_loops
-from .lead_load import lead_with_row_tile
+from . import lead_load, scale_last
 from .load_hoist import hoist_loads
 from .rotation import plan_rotation
 from .stage_pipeline import pipeline_stages
 from .straight_order import reorder_straight
+from .straight_variants import best_variant
 from .tail_split import split_last_store
 
 
@@ -64,9 +65,10 @@ class InsertDeallocs(Pass):
         interleave_loops(graph, target)
         pipeline_stages(graph, target)
         plan_rotation(graph, target)
-        lead_with_row_tile(
+        best_variant(
             graph,
             target,
+            [lambda b, t: lead_load.lead_row_tile(b, t), lambda b, t: scale_last.swap_row_scale(b, t)],
             lambda g: _finish_straight(g, target),
             lambda g: ScheduleOracle(g, target).makespan(),
         )

@@ -8,19 +8,14 @@ row tile, whose statistics start every engine's work, queues behind them: LayerN
 first tile arrives 600 ns later than it could. ``lead_with_row_tile`` moves the first load of a
 tile over (nearly) all partitions, with its allocation, ahead of the one-partition loads before
 it — legal because nothing before it touches its tile and kernel inputs are only read
-(``straight_order._qualifies``). The move is kept only when the kernel scheduled after the
-remaining steps of the ``deallocs`` pass (``finish``: tail split, list order, engine balance)
-is shorter than without it; that is decided on a clone of the graph, then repeated on the graph.
+(``straight_order._qualifies``). The move is kept only when the finished kernel is scheduled
+shorter with it (straight_variants.py).
 """
 
 from __future__ import annotations
 
 from ...nki.ops import AllocOp, DmaCopyOp
 from ...nki.types import HbmType, TileType
-from .straight_order import _qualifies
-
-MAX_INSTRUCTIONS = 400  # straight-line kernels this small are finished twice to compare
-
 
 def _loads(block) -> list:
     return [
@@ -32,7 +27,7 @@ def _loads(block) -> list:
     ]
 
 
-def _move(block, target) -> bool:
+def lead_row_tile(block, target) -> bool:
     """Move the first row-tile load ahead of the one-partition loads issued before it."""
     ops = list(block)
     loads = _loads(block)
@@ -57,24 +52,3 @@ def _move(block, target) -> bool:
     block.remove(lead)
     block.insert_before(anchor, lead)
     return True
-
-
-def lead_with_row_tile(graph, target, finish, makespan) -> bool:
-    """Apply the move (module docstring) when ``finish(graph)`` (the rest of the pass) then gives
-    a shorter ``makespan(graph)``; ``finish`` runs on ``graph`` either way. True when moved."""
-    n = sum(1 for _ in graph.body)
-    if n > MAX_INSTRUCTIONS or not _qualifies(graph):
-        finish(graph)
-        return False
-    trial = graph.clone()
-    if not _move(trial.body, target):
-        finish(graph)
-        return False
-    plain = graph.clone()
-    finish(plain)
-    finish(trial)
-    moved = makespan(trial) < makespan(plain) - 1e-6
-    if moved:
-        _move(graph.body, target)
-    finish(graph)
-    return moved

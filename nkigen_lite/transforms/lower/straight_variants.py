@@ -1,0 +1,56 @@
+"""Rewrites of a straight-line kernel tried against its finished schedule: each rewrite (a
+*move*: ``move(block, target) -> bool``, False when it does not apply) is kept only when the
+kernel, finished by the rest of the ``deallocs`` pass (tail split, list order, engine balance),
+is scheduled shorter with it.
+
+Every subset of the moves that apply is tried, in the given order, on a clone of the graph;
+the shortest wins (ties: fewer moves, then the earlier subset; a subset whose kernel fails the
+verifier, e.g. a tile kept live longer no longer fitting SBUF, is skipped), and is then applied to the graph
+itself before it is finished (the same deterministic steps, so the same result). Only for
+kernels of at most ``MAX_INSTRUCTIONS`` instructions that ``straight_order._qualifies``: each
+subset costs one more finish. The moves: ``lead_load.py`` (the first row tile loaded ahead of
+the weight rows) and ``scale_last.py`` (a row scale applied after the column weight).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from ...ir.errors import VerifyError
+from ...nki.verify import verify
+from .straight_order import _qualifies
+
+MAX_INSTRUCTIONS = 400  # straight-line kernels this small are finished once per subset
+
+
+def best_variant(graph, target, moves: list, finish, makespan) -> tuple:
+    """Apply the best subset of ``moves`` (module docstring) and ``finish(graph)``; returns the
+    indices of the moves applied."""
+    n = sum(1 for _ in graph.body)
+    if n > MAX_INSTRUCTIONS or not _qualifies(graph):
+        finish(graph)
+        return ()
+    usable = [k for k, m in enumerate(moves) if m(graph.clone().body, target)]
+    if not usable:
+        finish(graph)
+        return ()
+    best = None
+    for r in range(len(usable) + 1):
+        for subset in combinations(usable, r):
+            trial = graph.clone()
+            if not all(moves[k](trial.body, target) for k in subset):
+                continue
+            finish(trial)
+            if subset:
+                try:
+                    verify(trial, target)  # e.g. a tile kept live longer must still fit SBUF
+                except VerifyError:
+                    continue
+            t = makespan(trial)
+            if best is None or t < best[0] - 1e-6:
+                best = (t, subset)
+    chosen = best[1]
+    for k in chosen:
+        moves[k](graph.body, target)
+    finish(graph)
+    return chosen
