@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
-from nkigen_lite.nki.ops import DmaCopyOp
+from nkigen_lite.nki.ops import DmaCopyOp, DmaGatherOp
 from nkigen_lite.testing.tolerance import assert_close
 from nkigen_lite.workloads import get_workload
 from nkigen_lite.workloads.qwen3_decode import WEIGHTS, decode_min_hbm_bytes
@@ -132,3 +132,15 @@ def test_small_inputs_the_norms_need_load_before_the_projections_finish(full):
     assert len(stores) == 3
     for name in ("q_norm", "k_norm", "pos"):
         assert _first_load(k, name) < stores[-1], name  # before the last projection's store
+
+
+def test_the_pos_chain_runs_before_the_per_head_norms(full):
+    """index_chain.py: the index arithmetic on ``pos`` and the ``cos`` / ``sin`` row gathers it
+    drives are emitted right after the QKV projections, before the per-head norms (they were
+    emitted just before RoPE, their DMAs issued behind the norms' on the in-order queues)."""
+    _, k = full
+    body = list(k.nki.body)
+    gathers = [i for i, op in enumerate(body) if isinstance(op, DmaGatherOp)]
+    norms = [i for i, op in enumerate(body) if (op.loc or "").endswith("%square_1")]
+    assert len(gathers) == 2 and norms
+    assert max(gathers) < min(norms)

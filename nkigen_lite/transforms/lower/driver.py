@@ -39,6 +39,7 @@ from .front_keep import emit_front_keep, match_front_keep
 from .group_emit import GroupEmitter
 from .groups import FusionGroup, form_groups, is_fusible
 from .homes import HbmHome
+from .index_chain import hoist_index_chain
 from .inplace import finish_aliased_outputs, place_aliased_outputs
 from .item_order import hoist_projections
 from .limits import LoweringLimit
@@ -269,6 +270,7 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
     done: set = set()
     items = [it for it in part.items if id(it) not in seconds]
     items = hoist_projections(items, _emits_nothing_dependent)
+    items = hoist_index_chain(items, _emits_nothing_dependent)
     skip: set = set()
     for i, item in enumerate(items):
         if _try_mlp_block(ctx, items, i, plans, row_local, outputs, skip, take, part):
