@@ -3,7 +3,8 @@ blocks above the diagonal are never computed.
 
 One ``fori_loop`` over the (flat) KV heads (straight-line code over all of them, list-scheduled
 as one block, when there are at most ``MAX_UNROLLED_UNITS`` units: the next head's loads and
-transposes then fill the previous head's drain). Per KV head: K and V are loaded once (one DMA each,
+transposes then fill the previous head's drain; one list-scheduled block per KV head when O stays
+on chip, written over the front's kept q: attention_out.py). Per KV head: K and V are loaded once (one DMA each,
 keys on the partitions in 128-key chunks), Kᵀ by bf16 TensorE transposes, and Q of the head's
 R query heads for all query tiles by one DMA, Qᵀ likewise. Per query head and query tile t of up
 to 128 rows the keys run to the tile's last row: chunks 0..t-1 are entirely at or below the
@@ -34,6 +35,7 @@ from ...ir.graph import Block
 from ...nki.types import Access, Affine, DimSlice
 from ...nki.types import access_of as _acc
 from ...nki.types import ds as _ds
+from .attention_out import give_home, keep_target, store_group, stored_heads
 from .attention_units import attention_dims
 from .context import LowerContext
 from .emit_order import list_order
@@ -132,9 +134,18 @@ class _Emitter:
             None if i in self.kept else _flat_home(ctx, x, shape).transpose((1, 0, 2))
             for i, (x, shape) in enumerate(zip(op.operands, dims))
         )
+        self.copy_to = None
+        # O written over the front's kept q for the O projection (attention_out.py)
+        found = keep_target(ctx, op)
+        self.o_keep = None
+        if found is not None:
+            self.o_value, self.o_keep = found
+            self.o_keep.stored = stored_heads(ctx.target, self.o_keep)
+            ctx.kept_out[self.o_value] = self.o_keep
+            self.o_rows = None
+            return
         out = ctx.home_for_store(op.result)
         flat = out.reshape((self.hq, self.m, self.dv))
-        self.copy_to = None
         if flat is None:  # the result's home is not a view of (heads, rows, dv): copy after
             self.copy_to = out
             flat = ctx.alloc_hbm(op.result.type.shape, self.dt).reshape((self.hq, self.m, self.dv))
@@ -180,7 +191,10 @@ class _Emitter:
             self._rows_dma(v_nat, self.v_view, self.n, _ds(g, 1), dv, 1)
             out[2] = _Rows(v_nat, None, dv)
         for i, buf in self.kept.items():
-            out[i] = _Rows(buf, Affine.of(g) * (self.rep if i == 0 else 1), self.dv if i == 2 else d)
+            if isinstance(buf, list):  # one tile per KV head (attention_out.py): g is static
+                out[i] = _Rows(buf[g], 0, self.dv if i == 2 else d)
+            else:
+                out[i] = _Rows(buf, Affine.of(g) * (self.rep if i == 0 else 1), self.dv if i == 2 else d)
         return out[1], out[2], out[0]
 
     def _rows_view(self, rows: HbmHome, n: int):
@@ -359,13 +373,13 @@ class _Emitter:
 
     def values(self, v_nat, unit, j: int, t: int, out):
         """Stage 2 (a generator): Pᵀ per 128-key chunk, O = Σ Pᵀᵀ V in PSUM; then O · 1/Σ into
-        ``out[:, j]``."""
+        ``out[:, j]`` (``out``: a tile, or a ``_Rows`` of O kept on chip, whose row tile t)."""
         p, recip, mt = unit
         rows = (0, mt)
         o = self.probs_values(v_nat, p, mt, t)
         yield  # the next unit's softmax goes here: VectorE reaches it before this multiply
         self.b.tensor_scalar(
-            dst=_acc(out, rows, (j, 1), (0, self.dv)),
+            dst=out.at(mt, t, j) if isinstance(out, _Rows) else _acc(out, rows, (j, 1), (0, self.dv)),
             data=_acc(o, rows, (0, self.dv)),
             op0="multiply",
             operand0=_acc(recip, rows, (0, 1)),
@@ -376,25 +390,34 @@ class _Emitter:
         b = self.b
         self.evac = 0
         mask = self.mask_tile()
-        o_view = self.view(self.o_rows)
+        o_view = self.view(self.o_rows) if self.o_rows is not None else None
         self.q_view, self.k_view, self.v_view = (
             None if rows is None else self._rows_view(rows, n)
             for rows, n in ((self.q_rows, self.m), (self.k_rows, self.n), (self.v_rows, self.n))
         )
-        if self.hk * self.rep * self.tiles <= MAX_UNROLLED_UNITS:
+        few = self.hk * self.rep * self.tiles <= MAX_UNROLLED_UNITS
+        if few or isinstance(self.kept.get(0), list):  # per-KV-head q tiles: g static
             # few units: every KV head in one straight-line block, list-scheduled as a whole,
-            # so the next head's loads and transposes fill the previous head's drain
-            block = Block([], [])
-            b._blocks.append(block)
-            try:
-                for g in range(self.hk):
-                    self.kv_head(g, mask, o_view)
-            finally:
-                b._blocks.pop()
-            self.order(block)
-            for op in list(block):
-                block.remove(op)
-                b._blocks[-1].append(op)
+            # so the next head's loads and transposes fill the previous head's drain; O kept
+            # in one tile per KV head: straight-line code too, one block per head
+            heads = [range(self.hk)] if few else [[g] for g in range(self.hk)]
+            if self.o_keep is not None and self.o_keep.stored:
+                give_home(self.ctx, self.o_value, self.o_keep)
+            for group in heads:
+                block = Block([], [])
+                b._blocks.append(block)
+                try:
+                    for g in group:
+                        self.kv_head(g, mask, o_view)
+                finally:
+                    b._blocks.pop()
+                self.order(block)
+                for op in list(block):
+                    block.remove(op)
+                    b._blocks[-1].append(op)
+                for g in group:  # the first KV heads' O leaves SBUF as they end
+                    if self.o_keep is not None and g < self.o_keep.stored:
+                        store_group(self.ctx, self.o_keep, g)
         else:
             with b.fori_loop(0, self.hk) as g:
                 self.kv_head(g, mask, o_view)
@@ -428,7 +451,9 @@ class _Emitter:
             if pending is not None:
                 done, res = pending
                 pt_ = done[1]
-                if pt_ not in outs:
+                if self.o_keep is not None:  # over Q of the query head (its Qᵀ read it)
+                    outs[pt_] = _Rows(self.o_keep.tiles[g], 0, self.dv)
+                elif pt_ not in outs:
                     outs[pt_] = b.alloc((P, self.rep, self.dv), self.dt, name="o_tile")
                 vals = self.unit_values(v_nat, res, done, outs[pt_])
                 next(vals)
@@ -436,7 +461,7 @@ class _Emitter:
                 nxt = (nxt[0], _finish(nxt[1]))
             if vals is not None:
                 _finish(vals)
-                if self.ends_tile(done):
+                if self.ends_tile(done) and self.o_keep is None:
                     mt = min(P, self.m - pt_ * P)
                     heads = _ds(Affine.of(g) * self.rep, self.rep)
                     b.dma_copy(

@@ -45,6 +45,8 @@ class LowerContext:
     _spills: int = 0
     # causal attention op -> {operand index: SBUF buffer holding it for every row} (front_keep.py)
     kept_rows: dict = field(default_factory=dict)
+    # value -> attention_out.KeptRows: an attention output read from SBUF (attention_out.py)
+    kept_out: dict = field(default_factory=dict)
 
     # ---- source locations ----------------------------------------------------------------
     def name(self, v: Value) -> str:
@@ -61,6 +63,11 @@ class LowerContext:
     # ---- HBM -------------------------------------------------------------------------------
     def home(self, v: Value) -> HbmHome:
         h = self.homes.get(v)
+        if h is None and v in self.kept_out:  # kept on chip: stored now for a reader from HBM
+            from .attention_out import spill
+
+            spill(self, v)
+            h = self.homes.get(v)
         if h is None:
             raise BuildError(f"lowering: {v!r} has no HBM home (it was never stored)")
         return h

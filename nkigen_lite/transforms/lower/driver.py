@@ -302,7 +302,14 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
             else:
                 flush()
         _lower_op(ctx, item)
+        skip |= kept_views(ctx)
     flush()
+
+
+def kept_views(ctx: LowerContext) -> set:
+    """Ids of the view ops between an attention output kept on chip and its reader
+    (attention_out.py): they emit nothing."""
+    return {id(op) for kept in ctx.kept_out.values() for op in kept.links}
 
 
 def _absorbed_on_chip(ctx: LowerContext, pipe: RowPipeline, item) -> bool:

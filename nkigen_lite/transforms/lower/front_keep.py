@@ -31,6 +31,7 @@ from ...nki.types import Access, Affine
 from ...nki.types import ds as _ds
 from ...tensor import ops as T
 from ...tensor.composites_causal_attention import CausalAttentionOp
+from .attention_out import out_groups
 from .homes import HbmHome
 from .pipeline import RowPipeline, _emit_members
 from .resident import MARGIN_BYTES, choose_resident, erase_from, region_peak
@@ -169,9 +170,18 @@ def emit_front_keep(ctx, pipe: RowPipeline, kf: KeptFront, outputs: set, row_loc
     kept.sort(key=lambda r: kf.chains[r][0])
     pipe.inside = inside | {op for r in kept for op in kf.chains[r][1]} | {kf.attention}
     pipe.passed = passed | set(kept)
+    groups = out_groups(kf.attention, p)
     for root in kept:
         ctx.at(f"keep {ctx.name(root)} on chip")
-        kf.buffers[root] = ctx.b.alloc(shapes[root], root.type.dtype, "sbuf", name="kept")
+        shape = shapes[root]
+        if kf.chains[root][0] == 0 and groups is not None and len(shape) == 4 and shape[2] % groups == 0:
+            # one tile per KV head's query heads: the attention writes O over them (attention_out.py)
+            part = (shape[0], shape[1], shape[2] // groups, shape[3])
+            kf.buffers[root] = [
+                ctx.b.alloc(part, root.type.dtype, "sbuf", name="kept") for _ in range(groups)
+            ]
+        else:
+            kf.buffers[root] = ctx.b.alloc(shape, root.type.dtype, "sbuf", name="kept")
     loops = pipe.members[0].loops
     before = block.last
     matmuls = _emit_members(
@@ -222,13 +232,16 @@ class _KeepRows:
         t = Affine(rt.const // self.p, tuple((v, c // self.p) for v, c in rt.terms))
         for root, buf in self.kf.buffers.items():
             src = self.tiles[root]
-            free = tuple(_ds(0, n) for n in buf.type.shape[2:])
             self.ctx.at(f"keep {self.ctx.name(root)} on chip")
-            self.ctx.b.tensor_copy(
-                dst=Access(buf, (_ds(0, mt), _ds(t, 1)) + free),
-                src=Access(src, (_ds(0, mt),) + free),
-                engine=COPY_ENGINE,
-            )
+            for i, part in enumerate(buf if isinstance(buf, list) else [buf]):
+                free = tuple(_ds(0, n) for n in part.type.shape[2:])
+                heads = part.type.shape[2]
+                src_free = (_ds(i * heads, heads),) + free[1:] if isinstance(buf, list) else free
+                self.ctx.b.tensor_copy(
+                    dst=Access(part, (_ds(0, mt), _ds(t, 1)) + free),
+                    src=Access(src, (_ds(0, mt),) + src_free),
+                    engine=COPY_ENGINE,
+                )
 
     def after(self, _level: int, _inst) -> None:
         return None

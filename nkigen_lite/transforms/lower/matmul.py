@@ -21,6 +21,7 @@ from ...nki.types import Access, Affine, DimSlice
 from ...nki.types import ds as _ds
 from ...tensor import ops as T
 from ...tensor.rules import broadcast_shapes
+from .attention_out import KeptRows, stage_a_kept
 from .context import LowerContext
 from .homes import HbmHome
 from .instance import LoopSpec
@@ -433,10 +434,14 @@ class MatmulEmitter:
             sub = Access(dst.tensor, dst.dims[:-1] + (DimSlice(last.offset + j, w, 1),))
             self._transpose_into(sub, _tile_acc(nat, _ds(0, w), _ds(0, kt)), kt, w)
 
-    def _a_from_tile(self, dst: Access, a_tile, k0, kt: int, mt: int) -> None:
-        """Fill ``dst`` [kt, mt] from the row tile of A [mt, K] on chip (TensorE transposes)."""
-        src = _tile_acc(a_tile, _ds(0, mt), _ds(k0, kt))
-        dt = a_tile.type.dtype
+    def _a_from_tile(self, dst: Access, a_tile, k0, kt: int, mt: int, m0=0) -> None:
+        """Fill ``dst`` [kt, mt] from the row tile of A [mt, K] on chip (TensorE transposes), or
+        from rows ``m0``.. of A held for every row (attention_out.KeptRows)."""
+        if isinstance(a_tile, KeptRows):
+            src = a_tile.rows(m0, mt, k0, kt)
+        else:
+            src = _tile_acc(a_tile, _ds(0, mt), _ds(k0, kt))
+        dt = src.tensor.type.dtype
         if dt.name not in self.ctx.target.dtypes_of("tensor") or dt.itemsize < 2:
             conv = self.b.alloc((self.p, kt), self.a_dt, "sbuf", name="a_conv")
             self.b.tensor_copy(dst=_tile_acc(conv, _ds(0, mt), _ds(0, kt)), src=src)
@@ -454,6 +459,11 @@ class MatmulEmitter:
             return self.pipe[key]
         nk = -(-self.k // self.p)
         a_tile = self.pipe.get(self.a_value) if self.a_value is not None else None
+        if isinstance(a_tile, KeptRows):  # held for every row (attention_out.py)
+            at = stage_a_kept(self, a_tile, m0, mt)
+            if key is not None:
+                self.pipe[key] = at
+            return at
         if a_tile is None and self.transpose["a"]:  # wide natural loads (matmul_stage.py)
             at = stage_a_natural(self, idx, m0, mt)
             if key is not None:
@@ -464,7 +474,7 @@ class MatmulEmitter:
         def stage(k0, kt, _first):
             dst = Access(tile, (_ds(0, kt), DimSlice(_chunk_index(k0, self.p), 1, 1), _ds(0, mt)))
             if a_tile is not None:
-                self._a_from_tile(dst, a_tile, k0, kt, mt)
+                self._a_from_tile(dst, a_tile, k0, kt, mt, m0)
             else:
                 self._kmajor(dst, "a", idx, k0, kt, m0, mt, self.a_dt)
 

@@ -302,16 +302,19 @@ def _emit_members(
         else:
             op = m.item
             a = op.operand(0)
+            kept = ctx.kept_out.get(a)  # A held on chip for every row (attention_out.py)
+            if kept is not None:
+                tiles[a] = kept
             em = lower_matmul(
                 ctx,
                 op,
                 pipe=tiles,
-                a_provided=pipe.root(a) in pipe.passed,
+                a_provided=pipe.root(a) in pipe.passed or kept is not None,
                 publish=op.result in pipe.passed,
                 store=pipe.escapes(op.result, outputs),
                 run=False,
             )
-            if pipe.root(a) in pipe.passed:
+            if pipe.root(a) in pipe.passed or kept is not None:
                 em.a_value = pipe.root(a)
             em.row_split = pipe.split.get(op.result)
             em.resident = op in resident
