@@ -54,10 +54,7 @@ def _attention(kern) -> list[int]:
     ]
 
 
-# seq 512 no longer: its causal attention issues no DMA (q, k, v and O stay on chip:
-# front_keep.py, attention_out.py), so the queues reach Wo's loads as early without the move
-# and the pass keeps the kernel as it is
-@pytest.mark.parametrize("seq", [128])
+@pytest.mark.parametrize("seq", [128, 512])
 def test_o_projection_weight_is_loaded_before_attention(monkeypatch, seq):
     """The resident Wo is loaded by the same DMAs before the causal attention's instructions
     instead of after them, with the same executed instructions and bytes, and the schedule is

@@ -34,9 +34,9 @@ from ...tensor import ops as T
 _LINKS = (T.ReshapeOp, T.TransposeOp)
 # of SBUF per partition O may hold past the attention: the MLP prologue after it (O projection,
 # residual, rmsnorm, xᵀ) needs the rest for its two-stage pipeline (stage_pipeline.py). Qwen3-0.6B
-# layer at seq 2048 (O: 8 KiB per KV head), KV heads' O kept / stored and scheduled µs: 8 / 0
-# 2,176.8 (the prologue stays a loop), 6 / 2 2,176.8, 4 / 4 2,124.8, 3 / 5 2,124.8 (O stored
-# per query tile as before: 2,140.4)
+# layer at seq 2048 (O: 8 KiB per KV head), KV heads' O kept / stored and scheduled µs (on
+# ebf3175): 8 / 0, 6 / 2 and 5 / 3 2,069.8 (the prologue stays a loop), 4 / 4 2,017.8; O stored
+# per query tile as before: 2,033.4
 KEEP_SHARE = 1 / 6
 
 
@@ -107,11 +107,18 @@ def out_groups(op, partitions: int) -> int | None:
     """The KV heads of the attention ``op`` when its O can be written over the front's kept q
     (module docstring): O read only by the O projection through views, O's features as wide as
     q's, whole row tiles. None otherwise."""
+    from .causal_attention import MAX_UNROLLED_UNITS
     from .causal_attention_dispatch import is_long
 
     q, k = op.operands[:2]
     m, d = q.type.shape[-2:]
     if is_long(k.type.shape):  # the online-softmax kernel writes O per key block: not here
+        return None
+    if math.prod(q.type.shape[:-2]) * -(-m // partitions) <= MAX_UNROLLED_UNITS:
+        # few units (every KV head in one list-scheduled block): measured slower there, not
+        # diagnosed further — Qwen3 layer, 4 / 2 heads (TP 4) at seq 2048: 947.7 -> 1,200.2 µs
+        # (one block per KV head: 965.4); 16 / 8 heads at seq 512 gained (472.5 -> 463.2 µs;
+        # one block per KV head: 486.9)
         return None
     if d != op.result.type.shape[-1] or d % partitions or m % partitions or match_out_chain(op) is None:
         return None
@@ -129,6 +136,11 @@ def keep_target(ctx, op):
         return None
     v, links = found
     return v, KeptRows(tiles, op.result.type.shape[-1], op.result, links)
+
+
+def kept_tiles(ctx) -> set:
+    """The tiles of every value kept here (nothing reads them after the value's reader)."""
+    return {t for kept in ctx.kept_out.values() for t in kept.tiles}
 
 
 def stored_heads(target, kept: KeptRows) -> int:

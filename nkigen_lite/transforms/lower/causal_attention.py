@@ -3,24 +3,24 @@ blocks above the diagonal are never computed.
 
 One ``fori_loop`` over the (flat) KV heads (straight-line code over all of them, list-scheduled
 as one block, when there are at most ``MAX_UNROLLED_UNITS`` units: the next head's loads and
-transposes then fill the previous head's drain; one list-scheduled block per KV head when O stays
-on chip, written over the front's kept q: attention_out.py). Per KV head: K and V are loaded once (one DMA each,
-keys on the partitions in 128-key chunks), Kᵀ by bf16 TensorE transposes, and Q of the head's
-R query heads for all query tiles by one DMA, Qᵀ likewise. Per query head and query tile t of up
-to 128 rows the keys run to the tile's last row: chunks 0..t-1 are entirely at or below the
-diagonal (no mask), chunk t is the diagonal one (``S + mask/scale`` against one constant tile
-built once by GpSimd ``affine_select`` for the whole kernel), chunks after t are skipped (with a
-mask <= ``SKIP_MASK`` their probabilities are ``exp(mask + ...)``, 0 in fp32). The tile's scores
-stay in PSUM (at most ``MAX_KEYS`` keys: four banks of fp32): ``-max`` by negated row reduces
-read from PSUM, ``P = exp(scale·S - scale·max)`` written in the 16-bit dtype by ScalarE with the
-row sums fused, ``Pᵀ`` by bf16 TensorE transposes (8 chunks per PSUM bank, evacuated by ScalarE
-and VectorE in turn), ``O = Pᵀᵀ V`` accumulated in PSUM and ``O · 1/Σ`` cast while
-leaving it; the R heads of a tile are stored by one DMA. Units (query head, tile) are emitted as
-a software pipeline — per step the scores of unit u+1, the ``Pᵀ`` and ``P V`` of unit u, the
-softmax of unit u+1, the output of unit u — and the loop body is then reordered by the list
-schedule of emit_order.py (within the PSUM banks and 3/4 of SBUF), so each engine's in-order
-stream takes the work that is ready first (attention alone, 16/8 heads at seq 2048: 1,733 ->
-804 µs scheduled; at seq 512 unrolled over the KV heads: 161.9 -> 108.8 µs).
+transposes then fill the previous head's drain; one list-scheduled block per KV head when O
+stays on chip, written over the front's kept q: attention_out.py). Per KV head: K and V are
+loaded once (one DMA each, keys on the partitions in 128-key chunks), Kᵀ by bf16 TensorE
+transposes, and Q of the head's R query heads for all query tiles by one DMA, Qᵀ likewise. Per
+query head and query tile t of up to 128 rows the keys run to the tile's last row: chunks 0..t-1
+are entirely at or below the diagonal (no mask), chunk t is the diagonal one (``S + mask/scale``
+against one constant tile built once by GpSimd ``affine_select`` for the whole kernel), chunks
+after t are skipped (with a mask <= ``SKIP_MASK`` their probabilities are ``exp(mask + ...)``, 0
+in fp32). The tile's scores stay in PSUM (at most ``MAX_KEYS`` keys: four banks of fp32):
+``-max`` by negated row reduces read from PSUM, ``P = exp(scale·S - scale·max)`` written in the
+16-bit dtype by ScalarE with the row sums fused, ``Pᵀ`` by bf16 TensorE transposes (8 chunks per
+PSUM bank, evacuated by ScalarE and VectorE in turn), ``O = Pᵀᵀ V`` accumulated in PSUM and ``O
+· 1/Σ`` cast while leaving it; the R heads of a tile are stored by one DMA. Units (query head,
+tile) are emitted as a software pipeline — per step the scores of unit u+1, the ``Pᵀ`` and ``P
+V`` of unit u, the softmax of unit u+1, the output of unit u — and the loop body is then
+reordered by the list schedule of emit_order.py (within the PSUM banks and 3/4 of SBUF), so each
+engine's in-order stream takes the work that is ready first (attention alone, 16/8 heads at seq
+2048: 1,733 -> 804 µs scheduled; at seq 512 unrolled over the KV heads: 161.9 -> 108.8 µs).
 """
 
 from __future__ import annotations

@@ -306,6 +306,12 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
     flush()
 
 
+def reads_kept(ctx: LowerContext, item) -> bool:
+    """A matmul whose A is held on chip (attention_out.py): emitted as a row pipeline, which
+    reads it there, even alone."""
+    return isinstance(item, T.MatmulOp) and item.operand(0) in ctx.kept_out
+
+
 def kept_views(ctx: LowerContext) -> set:
     """Ids of the view ops between an attention output kept on chip and its reader
     (attention_out.py): they emit nothing."""
@@ -335,7 +341,8 @@ def _lowers_beside(ctx: LowerContext, pipe: RowPipeline, item) -> bool:
 
 def _emit_collected(ctx: LowerContext, pipe: RowPipeline, part, row_local, outputs: set) -> None:
     """Emit a collected row pipeline (one member: on its own); aliases take their root's home."""
-    if len(pipe.members) == 1:
+    alone = len(pipe.members) == 1 and not reads_kept(ctx, pipe.members[0].item)
+    if alone:
         m = pipe.members[0]
         if isinstance(m.item, FusionGroup):
             _emit_group(ctx, m.item, m.plan, part, row_local)

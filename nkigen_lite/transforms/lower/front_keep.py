@@ -10,7 +10,9 @@ its root's rows, heads and features in row-major order — each such root is ins
 tile by row tile, into an SBUF buffer ``[p, row tiles, free...]`` holding it for every row
 (row ``t·p + i`` at ``[i, t]``), and the attention (causal_attention.py) reads its per-KV-head
 operands from that buffer (``ctx.kept_rows``). The copies (VectorE) run where the stores ran,
-in the pipeline's second stage. Nothing of a kept value reaches HBM.
+in the pipeline's second stage. Nothing of a kept value reaches HBM. When the attention's output
+can stay on chip for the O projection (attention_out.py), q is kept as one tile per KV head
+(``[p, row tiles, R, d]`` each) and the attention writes O over it.
 
 The buffers must fit beside the pipeline: the pipeline is first emitted with every weight
 streamed and nothing kept, its SBUF peak measured (resident.py), and the roots are kept, largest

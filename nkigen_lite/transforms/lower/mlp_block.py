@@ -39,6 +39,7 @@ from ...ir.value import Value
 from ...nki.types import Access, Affine, DimSlice
 from ...nki.types import ds as _ds
 from ...tensor import ops as T
+from .attention_out import kept_tiles
 from .group_emit import GroupEmitter
 from .groups import FusionGroup
 from .instance import LoopSpec
@@ -283,7 +284,7 @@ def emit_widest(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict) -> Non
         blk.width = bw
         emit_mlp_block(ctx, blk, outputs, row_local, plans)
         first = before.next_op if before is not None else block.first
-        if region_peak(first) + MARGIN_BYTES <= sbuf:
+        if region_peak(first, kept_tiles(ctx)) + MARGIN_BYTES <= sbuf:
             return
         erase_from(block, first)
         ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]

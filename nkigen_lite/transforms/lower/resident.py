@@ -57,8 +57,9 @@ def _sbuf_bytes(v) -> int:
     return t.bytes_per_partition * v.defining_op.bufs
 
 
-def _peak(ops: list, live: int) -> int:
-    """Peak SBUF bytes per partition over ``ops`` (one block) starting from ``live``."""
+def _peak(ops: list, live: int, freed: dict | None = None) -> int:
+    """Peak SBUF bytes per partition over ``ops`` (one block) starting from ``live``; ``freed``:
+    more bytes of ``live`` freed after op i."""
     allocated = {op.result for op in ops if isinstance(op, AllocOp) and _sbuf_bytes(op.result)}
     last: dict = {}
     for i, op in enumerate(ops):
@@ -66,7 +67,7 @@ def _peak(ops: list, live: int) -> int:
             for v in inner.operands:
                 if v in allocated:
                     last[v] = i
-    frees: dict[int, int] = {}
+    frees: dict[int, int] = dict(freed or {})
     for v in allocated:
         i = last.get(v, ops.index(v.defining_op))
         frees[i] = frees.get(i, 0) + _sbuf_bytes(v)
@@ -82,9 +83,10 @@ def _peak(ops: list, live: int) -> int:
     return peak
 
 
-def region_peak(first) -> int:
+def region_peak(first, transient=()) -> int:
     """Peak SBUF bytes per partition of ``first`` and the ops after it in its block, counting the
-    tiles allocated before them that they use as live throughout."""
+    tiles allocated before them that they use as live throughout — but those in ``transient``
+    (tiles nothing reads after this region: attention_out.py's) only up to their last use."""
     ops = []
     op = first
     while op is not None:
@@ -92,7 +94,18 @@ def region_peak(first) -> int:
         op = op.next_op
     inside = {r for op in ops for inner in op.walk() for r in inner.results}
     outside = {v for op in ops for inner in op.walk() for v in inner.operands if v not in inside}
-    return _peak(ops, sum(_sbuf_bytes(v) for v in outside if isinstance(v.defining_op, AllocOp)))
+    outside = {v for v in outside if isinstance(v.defining_op, AllocOp)}
+    gone = {id(v): v for v in outside if any(v is t for t in transient)}
+    last: dict[int, int] = {}
+    for i, op in enumerate(ops):
+        for inner in op.walk():
+            for x in inner.operands:
+                if id(x) in gone:
+                    last[id(x)] = i
+    freed: dict[int, int] = {}
+    for k, i in last.items():
+        freed[i] = freed.get(i, 0) + _sbuf_bytes(gone[k])
+    return _peak(ops, sum(_sbuf_bytes(v) for v in outside), freed)
 
 
 def erase_from(block, first) -> None:
