@@ -88,8 +88,10 @@ def _pair(ops: list):
     return None
 
 
-def swap_row_scale(block, target=None) -> bool:  # noqa: ARG001  (a move of straight_variants.py)
-    """Rewrite the first qualifying pair of ``block`` (module docstring); False when none."""
+def swap_row_scale(block, insert_deallocs) -> bool:
+    """Rewrite the first qualifying pair of ``block`` (module docstring); False when none.
+    ``insert_deallocs(block)`` places the deallocations again (deallocs.py, which imports this
+    module)."""
     ops = list(block)
     found = _pair(ops)
     if found is None:
@@ -120,8 +122,6 @@ def swap_row_scale(block, target=None) -> bool:  # noqa: ARG001  (a move of stra
     block.insert_before(tt, out)
     tt.erase()
     s.erase()
-    from .deallocs import insert_deallocs  # the pass that places deallocations (imports this)
-
     for op in list(block):
         if isinstance(op, DeallocOp):
             op.erase()
