@@ -19,10 +19,14 @@ once into ``dst``):
 - float → float ``tensor_copy``: VectorE or ScalarE.
 
 Integer arithmetic stays where the lowering put it (GpSimd's is exact). Each candidate engine
-must also accept every operand's dtype (``Target.dtypes_of``). Only elementwise and normalising
-kernels (``elementwise_kernel``: TensorE does at most row broadcasts) are searched. Kernels above
-``MAX_INSTRUCTIONS`` static instructions keep their engines (each try schedules the kernel once),
-so the pass costs at most a fixed number of schedules of a bounded kernel.
+must also accept every operand's dtype (``Target.dtypes_of``). Searched (``searched``):
+elementwise and normalising kernels (``elementwise_kernel``: TensorE does at most row
+broadcasts) of at most ``MAX_INSTRUCTIONS`` static instructions, and kernels with matmuls of
+more, up to ``MAX_STAGED_INSTRUCTIONS`` — multi-stage kernels such as a decoder layer, whose
+stages (front norms and RoPE, attention, the MLP) each chose engines without seeing the
+others' load; smaller matmul and attention kernels keep the engines their lowerings chose. Each
+try schedules the kernel once, so the pass costs at most a fixed number of schedules of a
+bounded kernel.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from ...perf.schedule import Scheduler
 from .psum_rows import broadcast_rows, drop_unread_rows, psum_variant, psum_variant_possible
 
 MAX_INSTRUCTIONS = 400  # static NKI instructions of a kernel whose engines are searched
+MAX_STAGED_INSTRUCTIONS = 8000  # the same for kernels with matmuls (above MAX_INSTRUCTIONS)
 MAX_MOVABLE = 64  # movable instructions tried (the costliest first)
 _TT_ALU = ("add", "subtract", "multiply", "maximum", "minimum")
 
@@ -98,6 +103,16 @@ def rebuilt(op, engine: str):
     new = type(op)(operands, attrs)
     new.loc = op.loc
     return new
+
+
+def searched(instrs: list) -> bool:
+    """Whether the kernel's engines are searched: an elementwise kernel of at most
+    ``MAX_INSTRUCTIONS`` static instructions, or a kernel with matmuls of more (a multi-stage
+    kernel such as a decoder layer, whose stages chose their engines without seeing each
+    other's load), up to ``MAX_STAGED_INSTRUCTIONS``."""
+    if elementwise_kernel(instrs):
+        return len(instrs) <= MAX_INSTRUCTIONS
+    return MAX_INSTRUCTIONS < len(instrs) <= MAX_STAGED_INSTRUCTIONS
 
 
 def elementwise_kernel(instrs: list) -> bool:
@@ -198,7 +213,7 @@ def balance_engines(graph: Graph, target: Target, insert_deallocs=None, oracle=N
     ``oracle``: a ScheduleOracle of ``graph`` shared with other passes (its caches)."""
     instrs: list = []
     _instructions(graph.body, instrs)
-    if len(instrs) > MAX_INSTRUCTIONS or not elementwise_kernel(instrs):
+    if not searched(instrs):
         return 0
     straight = not any(isinstance(op, ForiLoopOp) for op in graph.body)
     rows = broadcast_rows(instrs, target) if straight and insert_deallocs else {}
