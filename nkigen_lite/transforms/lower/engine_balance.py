@@ -22,7 +22,7 @@ Integer arithmetic stays where the lowering put it (GpSimd's is exact). Each can
 must also accept every operand's dtype (``Target.dtypes_of``). Searched (``searched``):
 elementwise and normalising kernels (``elementwise_kernel``: TensorE does at most row
 broadcasts) of at most ``MAX_INSTRUCTIONS`` static instructions, and kernels with matmuls of
-more, up to ``MAX_STAGED_INSTRUCTIONS`` — multi-stage kernels such as a decoder layer, whose
+more, up to ``MAX_STAGED_INSTRUCTIONS`` (compile time) — multi-stage kernels such as a decoder layer, whose
 stages (front norms and RoPE, attention, the MLP) each chose engines without seeing the
 others' load; smaller matmul and attention kernels keep the engines their lowerings chose. Each
 try schedules the kernel once, so the pass costs at most a fixed number of schedules of a
@@ -41,7 +41,7 @@ from ...perf.schedule import Scheduler
 from .psum_rows import broadcast_rows, drop_unread_rows, psum_variant, psum_variant_possible
 
 MAX_INSTRUCTIONS = 400  # static NKI instructions of a kernel whose engines are searched
-MAX_STAGED_INSTRUCTIONS = 8000  # the same for kernels with matmuls (above MAX_INSTRUCTIONS)
+MAX_STAGED_INSTRUCTIONS = 3000  # the same for kernels with matmuls (each try: one schedule)
 MAX_MOVABLE = 64  # movable instructions tried (the costliest first)
 _TT_ALU = ("add", "subtract", "multiply", "maximum", "minimum")
 
