@@ -54,7 +54,7 @@ def test_layer_engines_are_searched_and_the_schedule_is_shorter(monkeypatch):
 
     monkeypatch.setattr(deallocs, "balance_engines", spy)
     k = nk.compile(g)
-    assert moved and moved[0] > 0
+    assert moved and max(moved) > 0
     monkeypatch.setattr(deallocs, "balance_engines", lambda *a, **kw: 0)
     plain = nk.compile(g)
     assert k.stats().instructions_dynamic == plain.stats().instructions_dynamic
@@ -85,4 +85,5 @@ def test_small_matmul_kernels_keep_their_engines():
         instrs: list = []
         engine_balance._instructions(nk.compile(graph).nki.body, instrs)
         assert not engine_balance.elementwise_kernel(instrs)
-        assert engine_balance.searched(instrs) is want, len(instrs)
+        assert engine_balance.searched(instrs, staged=True) is want, len(instrs)
+        assert not engine_balance.searched(instrs)  # the straight-line kernels' search: no

@@ -13,9 +13,9 @@ from ...ir.passes import Pass, PassContext
 from ...nki.ops import AllocOp, DeallocOp
 from ...nki.target import TRN2
 from ...nki.types import TileType
+from . import lead_load, scale_last
 from .engine_balance import ScheduleOracle, balance_engines
 from .interleave import interleave_loops
-from . import lead_load, scale_last
 from .load_hoist import hoist_loads
 from .rotation import plan_rotation
 from .stage_pipeline import pipeline_stages
@@ -73,6 +73,7 @@ class InsertDeallocs(Pass):
             lambda g: ScheduleOracle(g, target).makespan(),
         )
         hoist_loads(graph, target, ScheduleOracle(graph, target))
+        balance_engines(graph, target, None, ScheduleOracle(graph, target), True)  # staged kernels
 
 
 def _finish_straight(graph: Graph, target) -> None:

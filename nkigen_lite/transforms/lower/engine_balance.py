@@ -105,14 +105,15 @@ def rebuilt(op, engine: str):
     return new
 
 
-def searched(instrs: list) -> bool:
+def searched(instrs: list, staged: bool = False) -> bool:
     """Whether the kernel's engines are searched: an elementwise kernel of at most
-    ``MAX_INSTRUCTIONS`` static instructions, or a kernel with matmuls of more (a multi-stage
-    kernel such as a decoder layer, whose stages chose their engines without seeing each
-    other's load), up to ``MAX_STAGED_INSTRUCTIONS``."""
+    ``MAX_INSTRUCTIONS`` static instructions, or (``staged``: the search run after the load
+    hoisting) a kernel with matmuls of more (a multi-stage kernel such as a decoder layer,
+    whose stages chose their engines without seeing each other's load), up to
+    ``MAX_STAGED_INSTRUCTIONS``."""
     if elementwise_kernel(instrs):
-        return len(instrs) <= MAX_INSTRUCTIONS
-    return MAX_INSTRUCTIONS < len(instrs) <= MAX_STAGED_INSTRUCTIONS
+        return not staged and len(instrs) <= MAX_INSTRUCTIONS
+    return staged and MAX_INSTRUCTIONS < len(instrs) <= MAX_STAGED_INSTRUCTIONS
 
 
 def elementwise_kernel(instrs: list) -> bool:
@@ -206,14 +207,14 @@ class _Movable:
                     keep.append(op)
 
 
-def balance_engines(graph: Graph, target: Target, insert_deallocs=None, oracle=None) -> int:
+def balance_engines(graph: Graph, target: Target, insert_deallocs=None, oracle=None, staged=False) -> int:
     """Move instructions to other engines (or to reading a broadcast row from PSUM, in a
     straight-line kernel, when ``insert_deallocs`` is given to move the banks' deallocations)
     where the scheduled time drops (module docstring); returns how many end in another form.
     ``oracle``: a ScheduleOracle of ``graph`` shared with other passes (its caches)."""
     instrs: list = []
     _instructions(graph.body, instrs)
-    if not searched(instrs):
+    if not searched(instrs, staged):
         return 0
     straight = not any(isinstance(op, ForiLoopOp) for op in graph.body)
     rows = broadcast_rows(instrs, target) if straight and insert_deallocs else {}
