@@ -6,7 +6,8 @@ argmax and argmin are the one home of ``b.argmax`` / ``b.argmin`` and of ``@nk.t
 NumPy's; traced (their expansion, which decompose inlines when the native top-8 path does not
 take them: transforms/decomposition/ordering.py for argmax, transforms/lower/argmin.py for
 argmin) they are two passes, ``first_extreme``: the extreme, then the lowest index holding it, a
-NaN counting as the extreme as in NumPy.
+NaN counting as the extreme as in NumPy. The extreme of int32 / uint32 values is exact beyond
+2**24 (decompose splits it: transforms/decomposition/wide_int_extreme.py).
 
 ``cumsum`` adds in log2(n) doubling steps (step s adds the value s places before), so every
 add is an exact integer add for integer inputs (int32 results wrap like NumPy's int32 sums);

@@ -125,12 +125,24 @@ def test_mean_of_bf16_sums_in_f32_and_var_with_too_large_ddof():
 
 
 def test_keepdims_false_becomes_reshape():
-    g = _graph(lambda b, x: b.max(x, axis=(0, 2)), ((3, 4, 5), nk.int32))
+    g = _graph(lambda b, x: b.max(x, axis=(0, 2)), ((3, 4, 5), nk.int16))
     after = _decomposed(g)
     red = [op for op in after.walk() if op.name == "tensor.reduce"]
     assert len(red) == 1 and red[0].attrs["keepdims"]
     assert "tensor.reshape" in _names(after)
-    feed = {"x0": wide_ints(np.random.default_rng(2), (3, 4, 5), np.int32)}
+    feed = {"x0": wide_ints(np.random.default_rng(2), (3, 4, 5), np.int16)}
+    assert_same_semantics(g, after, feed)
+
+
+@pytest.mark.parametrize("dtype", [nk.int32, nk.uint32])
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_wide_int_extreme_splits_into_fp32_exact_parts(kind, dtype):
+    """int32 / uint32 max / min: two f32 reductions (high and low parts), same values."""
+    g = _graph(lambda b, x: b.reduce(x, (0, 2), kind, False), ((3, 4, 5), dtype))
+    after = _decomposed(g)
+    red = [op for op in after.walk() if op.name == "tensor.reduce"]
+    assert len(red) == 2 and all(op.result.dtype is nk.float32 for op in red)
+    feed = {"x0": wide_ints(np.random.default_rng(3), (3, 4, 5), dtype.np_dtype)}
     assert_same_semantics(g, after, feed)
 
 

@@ -16,12 +16,14 @@ from .ordering import ArgmaxToTopk, ExpandTopk
 from .reductions import MeanToSum, ProdByTree, ReduceKeepdims, VarStdTwoPass
 from .rounding import CeilByFloorOrTrunc, FloorByTrunc
 from .trig import ArctanRangeReduction, CosViaSin, SinRangeReduction
+from .wide_int_extreme import WideIntExtreme
 
 PATTERN_CLASSES = (
     ReduceKeepdims,
     MeanToSum,
     VarStdTwoPass,
     ProdByTree,
+    WideIntExtreme,
     DivToMulReciprocal,
     IntegerPowToMul,
     FloorDivideMod,

@@ -192,13 +192,32 @@ graph @var(%x: tensor<4x10xf32>) {
 // CHECK-NOT: kind = std
 
 // -----
-// integer reductions with keepdims=False keep their kind
-graph @max_keep(%x: tensor<4x10xi32>) {
-  %m = tensor.reduce %x {axes = [0], kind = max} : tensor<10xi32>
+// integer reductions with keepdims=False keep their kind (i16: exact in fp32, one reduction)
+graph @max_keep(%x: tensor<4x10xi16>) {
+  %m = tensor.reduce %x {axes = [0], kind = max} : tensor<10xi16>
   return y = %m
 }
-// CHECK: tensor.reduce %x {axes = [0], kind = max, keepdims = true} : tensor<1x10xi32>
-// CHECK-NEXT: tensor.reshape %max {shape = [10]} : tensor<10xi32>
+// CHECK: tensor.reduce %x {axes = [0], kind = max, keepdims = true} : tensor<1x10xi16>
+// CHECK-NEXT: tensor.reshape %max {shape = [10]} : tensor<10xi16>
+
+// -----
+// max / min of int32 (not exact in the engines' fp32): the extreme of the high parts x & -65536,
+// then of the low parts x & 65535 where the high part is extreme (both exact in fp32), or-ed
+graph @min_i32(%x: tensor<4x10xi32>) {
+  %m = tensor.reduce %x {axes = [1], kind = min, keepdims = true} : tensor<4x1xi32>
+  return y = %m
+}
+// CHECK: %c = tensor.full {value = -65536} : tensor<i32>
+// CHECK-NEXT: %bitwise_and = tensor.bitwise_and %x, %c : tensor<4x10xi32>
+// CHECK-NEXT: %cast = tensor.cast %bitwise_and {dtype = f32} : tensor<4x10xf32>
+// CHECK: %bitwise_and_1 = tensor.bitwise_and %x, %c_1 : tensor<4x10xi32>
+// CHECK: %reduce = tensor.reduce %cast {axes = [1], kind = min, keepdims = true} : tensor<4x1xf32>
+// CHECK-NEXT: %equal = tensor.equal %cast, %reduce : tensor<4x10xbool>
+// CHECK-NEXT: %c_2 = tensor.full {value = 65536.0} : tensor<f32>
+// CHECK-NEXT: %where = tensor.where %equal, %cast_1, %c_2 : tensor<4x10xf32>
+// CHECK-NEXT: %reduce_1 = tensor.reduce %where {axes = [1], kind = min, keepdims = true} : tensor<4x1xf32>
+// CHECK: %bitwise_or = tensor.bitwise_or %cast_2, %cast_3 : tensor<4x1xi32>
+// CHECK-NOT: xi32>
 
 // -----
 // prod is native on trn2 (multiply is a reduction operator)

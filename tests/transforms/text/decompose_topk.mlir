@@ -1,19 +1,21 @@
 // RUN: decompose
 
 // topk expands into k selection rounds: the maximum in play, the lowest index holding it,
-// that element taken out of play (an i32 operand: no NaN handling)
+// that element taken out of play (an i32 operand: no NaN handling; its max is WideIntExtreme's
+// high / low split, exact beyond 2**24; the index reductions, within 2**24, stay one reduction)
 graph @topk(%x: tensor<4x8xi32>) {
   %v, %i = tensor.topk %x {k = 2, axis = 1} : tensor<4x2xi32>, tensor<4x2xi32>
   return v = %v, i = %i
 }
 // CHECK: %iota = tensor.iota {axis = 1} : tensor<4x8xi32>
-// CHECK-NEXT: %max = tensor.reduce %x {axes = [1], kind = max, keepdims = true} : tensor<4x1xi32>
-// CHECK-NEXT: %equal = tensor.equal %x, %max : tensor<4x8xbool>
-// CHECK: %min = tensor.reduce %where {axes = [1], kind = min, keepdims = true} : tensor<4x1xi32>
+// CHECK: %bitwise_or = tensor.bitwise_or %cast_2, %cast_3 : tensor<4x1xi32>
+// CHECK-NEXT: %equal_1 = tensor.equal %x, %bitwise_or : tensor<4x8xbool>
+// CHECK: %min = tensor.reduce %where_1 {axes = [1], kind = min, keepdims = true} : tensor<4x1xi32>
 // CHECK-NEXT: %not_equal = tensor.not_equal %iota, %min : tensor<4x8xbool>
-// CHECK: %where_1 = tensor.where %not_equal, %x, %c_1 : tensor<4x8xi32>
-// CHECK: %logical_and = tensor.logical_and %not_equal, %equal_1 : tensor<4x8xbool>
-// CHECK: %concat = tensor.concat %max, %max_1 {axis = 1} : tensor<4x2xi32>
+// CHECK: %where_2 = tensor.where %not_equal, %x, %c_4 : tensor<4x8xi32>
+// CHECK: %logical_and = tensor.logical_and %not_equal, %equal_3 : tensor<4x8xbool>
+// CHECK: %min_1 = tensor.reduce %where_4 {axes = [1], kind = min, keepdims = true} : tensor<4x1xi32>
+// CHECK: %concat = tensor.concat %bitwise_or, %bitwise_or_1 {axis = 1} : tensor<4x2xi32>
 // CHECK-NEXT: %concat_1 = tensor.concat %min, %min_1 {axis = 1} : tensor<4x2xi32>
 // CHECK-NOT: tensor.topk
 
