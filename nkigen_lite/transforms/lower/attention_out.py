@@ -4,7 +4,7 @@ In a decoder layer ``O = causal_attention(q, k, v)`` (heads, rows, dv) reaches t
 ``O.transpose(0, 2, 1, 3).reshape(rows, heads·dv) @ Wo`` through views only. Lowered on their
 own, the attention stores O and the projection's row pipeline (with the MLP, its staging loop:
 mlp_prologue.py) loads it back: at seq 2048 of Qwen3-0.6B 16 of the layer's 70 MB of HBM
-traffic. Here (``out_groups``: O read only that way, ``d == dv`` a multiple of 128, whole row
+traffic. Here (``front_keep.out_groups``: O read only that way, ``d == dv`` a multiple of 128, whole row
 tiles) the front keeps q as one tile per KV head (front_keep.py: ``[p, row tiles, R, d]``) and
 the attention writes O of query head ``g·R + j``, row tile t, over q's slot ``[:, t, j]`` of
 tile g: that head's Q was read (transposed into Qᵀ) before any of its units ran, so O needs no
@@ -30,6 +30,7 @@ import numpy as np
 from ...nki.types import Access, Affine
 from ...nki.types import ds as _ds
 from ...tensor import ops as T
+from .matmul_chunks import ChunkTiles
 
 _LINKS = (T.ReshapeOp, T.TransposeOp)
 # of SBUF per partition O may hold past the attention: the MLP prologue after it (O projection,
@@ -103,28 +104,6 @@ def match_out_chain(op):
     return v, tuple(links)
 
 
-def out_groups(op, partitions: int) -> int | None:
-    """The KV heads of the attention ``op`` when its O can be written over the front's kept q
-    (module docstring): O read only by the O projection through views, O's features as wide as
-    q's, whole row tiles. None otherwise."""
-    from .causal_attention import MAX_UNROLLED_UNITS
-    from .causal_attention_dispatch import is_long
-
-    q, k = op.operands[:2]
-    m, d = q.type.shape[-2:]
-    if is_long(k.type.shape):  # the online-softmax kernel writes O per key block: not here
-        return None
-    if math.prod(q.type.shape[:-2]) * -(-m // partitions) <= MAX_UNROLLED_UNITS:
-        # few units (every KV head in one list-scheduled block): measured slower there, not
-        # diagnosed further — Qwen3 layer, 4 / 2 heads (TP 4) at seq 2048: 947.7 -> 1,200.2 µs
-        # (one block per KV head: 965.4); 16 / 8 heads at seq 512 gained (472.5 -> 463.2 µs;
-        # one block per KV head: 486.9)
-        return None
-    if d != op.result.type.shape[-1] or d % partitions or m % partitions or match_out_chain(op) is None:
-        return None
-    return math.prod(op.operands[1].type.shape[:-2])
-
-
 def keep_target(ctx, op):
     """(value, KeptRows) for the attention ``op`` when the front kept q as one tile per KV head
     (front_keep.py, for ``out_groups``), else None."""
@@ -185,8 +164,6 @@ def stage_a_kept(em, kept: KeptRows, m0, mt: int):
     """Aᵀ ([p, nk, mt] as ChunkTiles of one PSUM bank each) of the row tile at ``m0`` of the
     matmul emitter ``em``'s A held in ``kept``: per bank, its 16-bit TensorE transposes and one
     copy (as matmul_stage.stage_a_natural does after its loads)."""
-    from .matmul_chunks import ChunkTiles
-
     b, tg, p, dt = em.b, em.ctx.target, em.p, em.a_dt
     if em.k % p or kept.f % p:
         raise AssertionError(f"lowering bug: kept rows of {kept.f} features read in chunks of {p}")

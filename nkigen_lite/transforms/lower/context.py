@@ -14,6 +14,7 @@ from ...ir.printer import Printer
 from ...ir.value import Value
 from ...nki.builder import Builder as NkiBuilder
 from ...nki.target import Target
+from .attention_out import spill
 from .homes import HbmHome
 
 
@@ -64,8 +65,6 @@ class LowerContext:
     def home(self, v: Value) -> HbmHome:
         h = self.homes.get(v)
         if h is None and v in self.kept_out:  # kept on chip: stored now for a reader from HBM
-            from .attention_out import spill
-
             spill(self, v)
             h = self.homes.get(v)
         if h is None:

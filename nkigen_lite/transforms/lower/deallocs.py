@@ -68,7 +68,10 @@ class InsertDeallocs(Pass):
         best_variant(
             graph,
             target,
-            [lambda b, t: lead_load.lead_row_tile(b, t), lambda b, t: scale_last.swap_row_scale(b, insert_deallocs)],
+            [
+                lambda b, t: lead_load.lead_row_tile(b, t),
+                lambda b, _t: scale_last.swap_row_scale(b, insert_deallocs),
+            ],
             lambda g: _finish_straight(g, target),
             lambda g: ScheduleOracle(g, target).makespan(),
         )

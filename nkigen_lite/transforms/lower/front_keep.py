@@ -33,7 +33,9 @@ from ...nki.types import Access, Affine
 from ...nki.types import ds as _ds
 from ...tensor import ops as T
 from ...tensor.composites_causal_attention import CausalAttentionOp
-from .attention_out import out_groups
+from . import causal_attention
+from .attention_out import match_out_chain
+from .causal_attention_dispatch import is_long
 from .homes import HbmHome
 from .pipeline import RowPipeline, _emit_members
 from .resident import MARGIN_BYTES, choose_resident, erase_from, region_peak
@@ -44,6 +46,25 @@ _LINKS = (T.ReshapeOp, T.TransposeOp)
 # 512 / 2048: 493.7 / 2,192.5 µs) beats GpSimd (494.0 / 2,199.8), an SBUF -> SBUF DMA (502.1 /
 # 2,194.9) and ScalarE, which evacuates the projections (514.2 / 2,286.3)
 COPY_ENGINE = "vector"
+
+
+def out_groups(op, partitions: int) -> int | None:
+    """The KV heads of the attention ``op`` when its O can be written over the front's kept q
+    (attention_out.py's docstring): O read only by the O projection through views, O's
+    features as wide as q's, whole row tiles. None otherwise."""
+    q, k = op.operands[:2]
+    m, d = q.type.shape[-2:]
+    if is_long(k.type.shape):  # the online-softmax kernel writes O per key block: not here
+        return None
+    if math.prod(q.type.shape[:-2]) * -(-m // partitions) <= causal_attention.MAX_UNROLLED_UNITS:
+        # few units (every KV head in one list-scheduled block): measured slower there, not
+        # diagnosed further — Qwen3 layer, 4 / 2 heads (TP 4) at seq 2048: 947.7 -> 1,200.2 µs
+        # (one block per KV head: 965.4); 16 / 8 heads at seq 512 gained (472.5 -> 463.2 µs;
+        # one block per KV head: 486.9)
+        return None
+    if d != op.result.type.shape[-1] or d % partitions or m % partitions or match_out_chain(op) is None:
+        return None
+    return math.prod(op.operands[1].type.shape[:-2])
 
 
 @dataclass

@@ -17,6 +17,7 @@ from __future__ import annotations
 from ...nki.ops import AllocOp, DmaCopyOp
 from ...nki.types import HbmType, TileType
 
+
 def _loads(block) -> list:
     return [
         op
@@ -43,7 +44,9 @@ def lead_row_tile(block, target) -> bool:
         return False  # only weight-row loads (and instructions not touching the tile) are passed
     tile = lead.access("dst").tensor
     alloc = tile.defining_op
-    if not isinstance(alloc, AllocOp) or any(v is tile for op in before if op is not alloc for v in op.operands):
+    if not isinstance(alloc, AllocOp) or any(
+        v is tile for op in before if op is not alloc for v in op.operands
+    ):
         return False
     anchor = first
     if alloc in before:

@@ -14,9 +14,10 @@ them where the scheduled time drops; copies of a row nothing reads any more are 
 Same bits: the same fp32 values are read from PSUM or from their SBUF copy.
 
 The copy may cast to the row's own dtype (a bf16 ``w``: the fp32 bank holds ``1.0 · w`` exactly,
-so its bf16 copy changes no bit; ``_exact_cast``). Only when every PSUM tile of the kernel fits the banks at once (the banks then stay live to
-their last reader without crowding out any other PSUM tile) and ``W`` is written only by whole
--bank copies of PSUM tiles that one matmul each writes.
+so its bf16 copy changes no bit; ``_exact_cast``). Only when every PSUM tile of the kernel
+fits the banks at once (the banks then stay live to their last reader without crowding out any
+other PSUM tile) and ``W`` is written only by whole-bank copies of PSUM tiles that one matmul
+each writes.
 """
 
 from __future__ import annotations
@@ -68,31 +69,40 @@ def broadcast_rows(instrs: list, target) -> dict:
     for w, ops in writers.items():
         if w.type.space is not MemorySpace.SBUF or len(w.type.shape) != 2:
             continue
-        pieces = []
-        for op in ops:
-            if not isinstance(op, TensorCopyOp):
-                break
-            src, dst = op.access("src"), op.access("dst")
-            p = src.tensor
-            if p.type.space is not MemorySpace.PSUM or len(p.type.shape) != 2:
-                break
-            if src.dtype != dst.dtype and not _exact_cast(writers.get(p, []), dst.dtype, writers):
-                break
-            if _plain_2d(src) != (0, p.type.shape[1]) or src.dims[0].size != w.type.shape[0]:
-                break
-            if [type(o) for o in writers.get(p, [])] != [MatmulOp]:
-                break
-            win = _plain_2d(dst)
-            if win is None or win[1] != p.type.shape[1] or dst.dims[0].size != w.type.shape[0]:
-                break
-            pieces.append((win[0], win[0] + win[1], p))
-        else:
-            pieces.sort(key=lambda t: t[0])
-            cols = [c for a, b, _ in pieces for c in (a, b)]
-            if pieces and cols[0] == 0 and cols[-1] == w.type.shape[1]:
-                if all(cols[2 * k + 1] == cols[2 * k + 2] for k in range(len(pieces) - 1)):
-                    rows[w] = pieces
+        pieces = _copied_pieces(w, ops, writers)
+        if pieces is None:
+            continue
+        pieces.sort(key=lambda t: t[0])
+        cols = [c for a, b, _ in pieces for c in (a, b)]
+        if pieces and cols[0] == 0 and cols[-1] == w.type.shape[1]:
+            if all(cols[2 * k + 1] == cols[2 * k + 2] for k in range(len(pieces) - 1)):
+                rows[w] = pieces
     return rows
+
+
+def _copied_pieces(w, ops: list, writers: dict) -> list | None:
+    """``[(c0, c1, P), ...]`` when every writer of the 2-D SBUF tile ``w`` copies a whole PSUM
+    tile ``P`` written by one matmul (an exact cast allowed) into columns ``c0:c1`` of all its
+    partitions; None when one does not."""
+    pieces = []
+    for op in ops:
+        if not isinstance(op, TensorCopyOp):
+            return None
+        src, dst = op.access("src"), op.access("dst")
+        p = src.tensor
+        if p.type.space is not MemorySpace.PSUM or len(p.type.shape) != 2:
+            return None
+        if src.dtype != dst.dtype and not _exact_cast(writers.get(p, []), dst.dtype, writers):
+            return None
+        if _plain_2d(src) != (0, p.type.shape[1]) or src.dims[0].size != w.type.shape[0]:
+            return None
+        if [type(o) for o in writers.get(p, [])] != [MatmulOp]:
+            return None
+        win = _plain_2d(dst)
+        if win is None or win[1] != p.type.shape[1] or dst.dims[0].size != w.type.shape[0]:
+            return None
+        pieces.append((win[0], win[0] + win[1], p))
+    return pieces
 
 
 def _exact_cast(psum_writers: list, dtype, writers: dict) -> bool:

@@ -100,7 +100,13 @@ def swap_row_scale(block, insert_deallocs) -> bool:
     t_acc = s.access("dst")
     scaled = _new(
         TensorTensorOp,
-        [("dst", t_acc), ("data1", s.access("data")), ("data2", w_acc), ("op", "multiply"), ("engine", tt.engine)],
+        [
+            ("dst", t_acc),
+            ("data1", s.access("data")),
+            ("data2", w_acc),
+            ("op", "multiply"),
+            ("engine", tt.engine),
+        ],
         tt.loc,
     )
     out = _new(
