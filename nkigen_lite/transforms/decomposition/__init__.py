@@ -17,6 +17,7 @@ from .reductions import MeanToSum, ProdByTree, ReduceKeepdims, VarStdTwoPass
 from .rounding import CeilByFloorOrTrunc, FloorByTrunc
 from .trig import ArctanRangeReduction, CosViaSin, SinRangeReduction
 from .wide_int_extreme import WideIntExtreme
+from .wide_int_sum import WideIntSum
 
 PATTERN_CLASSES = (
     ReduceKeepdims,
@@ -24,6 +25,7 @@ PATTERN_CLASSES = (
     VarStdTwoPass,
     ProdByTree,
     WideIntExtreme,
+    WideIntSum,
     DivToMulReciprocal,
     IntegerPowToMul,
     FloorDivideMod,
