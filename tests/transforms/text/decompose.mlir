@@ -319,3 +319,18 @@ graph @matmul_mv(%a: tensor<64x32xf32>, %b: tensor<32x1xf32>) {
   return y = %c
 }
 // CHECK: tensor.matmul %a, %b
+
+// -----
+// a u32 sum (the engines add in fp32): 16-bit limbs summed over chunks of 256 (partials within
+// 2**24), carried in i32 with bitwise ands, joined by an or; an i8 sum of 300 stays one reduction
+graph @wide_sum(%x: tensor<4x300xu32>, %y: tensor<4x300xi8>) {
+  %s = tensor.reduce %x {axes = [1], kind = sum, keepdims = true} : tensor<4x1xu32>
+  %t = tensor.reduce %y {axes = [1], kind = sum, keepdims = true} : tensor<4x1xi32>
+  return s = %s, t = %t
+}
+// CHECK: %slice = tensor.slice %x {starts = [0, 0], stops = [4, 256], strides = [1, 1]} : tensor<4x256xu32>
+// CHECK: %reduce = tensor.reduce %mul {axes = [1], kind = sum, keepdims = true} : tensor<4x1xf32>
+// CHECK: %slice_1 = tensor.slice %x {starts = [0, 256], stops = [4, 300], strides = [1, 1]} : tensor<4x44xu32>
+// CHECK: %bitwise_or = tensor.bitwise_or %cast_13, %cast_14 : tensor<4x1xu32>
+// CHECK-NEXT: %t = tensor.reduce %y {axes = [1], kind = sum, keepdims = true} : tensor<4x1xi32>
+// CHECK-NEXT: return s = %bitwise_or, t = %t
