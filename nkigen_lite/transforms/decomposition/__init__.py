@@ -16,6 +16,7 @@ from .ordering import ArgmaxToTopk, ExpandTopk
 from .reductions import MeanToSum, ProdByTree, ReduceKeepdims, VarStdTwoPass
 from .rounding import CeilByFloorOrTrunc, FloorByTrunc
 from .trig import ArctanRangeReduction, CosViaSin, SinRangeReduction
+from .wide_int_cast import WideIntCast
 from .wide_int_extreme import WideIntExtreme
 from .wide_int_sum import WideIntSum
 
@@ -26,6 +27,7 @@ PATTERN_CLASSES = (
     ProdByTree,
     WideIntExtreme,
     WideIntSum,
+    WideIntCast,
     DivToMulReciprocal,
     IntegerPowToMul,
     FloorDivideMod,

@@ -334,3 +334,17 @@ graph @wide_sum(%x: tensor<4x300xu32>, %y: tensor<4x300xi8>) {
 // CHECK: %bitwise_or = tensor.bitwise_or %cast_13, %cast_14 : tensor<4x1xu32>
 // CHECK-NEXT: %t = tensor.reduce %y {axes = [1], kind = sum, keepdims = true} : tensor<4x1xi32>
 // CHECK-NEXT: return s = %bitwise_or, t = %t
+
+// -----
+// i32 → u32 keeps the bits (the engines copy via fp32, saturating): bits 16..30 minus the sign
+// bit in f32, cast, or-ed with the low 16 bits; a u16 → i32 cast (exact in fp32) stays one copy
+graph @wide_cast(%x: tensor<4x8xi32>, %y: tensor<4x8xu16>) {
+  %u = tensor.cast %x {dtype = u32} : tensor<4x8xu32>
+  %v = tensor.cast %y {dtype = i32} : tensor<4x8xi32>
+  return u = %u, v = %v
+}
+// CHECK: %bitwise_and = tensor.bitwise_and %x, %c : tensor<4x8xi32>
+// CHECK: %sub = tensor.sub %cast, %cast_1 : tensor<4x8xf32>
+// CHECK-NEXT: %cast_2 = tensor.cast %sub {dtype = u32} : tensor<4x8xu32>
+// CHECK: %bitwise_or = tensor.bitwise_or %cast_2, %cast_4 : tensor<4x8xu32>
+// CHECK-NEXT: %v = tensor.cast %y {dtype = i32} : tensor<4x8xi32>
