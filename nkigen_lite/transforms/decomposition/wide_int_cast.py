@@ -6,11 +6,11 @@ became 2**24). The cast is rebuilt from bitwise ands (raw bits, exact): bits 16.
 (``x & 0x7fff0000``) and the sign bit (``x & sign``, 0 or -+2**31), both cast to fp32 exactly
 and combined as ``middle - sign`` (the sign bit's weight flips between the two dtypes; a
 multiple of 65536 of at most 17 significant bits, exact in fp32), cast to the target, and or-ed
-with the low 16 bits ``x & 65535`` (through fp32, exact). A narrower signed source is widened to
+with the low 16 bits ``x & 65535`` (one exact copy). A narrower signed source is widened to
 int32 first (exact).
 
 Casts whose source is known to lie in [0, 2**24] (an iota, a constant, a cast from a narrower
-unsigned integer or bool) keep the one copy.
+unsigned integer or bool, an and with such a value) keep the one copy.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ def small_nonnegative(v, depth: int = 8) -> bool:
         return 0 <= op.attrs["value"] <= FP32_EXACT
     if isinstance(op, T.CastOp) and (op.operand(0).dtype.is_int or op.operand(0).dtype.is_bool):
         return small_nonnegative(op.operand(0), depth - 1)
+    if isinstance(op, T.BitwiseAndOp):  # and-ed with a value in [0, 2**24]
+        return any(small_nonnegative(m, depth - 1) for m in op.operands)
     return False
 
 
@@ -57,5 +59,5 @@ class WideIntCast(DecompositionPattern):
         sign = -(1 << 31) if signed_to_unsigned else 1 << 31
         middle = e.cast(e.bitwise_and(x, (1 << 31) - (1 << LOW_BITS)), float32)
         top = e.cast(e.sub(middle, e.cast(e.bitwise_and(x, sign), float32)), dt)
-        low = e.cast(e.cast(e.bitwise_and(x, (1 << LOW_BITS) - 1), float32), dt)
+        low = e.cast(e.bitwise_and(x, (1 << LOW_BITS) - 1), dt)  # in [0, 65535]: one copy
         return replace(rw, op, e.bitwise_or(top, low))

@@ -346,5 +346,5 @@ graph @wide_cast(%x: tensor<4x8xi32>, %y: tensor<4x8xu16>) {
 // CHECK: %bitwise_and = tensor.bitwise_and %x, %c : tensor<4x8xi32>
 // CHECK: %sub = tensor.sub %cast, %cast_1 : tensor<4x8xf32>
 // CHECK-NEXT: %cast_2 = tensor.cast %sub {dtype = u32} : tensor<4x8xu32>
-// CHECK: %bitwise_or = tensor.bitwise_or %cast_2, %cast_4 : tensor<4x8xu32>
+// CHECK: %bitwise_or = tensor.bitwise_or %cast_2, %cast_3 : tensor<4x8xu32>
 // CHECK-NEXT: %v = tensor.cast %y {dtype = i32} : tensor<4x8xi32>
