@@ -9,37 +9,9 @@ import numpy as np
 import nkigen_lite as nk
 from nkigen_lite.nki.ops import DmaCopyOp, ForiLoopOp, MatmulOp
 
+from .test_mlp_prologue import _inputs, back
+
 BF16 = ml_dtypes.bfloat16
-
-
-def _rmsnorm(x, w, eps=1e-6):
-    xf = x.astype(np.float32)
-    ms = (xf * xf).mean(axis=-1, keepdims=True)
-    return (xf / np.sqrt(ms + eps) * w.astype(np.float32)).astype(x.dtype)
-
-
-def _silu(x):
-    return x * (1 / (1 + np.exp(-x)))
-
-
-def back(o, h, w_o, w_post, w_gu, w_dn):
-    """Qwen3's layer after attention: o (1, S, H·hd), h (1, S, D) bf16."""
-    o2 = o @ w_o + h
-    x = _rmsnorm(o2, w_post)
-    g, u = np.split(x @ w_gu, 2, axis=-1)
-    return (_silu(g) * u) @ w_dn + o2
-
-
-def _inputs(seq, e, d, inter, seed=0):
-    rng = np.random.default_rng(seed)
-    return [
-        rng.standard_normal((1, seq, e)).astype(BF16),
-        rng.standard_normal((1, seq, d)).astype(BF16),
-        (rng.standard_normal((e, d)) / np.sqrt(e)).astype(BF16),
-        (1 + 0.1 * rng.standard_normal(d)).astype(BF16),
-        (rng.standard_normal((d, 2 * inter)) / np.sqrt(d)).astype(BF16),
-        (rng.standard_normal((inter, d)) / np.sqrt(inter)).astype(BF16),
-    ]
 
 
 def _src_root(op):

@@ -11,25 +11,9 @@ from nkigen_lite.nki.ops import ForiLoopOp, TensorTensorOp
 from nkigen_lite.perf.traffic import bytes_by_tensor
 from nkigen_lite.transforms.lower import mlp_block
 
+from .test_mlp_prologue import back
+
 BF16 = ml_dtypes.bfloat16
-
-
-def _rmsnorm(x, w, eps=1e-6):
-    xf = x.astype(np.float32)
-    ms = (xf * xf).mean(axis=-1, keepdims=True)
-    return (xf / np.sqrt(ms + eps) * w.astype(np.float32)).astype(x.dtype)
-
-
-def _silu(x):
-    return x * (1 / (1 + np.exp(-x)))
-
-
-def back(o, h, w_o, w_post, w_gu, w_dn):
-    """Qwen3's layer after attention: o (1, S, H·hd), h (1, S, D) bf16."""
-    o2 = o @ w_o + h
-    x = _rmsnorm(o2, w_post)
-    g, u = np.split(x @ w_gu, 2, axis=-1)
-    return (_silu(g) * u) @ w_dn + o2
 
 
 def _shapes(seq, e, d, inter):
