@@ -13,21 +13,9 @@ import pytest
 
 import nkigen_lite as nk
 
+from .test_wide_int_cast import _three_ways
+
 RNG = np.random.default_rng(2028)
-
-
-def _three_ways(fn, x, want):
-    g = nk.trace(fn).trace(x)
-    k = nk.compile(g)
-    outs = {
-        "nk.run": nk.run(g, {"x": x}),
-        "Kernel.run": k.run({"x": x}),
-        "nk.simulate": nk.simulate(k, {"x": x}),
-    }
-    for how, out in outs.items():
-        (got,) = out.values()
-        assert got.dtype == want.dtype and got.shape == want.shape, how
-        np.testing.assert_array_equal(got, want, err_msg=how)
 
 
 def _values(dtype, rows: int, n: int) -> np.ndarray:
