@@ -5,9 +5,6 @@ against float64 NumPy (bf16 tolerance: the program's q, k, v, P and output are b
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -18,6 +15,7 @@ from nkigen_lite.perf.traffic import bytes_by_tensor
 from nkigen_lite.testing import assert_close
 from tests.trace.numpy_workloads import softmax
 
+from .qwen3_kernels import qwen3_layer_kernel
 from .test_front_pipeline import HD, HEADS, KV, NAMES, _inputs, _reference, front
 
 BF16 = ml_dtypes.bfloat16
@@ -115,13 +113,6 @@ def test_a_value_read_elsewhere_goes_through_hbm():
     assert_close(outs[0], _attention_reference(args), nk.bfloat16, what="O with q returned", **TOL)
 
 
-def _qwen3(seq):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import model_targets
-
-    return model_targets._qwen(seq)
-
-
 @pytest.mark.parametrize("seq, kept", [(512, ("q", "k", "v")), (2048, ("q", "k"))])
 def test_qwen3_layer_keeps_what_fits(seq, kept):
     """The Qwen3-0.6B layer: at seq 512 q, k and v stay on chip; at seq 2048 the buffers of q
@@ -129,7 +120,7 @@ def test_qwen3_layer_keeps_what_fits(seq, kept):
     and is written and read once. O goes through HBM at seq 512; at seq 2048 attention_out.py
     keeps half of it on chip (the first 4 KV heads' O, 4 MiB, goes through HBM;
     tests/lower/test_attention_out.py)."""
-    kern = nk.compile(_qwen3(seq))
+    kern = qwen3_layer_kernel(seq)
     scratch = _scratch(kern)
     o_bytes = seq * 2048 * 2 if seq == 512 else seq * 1024 * 2
     v_bytes = seq * 1024 * 2

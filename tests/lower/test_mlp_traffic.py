@@ -9,6 +9,8 @@ import nkigen_lite as nk
 from nkigen_lite.perf.traffic import bytes_by_tensor, hbm_traffic
 from nkigen_lite.transforms import canonicalize
 
+from .qwen3_kernels import qwen3_layer_kernel
+
 BF16 = ml_dtypes.bfloat16
 
 
@@ -80,16 +82,6 @@ def test_a_product_used_whole_is_not_split():
     assert not canonicalize(nk.trace(h).trace(*_inputs(128, 1024, 1024))).get("SplitMatmulColumns")
 
 
-def _qwen3_0_6b_layer(seq):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from model_targets import _qwen
-
-    return nk.compile(_qwen(seq))
-
-
 @pytest.mark.parametrize("seq", [512, 2048])
 def test_qwen3_0_6b_layer_mlp_intermediate_stays_on_chip(seq):
     """The Qwen3-0.6B layer of benchmarks/model_targets.py (fused gate/up weight, bf16) with
@@ -98,7 +90,7 @@ def test_qwen3_0_6b_layer_mlp_intermediate_stays_on_chip(seq):
     intermediate is written to HBM (was the (seq, 6144) gate/up product, written and read
     back). At seq 128 (one row tile) the fused prologue brings the block too
     (test_mlp_prologue.py)."""
-    kern = _qwen3_0_6b_layer(seq)
+    kern = qwen3_layer_kernel(seq)
     by = bytes_by_tensor(kern.nki)
     assert by["w_gu"]["read"] == 1024 * 6144 * 2 and by["w_dn"]["read"] == 3072 * 1024 * 2
     inter_bytes = seq * 3072 * 2
