@@ -11,7 +11,7 @@ from nkigen_lite.nki.ops import ForiLoopOp, TensorTensorOp
 from nkigen_lite.perf.traffic import bytes_by_tensor
 from nkigen_lite.transforms.lower import mlp_block
 
-from .test_mlp_prologue import back
+from .test_mlp_prologue import _inputs, _reference, back
 
 BF16 = ml_dtypes.bfloat16
 
@@ -88,29 +88,12 @@ def test_widened_block_matches_float64(monkeypatch):
     with the formula held to 128 columns: emitted 1024 wide (2 blocks), results within bf16
     tolerance of float64 NumPy on the interpreter."""
     monkeypatch.setattr(mlp_block, "choose_block", lambda ctx, blk, plans, s: 128 if s >= 256 else None)
-    rng = np.random.default_rng(11)
-    seq, e, d, inter = 320, 256, 256, 2048
-    args = [
-        rng.standard_normal((1, seq, e)).astype(BF16),
-        rng.standard_normal((1, seq, d)).astype(BF16),
-        (rng.standard_normal((e, d)) / np.sqrt(e)).astype(BF16),
-        (1 + 0.1 * rng.standard_normal(d)).astype(BF16),
-        (rng.standard_normal((d, 2 * inter)) / np.sqrt(d)).astype(BF16),
-        (rng.standard_normal((inter, d)) / np.sqrt(inter)).astype(BF16),
-    ]
+    args = _inputs(320, 256, 256, 2048, seed=11)
     g = nk.trace(back).trace(*args)
     kern = nk.compile(g)
     assert _acc_adds(kern) == 3 * 2 * 1  # 3 row tiles x 2 blocks x 1 bank (D = 256)
 
-    def r(a):
-        return a.astype(BF16).astype(np.float64)
-
-    o, h, w_o, w_post, w_gu, w_dn = (a.astype(np.float64) for a in args)
-    o2 = r(r(o @ w_o) + h)
-    x = r(o2 / np.sqrt((o2 * o2).mean(-1, keepdims=True) + 1e-6) * w_post)
-    gg, u = np.split(r(x @ w_gu), 2, axis=-1)
-    act = r(r(gg / (1 + np.exp(-gg))) * u)
-    want = r(act @ w_dn) + o2
+    want = _reference(*args)
     got = kern.run(dict(zip(g.input_names, args)))["y"].astype(np.float64)
     # bf16 output of unit-scale values (|y| up to ~6): a few bf16 ulps of the largest value
     np.testing.assert_allclose(got, want, rtol=0, atol=0.03 * np.abs(want).max())
