@@ -49,9 +49,31 @@ class NkiOp(Op):
 
     # ---- access views -----------------------------------------------------------------------
     def access(self, name: str) -> Access | None:
-        """The Access stored in attribute ``name`` (None when absent or an immediate)."""
+        """The Access stored in attribute ``name`` (None when absent or an immediate).
+
+        A new Access each call (Accesses compare by identity); its dims are unpacked once per
+        (spec, operands) and reused while neither changes (DimSlice and Affine are immutable
+        values), since passes ask for the same accesses many times."""
         spec = self.attrs[name]
-        return unpack_access(spec, self._operands) if isinstance(spec, AccessSpec) else None
+        if not isinstance(spec, AccessSpec):
+            return None
+        key = tuple(map(id, self._operands))  # the cached Access keeps the Values it uses alive
+        memo = self.__dict__.setdefault("_unpacked", {})
+        hit = memo.get(name)
+        if hit is None or hit[0] is not spec or hit[1] != key:
+            hit = memo[name] = (spec, key, unpack_access(spec, self._operands))
+        acc = hit[2]
+        return Access(acc.tensor, acc.dims)
+
+    def tensors(self, names=None) -> list:
+        """The tensor Values of this op's accesses (those in ``names`` when given), in
+        declaration order, without unpacking the accesses."""
+        ops, attrs = self._operands, self.attrs
+        return [
+            ops[spec.tensor]
+            for a in self.attr_spec
+            if (names is None or a.name in names) and isinstance(spec := attrs[a.name], AccessSpec)
+        ]
 
     def affine(self, name: str) -> Affine:
         return unpack_affine(self.attrs[name], self._operands)

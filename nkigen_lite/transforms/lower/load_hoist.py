@@ -47,26 +47,21 @@ def _root(v):
     return op.operand(0) if op is not None and op.name == "nki.hbm_view" else v
 
 
-def _accesses(op) -> list:
-    return [op.access(n) for n, _ in op.access_attrs() if op.access(n) is not None]
-
-
 def _written_hbm(graph: Graph) -> set:
     """HBM roots some instruction writes (outputs, scratch, inputs updated in place)."""
     out = set()
     for op in graph.body.walk():
-        if isinstance(op, NkiOp):
-            for name in op.writes:
-                acc = op.access(name)
-                if acc is not None and isinstance(acc.tensor.type, HbmType):
-                    out.add(_root(acc.tensor))
+        if isinstance(op, NkiOp) and op.writes:
+            for t in op.tensors(op.writes):
+                if isinstance(t.type, HbmType):
+                    out.add(_root(t))
     return out
 
 
 def _touched(op) -> set:
     """On-chip tensors an op (a loop: any op in it) reads or writes."""
     ops = op.body.walk() if isinstance(op, ForiLoopOp) else [op]
-    return {a.tensor for o in ops if isinstance(o, NkiOp) for a in _accesses(o)}
+    return {t for o in ops if isinstance(o, NkiOp) for t in o.tensors()}
 
 
 class _Group:
