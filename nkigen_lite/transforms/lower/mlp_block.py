@@ -46,6 +46,7 @@ from .instance import LoopSpec
 from .loopnest import Shifted, loop_signature, run_loop_nest
 from .matmul import lower_matmul
 from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles
+from .mlp_down_rows import act_columns, load_rows, rows_home
 from .mlp_prologue import Prologue, emit_prologue, kept_bytes
 from .pipeline import group_member
 from .resident import MARGIN_BYTES, erase_from, region_peak
@@ -404,23 +405,35 @@ def _up_block(b, p: int, fmax: int, at: _RowWindow, nk: int, mt: int, cache: Chu
         b.tensor_copy(dst=Access(dst, (_ds(0, mt), _ds(j0, nj))), src=src, engine=EVACUATE)
 
 
-def _transpose_act(ctx, down, act_t, a_t, nb: int, mt: int) -> None:
-    """a_t[:, c, :mt] = transpose of act_t[:mt, c·p : (c+1)·p] for every chunk c: as many
-    transposes per PSUM bank as it holds, one ScalarE copy per bank (casting to a_t's dtype)."""
-    b, p, tg = ctx.b, ctx.partitions, ctx.target
+def _transposes_act(ctx, dt) -> bool:
+    """actᵀ of dtype ``dt`` comes from TensorE transposes (else from ``_a_from_tile``)."""
+    return dt.name in ctx.target.dtypes_of("tensor") and dt.itemsize >= 2
+
+
+def _transpose_act(ctx, down, act_t, a_t, nb: int, mt: int, row_runs: bool) -> None:
+    """a_t[:, c, :mt] = transpose of act_t[:mt, c·p : (c+1)·p] for every chunk c, or of its
+    columns ``r·nb + c`` (``mlp_down_rows.act_columns``) with ``row_runs``: as many transposes
+    per PSUM bank as it holds, one ScalarE copy per bank (casting to a_t's dtype)."""
+    b, p = ctx.b, ctx.partitions
     dt = act_t.type.dtype
-    if dt.name not in tg.dtypes_of("tensor") or dt.itemsize < 2:
+    if not _transposes_act(ctx, dt):
+        if row_runs:
+            raise AssertionError(f"lowering bug: Wd in row runs but actᵀ of {dt.name} not transposed")
         for c in range(nb):
             down._a_from_tile(Access(a_t, (_ds(0, p), _ds(c, 1), _ds(0, mt))), act_t, c * p, p, mt)
         return
-    per_bank = max(1, tg.psum_bank_bytes // (p * dt.itemsize))
+    per_bank = max(1, ctx.target.psum_bank_bytes // (p * dt.itemsize))
+
+    def cols(c: int):
+        return act_columns(c, p, nb) if row_runs else _ds(c * p, p)
+
     for c0 in range(0, nb, per_bank):
         ng = min(per_bank, nb - c0)
         ps = b.alloc((p, per_bank, p), dt, "psum", name="ps_t")
         for c in range(ng):
             b.nc_transpose(
                 dst=Access(ps, (_ds(0, p), _ds(c, 1), _ds(0, mt))),
-                data=Access(act_t, (_ds(0, mt), _ds((c0 + c) * p, p))),
+                data=Access(act_t, (_ds(0, mt), cols(c0 + c))),
             )
         b.tensor_copy(
             dst=Access(a_t, (_ds(0, p), _ds(c0, ng), _ds(0, mt))),
@@ -457,14 +470,14 @@ def _drive_act(gem: GroupEmitter, top, levels: int, rows: tuple, cols: tuple) ->
         gem.after(lv, chain[lv])
 
 
-def _down_rows(ctx, down, wd, acc, act_t, row: tuple, nb: int) -> None:
+def _down_rows(ctx, down, wd, acc, act_t, row: tuple, nb: int, row_runs: bool) -> None:
     """acc[row tile] += actᵀ · the block's rows of Wd (``row`` = (rows, row tile index)):
     actᵀ by TensorE transposes, one PSUM bank per 512 columns, added on VectorE."""
     b, p, fmax = ctx.b, ctx.partitions, ctx.target.psum_bank_fmax
     mt, rt = row
     d = down.n
     a_t = b.alloc((p, nb, p), down.a_dt, "sbuf", name="act_t")
-    _transpose_act(ctx, down, act_t, a_t, nb, mt)
+    _transpose_act(ctx, down, act_t, a_t, nb, mt, row_runs)
     for n0 in range(0, d, fmax):
         nj = min(fmax, d - n0)
         ps = b.alloc((p, fmax), "f32", "psum", name="acc")
@@ -522,6 +535,11 @@ class _BlockEmitter:
         self.nk, self.nb, self.n_rt = k // p, bw // p, -(-self.rows // p)
         self.nblocks = self.inter // bw
         self.fmax = ctx.target.psum_bank_fmax
+        # Wd's block rows read in runs of nb rows per partition (mlp_down_rows.py) when actᵀ
+        # comes from TensorE transposes, which can read the act tile's columns strided
+        self.row_runs = _transposes_act(ctx, blk.act.type.dtype)
+        if self.row_runs:  # a view, emitted at top level before any loop opens
+            self.wd_rows = ctx.view(rows_home(self.down.hb, p, self.nb))
 
     def emit(self) -> None:
         ctx, blk = self.ctx, self.blk
@@ -577,8 +595,11 @@ class _BlockEmitter:
             em._load_b_cache(cache, self.idx, col, bw)
             caches.append(cache)
         ctx.at_op(self.blk.down)
-        wd = b.alloc((p, nb, d), self.down.b_dt, "sbuf", name="w_down")
         lead = tuple(_ds(0, 1) for _ in self.idx)
+        wd = b.alloc((p, nb, d), self.down.b_dt, "sbuf", name="w_down")
+        if self.row_runs:
+            load_rows(b, self.wd_rows, lead, j, wd, p, nb, d)
+            return caches, wd
         b.dma_copy(
             dst=Access(wd, (_ds(0, p), _ds(0, nb), _ds(0, d))),
             src=Access(
@@ -612,7 +633,7 @@ class _BlockEmitter:
             while len(pending) > (LAG if i + 1 < len(steps) else 0):
                 mt0, rt0, act_t, wd = pending.pop(0)
                 self.ctx.at_op(self.blk.down)
-                _down_rows(self.ctx, self.down, wd, acc, act_t, (mt0, rt0), self.nb)
+                _down_rows(self.ctx, self.down, wd, acc, act_t, (mt0, rt0), self.nb, self.row_runs)
 
     def block(self, j, run) -> None:
         """Block ``j`` (its weights loaded here) over the rows, a pair of row tiles at a time."""
