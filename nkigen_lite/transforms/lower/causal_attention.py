@@ -131,7 +131,7 @@ class _Emitter:
         # rows on the partitions, heads along the free axis: (rows, heads, features) views
         dims = ((self.hq, self.m, self.d), (self.hk, self.n, self.d), (self.hk, self.n, self.dv))
         self.q_rows, self.k_rows, self.v_rows = (
-            None if i in self.kept else _flat_home(ctx, x, shape).transpose((1, 0, 2))
+            None if self._all_kept(i) else _flat_home(ctx, x, shape).transpose((1, 0, 2))
             for i, (x, shape) in enumerate(zip(op.operands, dims))
         )
         self.copy_to = None
@@ -151,6 +151,17 @@ class _Emitter:
             flat = ctx.alloc_hbm(op.result.type.shape, self.dt).reshape((self.hq, self.m, self.dv))
             self.tmp_home = flat
         self.o_rows = flat.transpose((1, 0, 2))
+
+    def _all_kept(self, i: int) -> bool:
+        """True when every KV head's part of operand ``i`` is on chip (a list with None: the
+        front kept only its first KV heads, front_keep.py; the others are loaded)."""
+        buf = self.kept.get(i)
+        return buf is not None and not (isinstance(buf, list) and any(t is None for t in buf))
+
+    def _loaded(self, i: int, g) -> bool:
+        """True when KV head ``g``'s part of operand ``i`` comes from HBM."""
+        buf = self.kept.get(i)
+        return buf is None or (isinstance(buf, list) and buf[g] is None)
 
     def view(self, h: HbmHome):
         return self.ctx.view(h)
@@ -178,19 +189,21 @@ class _Emitter:
         rows on the partitions, chunk-major), or the buffers the front kept on chip."""
         b, d, dv = self.b, self.d, self.dv
         out = {}
-        if 1 not in self.kept:
+        if self._loaded(1, g):
             k_nat = b.alloc((P, self.chunks, d), self.dt, name="k_nat")
             self._rows_dma(k_nat, self.k_view, self.n, _ds(g, 1), d, 1)
             out[1] = _Rows(k_nat, None, d)
-        if 0 not in self.kept:
+        if self._loaded(0, g):
             q_nat = b.alloc((P, self.tiles, self.rep, d), self.dt, name="q_nat")
             self._rows_dma(q_nat, self.q_view, self.m, _ds(Affine.of(g) * self.rep, self.rep), d, self.rep)
             out[0] = _Rows(q_nat, 0, d)
-        if 2 not in self.kept:
+        if self._loaded(2, g):
             v_nat = b.alloc((P, self.chunks, dv), self.dt, name="v_nat")
             self._rows_dma(v_nat, self.v_view, self.n, _ds(g, 1), dv, 1)
             out[2] = _Rows(v_nat, None, dv)
         for i, buf in self.kept.items():
+            if i in out:
+                continue
             if isinstance(buf, list):  # one tile per KV head (attention_out.py): g is static
                 out[i] = _Rows(buf[g], 0, self.dv if i == 2 else d)
             else:

@@ -17,9 +17,14 @@ can stay on chip for the O projection (attention_out.py), q is kept as one tile 
 The buffers must fit beside the pipeline: the pipeline is first emitted with every weight
 streamed and nothing kept, its SBUF peak measured (resident.py), and the roots are kept, largest
 first, while the buffers, the peak, every weight resident and ``resident.MARGIN_BYTES`` fit a
-partition — so no weight that was resident is streamed because of a kept buffer. At seq 2048
-of Qwen3-0.6B (q 64 KiB, k and v 32 KiB per partition beside 64 KiB of weights) only part of
-it fits (q and k); the rest goes through HBM as before.
+partition — so no weight that was resident is streamed because of a kept buffer. When the
+attention runs one straight-line block per KV head (q kept per KV head, attention_out.py), a k
+or v root that does not fit whole keeps its first KV heads' parts (one buffer each, copied by
+SBUF -> SBUF DMA) while they fit the room left; the other heads' columns are stored to HBM by
+one DMA per row tile and the attention loads those heads from there. If the measured peak then
+leaves a weight streamed, one head fewer is kept. At seq 2048 of Qwen3-0.6B (q 64 KiB, k and v
+32 KiB per partition beside 64 KiB of weights) q and k fit whole and 2 of v's 8 KV heads (4 KiB
+each) in the 13 KiB left; v's other 6 heads go through HBM.
 """
 
 from __future__ import annotations
@@ -67,6 +72,12 @@ def out_groups(op, partitions: int) -> int | None:
     return math.prod(op.operands[1].type.shape[:-2])
 
 
+def keep_room(sbuf: int, peak: int, weights: int) -> int:
+    """Bytes per partition the kept buffers may take: SBUF less the pipeline's peak with every
+    weight streamed, every weight resident and ``MARGIN_BYTES``."""
+    return sbuf - peak - MARGIN_BYTES - weights
+
+
 @dataclass
 class KeptFront:
     """The attention op, per root value the operand index it feeds and its view chain, and the
@@ -76,6 +87,8 @@ class KeptFront:
     chains: dict = field(default_factory=dict)  # root -> (operand index, [chain ops])
     buffers: dict = field(default_factory=dict)  # kept root -> [p, row tiles, free...] tile
     kept: list = field(default_factory=list)  # the roots kept, in operand order
+    partial: dict = field(default_factory=dict)  # root -> its first KV heads kept (the rest stored)
+    groups: int = 0  # KV heads of the attention when a root is kept in per-KV-head parts
 
 
 def _walk(v: Value, pipe: RowPipeline):
@@ -176,7 +189,7 @@ def emit_front_keep(ctx, pipe: RowPipeline, kf: KeptFront, outputs: set, row_loc
     peak = region_peak(first) if first is not None else 0
     cands = [em for em in matmuls.values() if em.resident_bytes() is not None]
     sbuf = ctx.target.sbuf_bytes_per_partition
-    room = sbuf - peak - MARGIN_BYTES - sum(em.resident_bytes() for em in cands)
+    room = keep_room(sbuf, peak, sum(em.resident_bytes() for em in cands))
     if first is not None:
         erase_from(block, first)
     ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
@@ -191,34 +204,39 @@ def emit_front_keep(ctx, pipe: RowPipeline, kf: KeptFront, outputs: set, row_loc
         pipe.inside, pipe.passed = inside, passed
         return False
     kept.sort(key=lambda r: kf.chains[r][0])
-    pipe.inside = inside | {op for r in kept for op in kf.chains[r][1]} | {kf.attention}
-    pipe.passed = passed | set(kept)
     groups = out_groups(kf.attention, p)
-    for root in kept:
-        ctx.at(f"keep {ctx.name(root)} on chip")
-        shape = shapes[root]
-        if kf.chains[root][0] == 0 and groups is not None and len(shape) == 4 and shape[2] % groups == 0:
-            # one tile per KV head's query heads: the attention writes O over them (attention_out.py)
-            part = (shape[0], shape[1], shape[2] // groups, shape[3])
-            kf.buffers[root] = [
-                ctx.b.alloc(part, root.type.dtype, "sbuf", name="kept") for _ in range(groups)
-            ]
-        else:
-            kf.buffers[root] = ctx.b.alloc(shape, root.type.dtype, "sbuf", name="kept")
+    kf.groups = groups or 0
+    partial = _partial_heads(kf, kept, shapes, groups, room)
     loops = pipe.members[0].loops
-    before = block.last
-    matmuls = _emit_members(
-        ctx,
-        pipe,
-        outputs,
-        row_local,
-        frozenset(),
-        extra=lambda tiles: [_KeepRows(ctx, loops, tiles, kf, p)],
-    )
-    # again with the weights resident: the kept buffers were sized to leave room for them all
-    first = before.next_op
-    peak = region_peak(first)
-    chosen = choose_resident([em for em in matmuls.values() if em.resident_bytes() is not None], peak, sbuf)
+    mark = block.last
+    while True:
+        kf.partial, kf.buffers = dict(partial), {}
+        pipe.inside = inside | {op for r in [*kept, *partial] for op in kf.chains[r][1]} | {kf.attention}
+        pipe.passed = passed | set(kept) | set(partial)
+        _alloc_buffers(ctx, kf, kept, shapes, groups)
+        before = block.last
+        matmuls = _emit_members(
+            ctx,
+            pipe,
+            outputs,
+            row_local,
+            frozenset(),
+            extra=lambda tiles: [_KeepRows(ctx, loops, tiles, kf, p)],
+        )
+        # again with the weights resident: the kept buffers were sized to leave room for them all
+        first = before.next_op
+        peak = region_peak(first)
+        cands = [em for em in matmuls.values() if em.resident_bytes() is not None]
+        chosen = choose_resident(cands, peak, sbuf)
+        if len(chosen) == len(cands) or not partial:
+            break
+        # the last partly kept KV head does not fit beside every weight after all: one fewer
+        erase_from(block, mark.next_op if mark is not None else block.first)
+        ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
+        last = list(partial)[-1]
+        partial[last] -= 1
+        if not partial[last]:
+            del partial[last]
     if chosen:
         erase_from(block, first)
         ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
@@ -226,9 +244,55 @@ def emit_front_keep(ctx, pipe: RowPipeline, kf: KeptFront, outputs: set, row_loc
         _emit_members(
             ctx, pipe, outputs, row_local, resident, extra=lambda tiles: [_KeepRows(ctx, loops, tiles, kf, p)]
         )
-    ctx.kept_rows[kf.attention] = {kf.chains[r][0]: kf.buffers[r] for r in kept}
+    rows = {kf.chains[r][0]: kf.buffers[r] for r in kept}
+    rows |= {kf.chains[r][0]: kf.buffers[r] + [None] * (groups - n) for r, n in kf.partial.items()}
+    ctx.kept_rows[kf.attention] = rows
     kf.kept = kept
     return True
+
+
+def _alloc_buffers(ctx, kf: KeptFront, kept: list, shapes: dict, groups) -> None:
+    """SBUF buffers of the kept roots (``kf.buffers``): one per root, or one per KV head — q's
+    query heads when the attention writes O over them (attention_out.py), the first KV heads of
+    a partly kept root."""
+    p = ctx.partitions
+    for root, n in kf.partial.items():
+        ctx.at(f"keep {ctx.name(root)} on chip")
+        shape = shapes[root]
+        part = (shape[0], shape[1], shape[2] // groups) + shape[3:]
+        kf.buffers[root] = [ctx.b.alloc(part, root.type.dtype, "sbuf", name="kept") for _ in range(n)]
+    for root in kept:
+        ctx.at(f"keep {ctx.name(root)} on chip")
+        shape = shapes[root]
+        if kf.chains[root][0] == 0 and groups is not None and len(shape) == 4 and shape[2] % groups == 0:
+            # one tile per KV head's query heads: the attention writes O over them (attention_out.py)
+            part = (p, shape[1], shape[2] // groups, shape[3])
+            kf.buffers[root] = [
+                ctx.b.alloc(part, root.type.dtype, "sbuf", name="kept") for _ in range(groups)
+            ]
+        else:
+            kf.buffers[root] = ctx.b.alloc(shape, root.type.dtype, "sbuf", name="kept")
+
+
+def _partial_heads(kf: KeptFront, kept: list, shapes: dict, groups, room: int) -> dict:
+    """{root: KV heads kept} for k and v roots that did not fit whole: their first KV heads'
+    parts while they fit the ``room`` left (bytes per partition). Only when the attention runs
+    one straight-line block per KV head (q kept as one tile per KV head: attention_out.py), so
+    each head knows statically where its K / V is."""
+    out: dict = {}
+    q_split = any(kf.chains[r][0] == 0 and len(shapes[r]) == 4 for r in kept)
+    if groups is None or not q_split:
+        return out
+    for root in sorted(kf.chains, key=lambda r: kf.chains[r][0]):
+        shape = shapes[root]
+        if root in kept or kf.chains[root][0] == 0 or shape[2] % groups:
+            continue
+        part = math.prod(shape[1:]) * root.type.dtype.itemsize // groups
+        n = min(groups - 1, room // part)
+        if n:
+            room -= n * part
+            out[root] = n
+    return out
 
 
 class _KeepRows:
@@ -239,7 +303,13 @@ class _KeepRows:
         self.ctx, self.loops, self.tiles, self.kf, self.p = ctx, loops, tiles, kf, p
 
     def prepare(self) -> None:
-        return None
+        """HBM views ``(rows, free...)`` of the partly kept roots, where their other KV heads go."""
+        self.stores = {}
+        for root in self.kf.partial:
+            part = self.kf.buffers[root][0].type.shape[2:]
+            free = (part[0] * self.kf.groups,) + tuple(part[1:])
+            shape = (math.prod(root.type.shape) // math.prod(free),) + free
+            self.stores[root] = self.ctx.view(self.ctx.home_for_store(root).reshape(shape))
 
     def top_instance(self):
         return (0, self.p)
@@ -260,10 +330,17 @@ class _KeepRows:
                 free = tuple(_ds(0, n) for n in part.type.shape[2:])
                 heads = part.type.shape[2]
                 src_free = (_ds(i * heads, heads),) + free[1:] if isinstance(buf, list) else free
-                self.ctx.b.tensor_copy(
-                    dst=Access(part, (_ds(0, mt), _ds(t, 1)) + free),
-                    src=Access(src, (_ds(0, mt),) + src_free),
-                    engine=COPY_ENGINE,
+                dst = Access(part, (_ds(0, mt), _ds(t, 1)) + free)
+                if root in self.stores:  # partly kept: SBUF -> SBUF DMA (VectorE: 2,019.9 µs)
+                    self.ctx.b.dma_copy(dst=dst, src=Access(src, (_ds(0, mt),) + src_free))
+                    continue
+                self.ctx.b.tensor_copy(dst=dst, src=Access(src, (_ds(0, mt),) + src_free), engine=COPY_ENGINE)
+            if root in self.stores:  # the other KV heads' parts to HBM, in one DMA
+                heads = part.type.shape[2]
+                rest = (_ds(len(buf) * heads, (self.kf.groups - len(buf)) * heads),) + free[1:]
+                self.ctx.b.dma_copy(
+                    dst=Access(self.stores[root], (_ds(rt, mt),) + rest),
+                    src=Access(src, (_ds(0, mt),) + rest),
                 )
 
     def after(self, _level: int, _inst) -> None:
