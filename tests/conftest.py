@@ -7,9 +7,38 @@ on 2 cores, one process per property; see README). ``NKIGEN_HYPOTHESIS_EXAMPLES=
 the example count of any profile (a shortened long run).
 """
 
+import ctypes
+import glob
 import os
 
+import numpy as np
 from hypothesis import HealthCheck, settings
+
+
+def _blas_threads(n: int) -> bool:
+    """Set the thread count of NumPy's bundled OpenBLAS (the interpreters' small matmuls:
+    (128, 128) by (128, 512) products take ~2 ms on one thread and ~30 ms on several when the
+    cores are shared); NumPy is already imported (pyproject's filterwarnings imports
+    nkigen_lite), so the OPENBLAS_NUM_THREADS variable comes too late. False when NumPy
+    bundles no OpenBLAS with that entry point. The split over threads never changes a product
+    (OpenBLAS splits the output, not the sums)."""
+    libs = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs", "*openblas*")
+    for path in glob.glob(libs):
+        lib = ctypes.CDLL(path)
+        for name in (
+            "scipy_openblas_set_num_threads64_",
+            "scipy_openblas_set_num_threads",
+            "openblas_set_num_threads",
+        ):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn(n)
+                return True
+    return False
+
+
+if "OPENBLAS_NUM_THREADS" not in os.environ:
+    _blas_threads(1)
 
 settings.register_profile(
     "ci",
