@@ -25,6 +25,7 @@ MEMSPACE = {"sbuf": "sbuf", "psum": "psum", "hbm": "hbm"}
 
 # NISA instructions (``nb.isa.<name>``).
 DMA_COPY = "dma_copy"
+DMA_TRANSPOSE = "dma_transpose"  # dma_transpose(dst, src, permutation) [NKIPY-KB]
 TENSOR_COPY = "tensor_copy"
 MEMSET = "memset"
 IOTA = "iota"  # assumed keyword names: pattern, offset, channel_multiplier
@@ -75,6 +76,7 @@ def _sig(keywords: str, source: str) -> Signature:
 SEEN = "facts §4: NKIPy / third-party usage"
 ISA_SIGNATURES = {
     DMA_COPY: _sig("dst src engine", SEEN),
+    DMA_TRANSPOSE: _sig("dst src permutation", SEEN),
     TENSOR_COPY: _sig("dst src engine", SEEN + " (engine= assumed)"),
     MEMSET: _sig("dst value engine", "assumed (the name is seen, keywords are not)"),
     IOTA: _sig("dst pattern offset channel_multiplier", "assumed (the name is seen, keywords are not)"),

@@ -128,6 +128,10 @@ class Builder:
         """DMA between HBM windows and SBUF tiles (row-major element pairing)."""
         self._emit(ops.DmaCopyOp, dst=dst, src=src)
 
+    def dma_transpose(self, dst, src) -> None:
+        """DMA transpose into SBUF: ``dst = transpose(src, axes of its rank)`` (ops/dma_transpose.py)."""
+        self._emit(ops.DmaTransposeOp, dst=dst, src=src)
+
     def dma_gather(self, dst, src, index) -> None:
         """Indirect DMA: SBUF ``dst[p] = `` HBM ``src[index[p, 0]]`` (ops/indirect.py)."""
         self._emit(ops.DmaGatherOp, dst=dst, src=src, index=index)

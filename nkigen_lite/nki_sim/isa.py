@@ -5,6 +5,7 @@ from __future__ import annotations
 from .enums import dge_mode, engine, matmul_perf_mode, nc_version, oob_mode, reduce_cmd
 from .isa_bn import bn_aggr, bn_stats
 from .isa_data import affine_select, dma_copy, iota, memset, tensor_copy, tensor_copy_predicated
+from .isa_dma_transpose import dma_transpose
 from .isa_scalar import activation
 from .isa_tensor_engine import nc_matmul, nc_transpose
 from .isa_top8 import max8, nc_find_index8, nc_match_replace8
@@ -18,6 +19,7 @@ def get_nc_version() -> nc_version:
 
 __all__ = [
     "dma_copy",
+    "dma_transpose",
     "tensor_copy",
     "tensor_copy_predicated",
     "memset",

@@ -15,6 +15,13 @@ strided or transposing access moves short chunks). Below ``dma_min_efficient_byt
 about 16 ns per chunk at 23 B/ns). That gives ~0.41 at 256 B and ~0.15 at 64 B ("severely
 overhead-bound"). From 2 KiB to 4 KiB it rises linearly in log2(b) to 1.0, and stays 1.0 above
 (saturation). Transfer time is strictly increasing in the bytes moved.
+
+A ``nki.dma_transpose`` (``dma_transpose_cost``) moves at the measured DMA-transpose rate of
+its source instead (``Target.dma_transpose_hbm_bytes_per_s`` 335 GB/s from HBM,
+``dma_transpose_sbuf_bytes_per_s`` 215 GB/s from SBUF, facts §1.6 [NKIPY-HW] [ARCH-T2]: "up to
+90 % / 50 % of DMA throughput"), taken as the rate of all 16 DMA engines and scaled down for
+fewer partitions like any DMA; it has no descriptor-size curve of its own (the measured rate is
+the whole figure), so its ``efficiency`` is that rate over the engines' 16 x 23 B/ns.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..nki.ops import DmaCopyOp
+from ..nki.ops import DmaCopyOp, DmaTransposeOp
 from ..nki.target import Target
 from ..nki.types import HbmType
 from .layout import contiguous_run
@@ -61,6 +68,8 @@ def dma_engines_used(partitions: int, target: Target) -> int:
 
 def dma_cost(op: DmaCopyOp, target: Target) -> DmaCost:
     """Bytes, engines, chunk size, efficiency and transfer time of one dma_copy."""
+    if isinstance(op, DmaTransposeOp):
+        return dma_transpose_cost(op, target)
     dst, src = op.access("dst"), op.access("src")
     n = op.moved.size  # an indirect DMA's HBM side is the whole tensor it selects rows from
     itemsize = max(dst.dtype.itemsize, src.dtype.itemsize)
@@ -81,5 +90,28 @@ def dma_cost(op: DmaCopyOp, target: Target) -> DmaCost:
         engines=n_eng,
         chunk_bytes=chunk,
         efficiency=eff,
+        transfer_ns=ns,
+    )
+
+
+def dma_transpose_cost(op: DmaTransposeOp, target: Target) -> DmaCost:
+    """Bytes, engines and transfer time of one dma_transpose (module docstring): the measured
+    transpose rate of its source memory, scaled by the share of the 16 DMA engines it uses,
+    and at most the core's HBM share for the bytes it reads from HBM."""
+    dst, src = op.access("dst"), op.access("src")
+    nbytes = dst.size * dst.dtype.itemsize
+    from_hbm = isinstance(src.tensor.type, HbmType)
+    full = target.dma_transpose_hbm_bytes_per_s if from_hbm else target.dma_transpose_sbuf_bytes_per_s
+    n_eng = dma_engines_used(dst.partitions, target)
+    rate = full * 1e-9 * n_eng / target.dma_engines  # bytes per ns
+    hbm = nbytes if from_hbm else 0
+    ns = max(nbytes / rate, hbm / (target.hbm_bytes_per_s * 1e-9))
+    return DmaCost(
+        bytes=nbytes,
+        hbm_bytes=hbm,
+        partitions=dst.partitions,
+        engines=n_eng,
+        chunk_bytes=dst.free_size * dst.dtype.itemsize,
+        efficiency=full / (target.dma_engines * target.dma_engine_bytes_per_s),
         transfer_ns=ns,
     )

@@ -20,6 +20,7 @@ from ..nki.ops import (
     DmaCopyOp,
     DmaGatherOp,
     DmaScatterOp,
+    DmaTransposeOp,
     HbmViewOp,
     IotaOp,
     MatmulOp,
@@ -216,6 +217,7 @@ def _dma(op, target: Target) -> InstructionCost:
 COST_RULES = {
     DmaCopyOp: _dma,
     DmaGatherOp: _dma,
+    DmaTransposeOp: _dma,  # at the DMA-transpose rate (dma_cost.dma_transpose_cost)
     DmaScatterOp: _dma,
     TensorCopyOp: _tensor_copy,
     MemsetOp: _memset,

@@ -38,6 +38,7 @@ EXPECTED = {
     K.DmaGatherOp: ("dma_copy", {"dst": "dst"}),
     K.DmaScatterOp: ("dma_copy", {"src": "src"}),
     K.TensorCopyOp: ("tensor_copy", {"dst": "dst", "src": "src"}),
+    K.DmaTransposeOp: ("dma_transpose", {"dst": "dst", "src": "src"}),
     K.MemsetOp: ("memset", {"dst": "dst"}),
     K.IotaOp: ("iota", {"dst": "dst"}),
     K.MatmulOp: ("matmul", {"dst": "dst", "stationary": "stationary", "moving": "moving"}),

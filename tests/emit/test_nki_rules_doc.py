@@ -12,7 +12,16 @@ from .test_rejected_by_both import CASES
 
 DOC = (Path(__file__).parents[2] / "docs" / "nki_rules.md").read_text()
 ROWS = [line for line in DOC.splitlines() if line.startswith("| ")]
-ENUMS = ("nisa.engine", "nisa.reduce_cmd", "nl.add", "nl.sbuf", "nl.psum", "nl.hbm", "nl.shared_hbm")
+ENUMS = (
+    "nisa.engine",
+    "nisa.reduce_cmd",
+    "nisa.dge_mode",
+    "nl.add",
+    "nl.sbuf",
+    "nl.psum",
+    "nl.hbm",
+    "nl.shared_hbm",
+)
 
 
 def test_every_nki_op_has_a_row_with_a_source():

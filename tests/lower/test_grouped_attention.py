@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
-from nkigen_lite.nki.ops import DmaCopyOp, ForiLoopOp, HbmViewOp, TransposeOp
+from nkigen_lite.nki.ops import DmaCopyOp, DmaTransposeOp, ForiLoopOp, HbmViewOp, TransposeOp
 from nkigen_lite.testing import assert_close
 from nkigen_lite.transforms.lower import grouped_attention as kernel
 
@@ -99,15 +99,22 @@ def test_causal_gqa_bf16_matches_float64():
 
 def test_model_target_shape_moves_each_byte_once_in_few_dmas():
     """The issue's causal GQA target (16 query / 8 KV heads, s128 d128 bf16): every input byte is
-    read once (K and V once per KV head, never repeated in HBM), the output written once, and the
-    DMAs move two heads each: 8 Q loads, 4 K, 4 V, 8 stores (the row pipeline it replaces issued
-    48 DMAs, one per head and tile, and widened V by a casting DMA)."""
+    read once (K and V once per KV head, never repeated in HBM), the output written once, and Q
+    and K arrive transposed by DMA: 8 Q transposes (4 heads, one row-pair slot each), 4 K
+    transposes (2 heads), 4 V loads (2 heads), 4 stores (4 heads) (the row pipeline it replaced
+    issued 48 DMAs, one per head and tile, and widened V by a casting DMA)."""
     arrays = _inputs(16, 8, 128, 128)
     kern = nk.compile(_gqa(), *arrays)
     stats = kern.stats()
     assert stats.dma_bytes == stats.min_hbm_bytes
     assert _bytes_read(kern) == {n: a.nbytes for n, a in zip("qkv", arrays)}
-    assert stats.dma_count == 24
+    assert stats.dma_count == 20
+    ops = list(kern.nki.walk())
+    assert sum(isinstance(op, DmaTransposeOp) for op in ops) == 12
+    # TensorE transposes only Pᵀ (one per unit of 128 queries and 128 keys: 16); none reads Q or K
+    transposes = [op for op in ops if isinstance(op, TransposeOp)]
+    assert len(transposes) == 16 and all(op.access("data").dtype is nk.float32 for op in transposes)
+    assert "nisa.dma_transpose(" in kern.nki_source()
     views = [op for op in kern.nki.body if isinstance(op, HbmViewOp)]
     assert all(0 not in op.attrs["strides"] for op in views)  # no stride-0 (repeated) view
 
@@ -212,16 +219,17 @@ def _chunks(kern, name: str) -> list[int]:
 
 
 def test_model_target_shape_moves_row_pairs():
-    """Two query heads of one KV group share a unit (row pairs, lower/grouped_pairs.py): Q loads,
-    K loads and O stores move two 256-byte rows per partition, 512 contiguous bytes per
-    descriptor (was 256); V keeps its 256-byte rows (its keys must fill the 128 partitions of
-    the Pᵀ V contraction), loaded in the key order of the assembled Kᵀ."""
+    """Two query heads of one KV group share a unit (row pairs, lower/grouped_pairs.py): O
+    stores move two 256-byte rows per partition, 512 contiguous bytes per descriptor (was 256);
+    Q and K arrive transposed by DMA (each partition receives 512 bytes: 4 heads x 64 columns of
+    one row-pair slot, 2 KV heads x 128 keys); V keeps its 256-byte rows (its keys must fill the
+    128 partitions of the Pᵀ V contraction), in the natural key order of the DMA-transposed Kᵀ."""
     arrays = _inputs(16, 8, 128, 128)
     kern = nk.compile(_gqa(), *arrays)
     assert _chunks(kern, "q") == [512] * 8
     assert _chunks(kern, "k") == [512] * 4
     assert _chunks(kern, "v") == [256] * 4
-    assert _chunks(kern, "o") == [512] * 8
+    assert _chunks(kern, "o") == [512] * 4
     # V (needed only by Pᵀ V) is issued after every Q and K load
     ids = {id(v): n for n, v in zip(kern.nki.input_names, kern.nki.inputs)}
     order = []

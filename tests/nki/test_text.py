@@ -88,6 +88,12 @@ def every_op_graph() -> nk.Graph:
             b.dealloc(g)
             b.dealloc(rows)
     pid = b.program_id(1)  # a launch on one core: the id is 0
+    rows16 = b.alloc((16, 128), nk.bfloat16, name="rows16")  # x[0:32] as 16 rows of 128, cast
+    b.dma_copy(dst=rows16, src=b.hbm_view(x, (16, 128), (128, 1), name="x16"))
+    cols16 = b.alloc((128, 16), nk.bfloat16, name="cols16")
+    b.dma_transpose(dst=cols16, src=rows16)  # SBUF -> SBUF
+    b.dealloc(cols16)
+    b.dealloc(rows16)
     c = [b.alloc((128, 64), nk.int32, "hbm", name=f"c{k}") for k in range(5)]
     out = b.alloc((128, 64), nk.int32, "hbm", name="c")
     b.dma_copy(dst=c[0], src=ids[ds(pid * 128, 128), :])

@@ -118,7 +118,10 @@ def every_op() -> nk.Graph:
     st, mv = b.alloc((128, 6)), b.alloc((128, 2))
     b.bn_stats(dst=st, data=u)
     b.bn_aggr(dst=mv, data=st)
-    for v in (t, u, col, idx, pred, ps, rows, m8, p8, st, mv):
+    r16, c16 = b.alloc((16, 128), nk.bfloat16), b.alloc((128, 16), nk.bfloat16)
+    b.dma_copy(dst=r16, src=u[0:16, :])
+    b.dma_transpose(dst=c16, src=r16)  # SBUF -> SBUF
+    for v in (t, u, col, idx, pred, ps, rows, m8, p8, st, mv, r16, c16):
         b.dealloc(v)
     b.set_outputs({"y": y})
     return b.graph

@@ -12,6 +12,7 @@ from nkigen_lite.nki.ops import (
     TOP8_OPS,
     CollectiveOp,
     DmaCopyOp,
+    DmaTransposeOp,
     ForiLoopOp,
 )
 from nkigen_lite.nki.target import TRN2
@@ -22,9 +23,13 @@ from .kernels import every_op
 
 
 def test_every_instruction_has_a_cost_rule():
-    assert set(COST_RULES) == set(COMPUTE_OPS) | {DmaCopyOp, *INDIRECT_OPS, *TOP8_OPS, *BN_OPS} | set(
-        COLLECTIVE_OPS
-    )
+    assert set(COST_RULES) == set(COMPUTE_OPS) | {
+        DmaCopyOp,
+        DmaTransposeOp,
+        *INDIRECT_OPS,
+        *TOP8_OPS,
+        *BN_OPS,
+    } | set(COLLECTIVE_OPS)
 
 
 def test_every_nki_op_is_costed_free_or_a_loop():

@@ -26,6 +26,7 @@ from .compute import (
     TransposeOp,
 )
 from .control import ForiLoopOp
+from .dma_transpose import DMA_TRANSPOSE_AXES, DmaTransposeOp
 from .indirect import INDIRECT_OPS, DmaGatherOp, DmaScatterOp
 from .memory import AllocOp, DeallocOp, DmaCopyOp, HbmViewOp
 from .program import ProgramIdOp, lnc_of, program_id_op
@@ -36,6 +37,7 @@ ALL_OPS = (
     DeallocOp,
     HbmViewOp,
     DmaCopyOp,
+    DmaTransposeOp,
     *INDIRECT_OPS,
     *COMPUTE_OPS,
     *TOP8_OPS,
@@ -65,6 +67,8 @@ __all__ = [
     "AllocOp",
     "DeallocOp",
     "DmaCopyOp",
+    "DmaTransposeOp",
+    "DMA_TRANSPOSE_AXES",
     "DmaGatherOp",
     "DmaScatterOp",
     "INDIRECT_OPS",

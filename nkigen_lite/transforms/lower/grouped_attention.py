@@ -36,6 +36,17 @@ from .attention_units import advance, attention_dims
 from .deallocs import insert_deallocs
 from .emit_order import list_order
 from .evacuation import EvacuationBalance
+from .grouped_dma_transpose import (
+    KV_HEADS_PER_TRANSPOSE,
+    Q_HEADS_PER_TRANSPOSE,
+    dma_transpose_fits,
+    k_source,
+    kt_columns,
+    load_kt,
+    load_qt,
+    q_source,
+    qt_columns,
+)
 
 P = 128  # partitions
 MAX_HEAD_DIM = 128  # q / k feature dim on the partitions for Q Kᵀ
@@ -102,6 +113,9 @@ class _Kernel:
         self.causal = bool(attrs["causal"])
         self.mask = float(attrs["mask_value"])
         self.hq, self.hk = math.prod(qt.shape[:-2]), math.prod(kt.shape[:-2])
+        # Qᵀ and Kᵀ by DMA transposes when the dtype and head dim allow (grouped_dma_transpose.py)
+        self.by_dma = dma_transpose_fits(self.dt, self.d, self.m, self.n)
+        self.kv_per_dma = KV_HEADS_PER_TRANSPOSE if self.by_dma else HEADS_PER_DMA
         self.b = b = Builder("grouped_attention")
         q = b.add_input("q", qt.shape, self.dt)
         k = b.add_input("k", kt.shape, self.dt)
@@ -131,37 +145,50 @@ class _Kernel:
         self.kv = b.hbm_view(k, (n, self.hk, d), (d, n * d, 1), name="k_rows")
         self.vv = b.hbm_view(v, (n, self.hk, dv), (dv, n * dv, 1), name="v_rows")
         self.ov = b.hbm_view(self.o, (m, self.hq, dv), (dv, m * dv, 1), name="o_rows")
+        if self.by_dma:
+            self.k_src = k_source(b, k, self.hk, n, d)
+            self.q_src = q_source(b, q, self.hq, m, d)
 
     def kv_head(self, h: int) -> int:
         """The (flat) KV head the (flat) query head ``h`` reads."""
         rep = self.heads // self.groups
         return (h // self.heads) * self.groups + (h % self.heads) // rep
 
-    # ---- K / V: loaded once per KV head, HEADS_PER_DMA heads per DMA ---------------------------
+    def kv_group(self, g: int) -> int:
+        """The first KV head of the load group of KV head ``g``."""
+        return g - g % self.kv_per_dma
+
+    # ---- K / V: loaded once per KV head, kv_per_dma heads per DMA -------------------------------
     def load_kv(self, g0: int) -> None:
-        """DMAs of K and V for KV heads [g0, g0 + HEADS_PER_DMA): keys on the partitions."""
+        """DMAs of K and V for KV heads [g0, g0 + kv_per_dma): keys on the partitions (K
+        transposed on the way when ``by_dma``)."""
         b, d, dv, n = self.b, self.d, self.dv, self.n
-        hk = min(HEADS_PER_DMA, self.hk - g0)
+        hk = min(self.kv_per_dma, self.hk - g0)
+        kt = load_kt(b, self.k_src, g0, hk, n, self.dt) if self.by_dma else None
         chunks = []
         for c0 in range(0, n, P):
             kc = min(P, n - c0)
-            kn = b.alloc((P, hk, d), self.dt, name="k_nat")
-            b.dma_copy(dst=_acc(kn, (0, kc), (0, hk), (0, d)), src=_acc(self.kv, (c0, kc), (g0, hk), (0, d)))
+            kn = None
+            if not self.by_dma:
+                kn = b.alloc((P, hk, d), self.dt, name="k_nat")
+                b.dma_copy(
+                    dst=_acc(kn, (0, kc), (0, hk), (0, d)), src=_acc(self.kv, (c0, kc), (g0, hk), (0, d))
+                )
             vn = b.alloc((P, hk, dv), self.dt, name="v_nat")
             v_dma = (_acc(vn, (0, kc), (0, hk), (0, dv)), _acc(self.vv, (c0, kc), (g0, hk), (0, dv)))
             self.v_dmas.append(v_dma)  # issued after the next Q load: V is needed last
             chunks.append((c0, kc, kn, vn))
-        self.kv_loaded[g0] = (hk, chunks)
+        self.kv_loaded[g0] = (hk, chunks, kt)
 
     def prepare_kv(self, g: int) -> None:
         """Kᵀ (TensorE transposes) and fp32 V of the DMA group holding KV head ``g``, once."""
         if g in self.kt:
             return
         b, d, dv, n = self.b, self.d, self.dv, self.n
-        g0 = g - g % HEADS_PER_DMA
-        hk, chunks = self.kv_loaded[g0]
+        g0 = self.kv_group(g)
+        hk, chunks, kt = self.kv_loaded[g0]
         for j in range(hk):
-            self.kt[g0 + j] = b.alloc((P, n), self.dt, name="k_t")
+            self.kt[g0 + j] = (kt, j) if self.by_dma else b.alloc((P, n), self.dt, name="k_t")
             self.vt[g0 + j] = []
         for c0, kc, kn, vn in chunks:
             if not self.split and self.dt is not F32:  # an fp32 Pᵀ V: V widened on chip (exact)
@@ -173,6 +200,9 @@ class _Kernel:
                 )
                 vn = v32
             for j in range(hk):
+                self.vt[g0 + j].append((vn, j, kc))
+                if self.by_dma:
+                    continue
                 ps = b.alloc((P, P), self.dt, "psum", name="ps_k")
                 b.nc_transpose(dst=_acc(ps, (0, d), (0, kc)), data=_acc(kn, (0, kc), (j, 1), (0, d)))
                 b.tensor_copy(
@@ -180,7 +210,6 @@ class _Kernel:
                     src=_acc(ps, (0, d), (0, kc)),
                     engine=self.bal.engine(kc, self.fast),
                 )
-                self.vt[g0 + j].append((vn, j, kc))
 
     def mask_tile(self, us: list[Unit], keys: int):
         """The causal mask of the query tile of ``us``: ``mask_off`` where key > query (absolute
@@ -263,21 +292,17 @@ class _Kernel:
     # ---- one query head of one query tile, as pipeline stages -----------------------------------
     def k_moving(self, g: int, keys: int):
         """Kᵀ of KV head ``g`` over its first ``keys`` keys: the score matmul's moving operand."""
+        if self.by_dma:
+            return kt_columns(*self.kt[g], keys)
         return _acc(self.kt[g], (0, self.d), (0, keys))
 
-    def head(self, us: list[Unit]):
-        """Emit the instructions of units ``us`` (one KV head, one query tile; ``r`` slots side
-        by side in each tile, so the column steps -- exp bias, 1/l -- are one instruction for
-        all of them) one stage per ``next()`` (see ``build``)."""
-        b, d, dv, r = self.b, self.d, self.dv, len(us)
-        g, m0, mt = us[0].g, us[0].m0, us[0].mt
-        keys = self.n
-        if self.causal and self.mask <= SKIP_MASK:
-            keys = min(self.n, -(-(m0 + mt) // P) * P)
-        kst = keys if r * keys <= MAX_KEYS else MAX_KEYS  # a slot's scores stay in one PSUM bank
-        rows, col, slots = (0, mt), (0, 1), (0, r)
-        self.prepare_kv(g)
-        mask = self.mask_tile(us, keys) if self.causal else None
+    def q_stationary(self, us: list[Unit]):
+        """Qᵀ of units ``us`` (the score matmuls' stationary operands), as pipeline stages: the
+        DMA-transposed ``u.q`` (``by_dma``), else TensorE transposes into PSUM and one copy out."""
+        if self.by_dma:
+            return [u.q for u in us]
+        b, d, r = self.b, self.d, len(us)
+        rows, slots = (0, us[0].mt), (0, r)
         ps_q = b.alloc((P, r, P), self.dt, "psum", name="ps_q")
         for x, u in enumerate(us):
             b.nc_transpose(dst=_acc(ps_q, (0, d), (x, 1), rows), data=u.q)
@@ -286,14 +311,30 @@ class _Kernel:
         b.tensor_copy(
             dst=_acc(q_t, (0, d), slots, rows),
             src=_acc(ps_q, (0, d), slots, rows),
-            engine=self.bal.engine(r * mt, self.fast),
+            engine=self.bal.engine(r * us[0].mt, self.fast),
         )
         yield
+        return [_acc(q_t, (0, d), (x, 1), rows) for x in range(r)]
+
+    def head(self, us: list[Unit]):
+        """Emit the instructions of units ``us`` (one KV head, one query tile; ``r`` slots side
+        by side in each tile, so the column steps -- exp bias, 1/l -- are one instruction for
+        all of them) one stage per ``next()`` (see ``build``)."""
+        b, dv, r = self.b, self.dv, len(us)
+        g, m0, mt = us[0].g, us[0].m0, us[0].mt
+        keys = self.n
+        if self.causal and self.mask <= SKIP_MASK:
+            keys = min(self.n, -(-(m0 + mt) // P) * P)
+        kst = keys if r * keys <= MAX_KEYS else MAX_KEYS  # a slot's scores stay in one PSUM bank
+        rows, col, slots = (0, mt), (0, 1), (0, r)
+        self.prepare_kv(g)
+        mask = self.mask_tile(us, keys) if self.causal else None
+        q_stat = yield from self.q_stationary(us)
         s = b.alloc((P, r, kst), F32, "psum", name="scores")
         for x in range(r):
             b.nc_matmul(
                 dst=_acc(s, rows, (x, 1), (0, keys)),
-                stationary=_acc(q_t, (0, d), (x, 1), rows),
+                stationary=q_stat[x],
                 moving=self.k_moving(g, keys),
             )
         s_acc = _acc(s, rows, slots, (0, keys))
@@ -388,18 +429,21 @@ class _Kernel:
         query heads per Q load and output tile."""
         b, d, dv = self.b, self.d, self.dv
         units = []
+        q_heads = Q_HEADS_PER_TRANSPOSE if self.by_dma else HEADS_PER_DMA
         for m0 in range(0, self.m, P):
             mt = min(P, self.m - m0)
-            for h0 in range(0, self.hq, HEADS_PER_DMA):
-                hn = min(HEADS_PER_DMA, self.hq - h0)
-                q_nat = b.alloc((P, hn, d), self.dt, name="q_nat")
-                b.dma_copy(
-                    dst=_acc(q_nat, (0, mt), (0, hn), (0, d)), src=_acc(self.qv, (m0, mt), (h0, hn), (0, d))
-                )
+            for h0 in range(0, self.hq, q_heads):
+                hn = min(q_heads, self.hq - h0)
+                if self.by_dma:
+                    q_t = load_qt(b, self.q_src, h0, hn, m0 // 16, mt // 16, self.dt)
+                else:
+                    q_nat = b.alloc((P, hn, d), self.dt, name="q_nat")
+                    b.dma_copy(
+                        dst=_acc(q_nat, (0, mt), (0, hn), (0, d)),
+                        src=_acc(self.qv, (m0, mt), (h0, hn), (0, d)),
+                    )
                 self.flush_v()
-                for g0 in sorted(
-                    {self.kv_head(h) - self.kv_head(h) % HEADS_PER_DMA for h in range(h0, h0 + hn)}
-                ):
+                for g0 in sorted({self.kv_group(self.kv_head(h)) for h in range(h0, h0 + hn)}):
                     if g0 not in self.kv_loaded:
                         self.load_kv(g0)
                 out = b.alloc((P, hn, dv), self.dt, name="out")
@@ -407,7 +451,9 @@ class _Kernel:
                 for j in range(hn):
                     units.append(
                         Unit(
-                            q=_acc(q_nat, (0, mt), (j, 1), (0, d)),
+                            q=qt_columns(q_t, j, 1, mt // 16)
+                            if self.by_dma
+                            else _acc(q_nat, (0, mt), (j, 1), (0, d)),
                             out=_acc(out, (0, mt), (j, 1), (0, dv)),
                             g=self.kv_head(h0 + j),
                             m0=m0,

@@ -37,6 +37,7 @@ from ...nki.types import access_of as _acc
 from ...tensor.composites_grouped_attention import GroupedAttentionOp
 from .custom import register_composite_lowering
 from .grouped_attention import F32, HEADS_PER_DMA, MAX_KEYS, V_WIDEN_ENGINE, P, Unit, _Kernel, check_operands
+from .grouped_dma_transpose import Q_HEADS_PER_TRANSPOSE, k_source, load_qt, q_source, qt_columns
 
 HALF = P // 2  # queries (or keys) of one head in a 128-partition tile
 PAIRS_PER_DMA = HEADS_PER_DMA // 2 or 1  # head pairs per Q load / O store and per K load
@@ -66,10 +67,16 @@ class PairKernel(_Kernel):
         )
         self.kp = b.hbm_view(k, (2, n // 2, hk // 2, 2, d), (n * d, 2 * d, 2 * n * d, d, 1), name="k_pairs")
         self.vp = b.hbm_view(v, (2, n // 2, hk, dv), (dv, 2 * dv, n * dv, 1), name="v_perm")
+        if self.by_dma:  # Kᵀ and V in natural key order, Qᵀ of each slot (grouped_dma_transpose.py)
+            self.k_src = k_source(b, k, hk, n, d)
+            self.vv = b.hbm_view(v, (n, hk, dv), (dv, n * dv, 1), name="v_rows")
+            self.q_srcs = [q_source(b, q, hq, m, d, step=2, first=j) for j in range(2)]
 
     # ---- K / V ------------------------------------------------------------------------------
     def load_kv(self, g0: int) -> None:
         """K of the KV head pairs from ``g0`` (row pairs) and V of those heads (key order j, i)."""
+        if self.by_dma:
+            return super().load_kv(g0)
         b, d, dv, n = self.b, self.d, self.dv, self.n
         npr = min(PAIRS_PER_DMA, (self.hk - g0) // 2)
         pr0 = g0 // 2
@@ -90,11 +97,15 @@ class PairKernel(_Kernel):
         self.kv_loaded[g0] = (npr, chunks)
 
     def kv_group(self, g: int) -> int:
+        if self.by_dma:
+            return super().kv_group(g)
         return g - g % (2 * PAIRS_PER_DMA)
 
     def prepare_kv(self, g: int) -> None:
         """Kᵀ of the KV heads loaded with ``g`` (two transposes per head pair and key chunk,
         copies assembling each head's key order) and their V widened to fp32 when needed."""
+        if self.by_dma:
+            return super().prepare_kv(g)
         if g in self.kt:
             return
         b, d, dv, n = self.b, self.d, self.dv, self.n
@@ -129,13 +140,16 @@ class PairKernel(_Kernel):
                 self.vt[g0 + x].append((vn, x, P))
 
     def k_moving(self, g: int, keys: int):
+        if self.by_dma:
+            return super().k_moving(g, keys)
         return _acc(self.kt[g], (0, self.d), (0, keys // P), (0, 2), (0, HALF))
 
     # ---- masks ------------------------------------------------------------------------------
     def mask_tile(self, us: list[Unit], keys: int):
         """mask/scale where key > query for both slots of query tile ``m0``: in slot ``j``,
         partition ``p`` is row ``m0 + 2 (p % 64) + j`` and column ``128 c + 64 j' + i'`` is key
-        ``128 c + 2 i' + j'``; a (P, 2, keys) tile, slot ``j`` at ``[:, j]``."""
+        ``128 c + 2 i' + j'`` (with ``by_dma``, column ``c`` is key ``c``); a (P, 2, keys) tile,
+        slot ``j`` at ``[:, j]``."""
         m0 = us[0].m0
         if m0 not in self.masks:
             b = self.b
@@ -147,7 +161,7 @@ class PairKernel(_Kernel):
                     # keep where key - row = (128 c + j' + 2 i') - 2 p - (m0 + j) <= 0
                     b.affine_select(
                         dst=w,
-                        pattern=[[P, keys // P], [1, 2], [2, HALF]],
+                        pattern=[[1, keys]] if self.by_dma else [[P, keys // P], [1, 2], [2, HALF]],
                         channel_multiplier=-2,
                         on_true_tile=w,
                         on_false_value=self.mask_fill,
@@ -173,14 +187,18 @@ class PairKernel(_Kernel):
         b, d, dv = self.b, self.d, self.dv
         units = []
         npairs = self.hq // 2
+        per_load = Q_HEADS_PER_TRANSPOSE // 2 if self.by_dma else PAIRS_PER_DMA
         for m0 in range(0, self.m, P):
-            for pr0 in range(0, npairs, PAIRS_PER_DMA):
-                npr = min(PAIRS_PER_DMA, npairs - pr0)
-                q_nat = b.alloc((P, npr, 2, d), self.dt, name="q_nat")
-                b.dma_copy(
-                    dst=_acc(q_nat, (0, P), (0, npr), (0, 2), (0, d)),
-                    src=_acc(self.qp, (0, 2), (m0 // 2, HALF), (pr0, npr), (0, 2), (0, d)),
-                )
+            for pr0 in range(0, npairs, per_load):
+                npr = min(per_load, npairs - pr0)
+                if self.by_dma:  # Qᵀ of each slot j: columns 64 hh + ii = row m0 + 2 ii + j
+                    q_ts = [load_qt(b, src, 2 * pr0, 2 * npr, m0 // 32, 4, self.dt) for src in self.q_srcs]
+                else:
+                    q_nat = b.alloc((P, npr, 2, d), self.dt, name="q_nat")
+                    b.dma_copy(
+                        dst=_acc(q_nat, (0, P), (0, npr), (0, 2), (0, d)),
+                        src=_acc(self.qp, (0, 2), (m0 // 2, HALF), (pr0, npr), (0, 2), (0, d)),
+                    )
                 for g0 in sorted({self.kv_group(self.kv_head(2 * pr)) for pr in range(pr0, pr0 + npr)}):
                     if g0 not in self.kv_loaded:
                         self.load_kv(g0)
@@ -194,7 +212,9 @@ class PairKernel(_Kernel):
                         last = pr == npr - 1 and j == 1
                         units.append(
                             Unit(
-                                q=_acc(q_nat, (0, P), (pr, 1), (j, 1), (0, d)),
+                                q=qt_columns(q_ts[j], 2 * pr, 2, 4)
+                                if self.by_dma
+                                else _acc(q_nat, (0, P), (pr, 1), (j, 1), (0, d)),
                                 out=_acc(out, (0, P), (pr, 1), (j, 1), (0, dv)),
                                 g=self.kv_head(2 * (pr0 + pr)),
                                 m0=m0,
