@@ -13,6 +13,8 @@ import nkigen_lite as nk
 from nkigen_lite.nki.ops import ForiLoopOp
 from nkigen_lite.transforms.lower import deallocs, engine_balance
 
+from .qwen3_kernels import qwen3_layer_kernel
+
 
 def _qwen(seq):
     import sys
@@ -81,9 +83,10 @@ def test_small_matmul_kernels_keep_their_engines():
     from model_targets import TARGETS
 
     build = dict(TARGETS)["matmul 1024x4096x1024 bf16"]
-    for graph, want in ((build(), False), (_qwen(128), True)):
+    for graph, want in ((build(), False), (None, True)):  # the layer: the session's seq-128 kernel
         instrs: list = []
-        engine_balance._instructions(nk.compile(graph).nki.body, instrs)
+        kern = qwen3_layer_kernel(128) if want else nk.compile(graph)
+        engine_balance._instructions(kern.nki.body, instrs)
         assert not engine_balance.elementwise_kernel(instrs)
         assert engine_balance.searched(instrs, staged=True) is want, len(instrs)
         assert not engine_balance.searched(instrs)  # the straight-line kernels' search: no

@@ -12,23 +12,9 @@ import pytest
 
 import nkigen_lite as nk
 from nkigen_lite.nki.ops import DmaCopyOp
-from nkigen_lite.transforms.lower import deallocs, load_hoist
+from nkigen_lite.transforms.lower import load_hoist
 
-
-def _qwen(seq):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from model_targets import _qwen
-
-    return _qwen(seq)
-
-
-def _unhoisted(monkeypatch, graph) -> nk.Kernel:
-    with monkeypatch.context() as m:
-        m.setattr(deallocs, "hoist_loads", lambda *a: 0)
-        return nk.compile(graph)
+from .qwen3_kernels import model_targets, qwen3_layer_kernel, qwen3_layer_kernel_unhoisted
 
 
 def _src_root(op):
@@ -55,14 +41,13 @@ def _attention(kern) -> list[int]:
 
 
 @pytest.mark.parametrize("seq", [128, 512])
-def test_o_projection_weight_is_loaded_before_attention(monkeypatch, seq):
+def test_o_projection_weight_is_loaded_before_attention(seq):
     """The resident Wo is loaded by the same DMAs before the causal attention's instructions
     instead of after them, with the same executed instructions and bytes, and the schedule is
     shorter."""
-    g = _qwen(seq)
-    plain = _unhoisted(monkeypatch, g)
-    k = nk.compile(g)
-    assert g.input_names[5] == "w_o"
+    plain = qwen3_layer_kernel_unhoisted(seq)
+    k = qwen3_layer_kernel(seq)
+    assert k.input_names[5] == "w_o"
     wo_k, wo_p = _wo_loads(k), _wo_loads(plain)
     assert len(wo_k) == len(wo_p) > 0
     assert max(wo_k) < min(_attention(k))
@@ -78,15 +63,14 @@ def _input_loads(kern, i: int) -> list[int]:
     return [j for j, op in enumerate(kern.nki.body) if isinstance(op, DmaCopyOp) and _src_root(op) is arg]
 
 
-def test_groups_move_one_at_a_time(monkeypatch):
+def test_groups_move_one_at_a_time():
     """seq 128, the MLP's blocks unrolled (their weights in top-level tiles): each group is
     placed from a schedule of the kernel as the groups before it left it and kept only when the
     schedule gets shorter. Wo and the first block's gate/up weights (input 11, w_gu) go before
     the attention; moved together from one schedule (as before), the MLP's weights took the DMA
     engines' idle time ahead of Wo, which stayed after the attention."""
-    g = _qwen(128)
-    plain = _unhoisted(monkeypatch, g)
-    k = nk.compile(g)
+    plain = qwen3_layer_kernel_unhoisted(128)
+    k = qwen3_layer_kernel(128)
     att = min(_attention(k))
     assert max(_input_loads(k, 5)) < att  # w_o
     assert min(_input_loads(k, 11)) < att  # w_gu, block 0
@@ -97,7 +81,7 @@ def test_groups_move_one_at_a_time(monkeypatch):
 
 def test_groups_are_loads_of_unwritten_inputs():
     """Every load the pass may move reads a kernel input nothing writes into a top-level tile."""
-    k = nk.compile(_qwen(128))
+    k = qwen3_layer_kernel(128)
     groups = load_hoist._groups(k.nki)
     assert groups
     written = load_hoist._written_hbm(k.nki)
@@ -107,15 +91,15 @@ def test_groups_are_loads_of_unwritten_inputs():
             assert op.parent is k.nki.body
 
 
-def test_hoisted_layer_is_bitwise_equal(monkeypatch):
+def test_hoisted_layer_is_bitwise_equal():
     """seq 128 on the NKI interpreter: the same outputs bit for bit as without the move."""
-    g = _qwen(128)
+    g = model_targets._qwen(128)
     rng = np.random.default_rng(0)
     ins = {
         n: (rng.standard_normal(v.type.shape) * 0.05).astype(ml_dtypes.bfloat16)
         for n, v in zip(g.input_names, g.inputs)
     }
-    k, plain = nk.compile(g), _unhoisted(monkeypatch, g)
+    k, plain = qwen3_layer_kernel(128), qwen3_layer_kernel_unhoisted(128)
     assert _wo_loads(k) != _wo_loads(plain)
     (name,) = list(g.outputs)
     np.testing.assert_array_equal(k.run(ins)[name], plain.run(ins)[name])
