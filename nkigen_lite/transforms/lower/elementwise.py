@@ -13,9 +13,11 @@ from ...nki.types import Access, DimSlice
 from ...tensor import ops as T
 from .fold import ActSpec
 from .frame import TileFrame
+from .int_narrow import needs_narrow_wrap, wrapping_cast
 from .rules import tile_rule
 from .select import select_into
 from .tile_common import ALU, FLOAT_EXACT_LIMIT, Imm, arg, default_engine, fp32_column, scratch
+from .wide_int_arith import leaves_int32, needs_wrap, wrapping_binary
 
 
 def activation(em: TileFrame, op: Op, inst) -> None:
@@ -169,7 +171,11 @@ def binary(em: TileFrame, op: Op, inst) -> None:
         # the bitvector ALU takes integers only: widen bool operands to the result dtype
         a, b = (_widen_bool(em, u, x, inst, v.type.dtype) for u, x in zip(op.operands, (a, b)))
     em.new_tile(v, inst)
+    if needs_wrap(op) and not (isinstance(a, Imm) and isinstance(b, Imm)):
+        return wrapping_binary(em, op, inst, a, b, em.access(v, inst))
     if _narrow_int(v) and alu in WRAPPING:
+        if leaves_int32(op):  # uint16 products: the int32 scratch holds them mod 2**32
+            return _wrap_into(em, v, inst, lambda d: wrapping_binary(em, op, inst, a, b, d))
         return _wrap_into(em, v, inst, lambda d: _binary_into(em, op, inst, alu, a, b, d))
     _binary_into(em, op, inst, alu, a, b, em.access(v, inst))
 
@@ -279,6 +285,11 @@ def unary(em: TileFrame, op: Op, inst) -> None:
     def square_into(d):
         b.tensor_tensor(dst=d, data1=x, data2=x, op="multiply", engine="gpsimd")
 
+    if isinstance(op, (T.NegOp, T.AbsOp, T.SquareOp)) and needs_wrap(op):  # 32 bits, NumPy wraps
+        neg_into = lambda d: wrapping_binary(em, op, inst, Imm(0), x, d, "subtract")  # noqa: E731
+        square_into = lambda d: wrapping_binary(em, op, inst, x, x, d, "multiply")  # noqa: E731
+    if isinstance(op, T.SquareOp) and leaves_int32(op):  # uint16: mod 2**32 in the int32 scratch
+        square_into = lambda d: wrapping_binary(em, op, inst, x, x, d, "multiply")  # noqa: E731
     if isinstance(op, (T.NegOp, T.AbsOp, T.SquareOp)):
         rule = {T.NegOp: neg_into, T.AbsOp: abs_into, T.SquareOp: square_into}[type(op)]
         return _wrap_into(em, v, inst, rule) if _narrow_int(v) else rule(dst)
@@ -321,6 +332,8 @@ def cast(em: TileFrame, op: Op, inst) -> None:
         t = scratch(em, v, inst)
         b.tensor_tensor(dst=t, data1=fl, data2=s, op="multiply")
         return b.tensor_copy(dst=dst, src=t)
+    if needs_narrow_wrap(op):
+        return wrapping_cast(em, op, inst, x, dst)
     eng = "vector"
     if src_t.is_float and dst_t.is_float:
         eng = em.pick_engine(("vector", "scalar"), dst.free_size)
