@@ -85,6 +85,7 @@ class _Limbs:
             y = _bitop(op0, x, k0)
             return y if op1 is None else _bitop(op1, y, k1)
         t = self.tile()
+        self.em.note("vector", t.free_size)
         self.em.b.tensor_scalar(dst=t, data=x, op0=op0, operand0=k0, op1=op1, operand1=k1)
         return t
 
@@ -105,9 +106,13 @@ class _Limbs:
             if wide:
                 raise AssertionError("lowering bug: a wide limb sum with a constant")
             data, k, rev = (b, a, True) if ia else (a, b, False)
+            self.em.note("vector", t.free_size)
             self.em.b.tensor_scalar(dst=t, data=data, op0=alu, operand0=float(k), reverse0=rev)
-        else:
-            self.em.b.tensor_tensor(dst=t, data1=a, data2=b, op=alu, engine="gpsimd" if wide else "vector")
+        else:  # limbs in SBUF: either engine (GpSimd exact in int32, VectorE within 2**24)
+            eng = "gpsimd" if wide else self.em.pick_engine(("vector", "gpsimd"), 2 * t.free_size)
+            if wide:
+                self.em.note("gpsimd", 2 * t.free_size)
+            self.em.b.tensor_tensor(dst=t, data1=a, data2=b, op=alu, engine=eng)
         return t
 
 
@@ -147,8 +152,10 @@ def _join(L: _Limbs, hi, lo, dst: Access) -> None:
         return
     if isinstance(top, int) or isinstance(low, int):
         data, k = (low, top) if isinstance(top, int) else (top, low)
+        L.em.note("vector", dst.free_size)
         L.em.b.tensor_scalar(dst=dst, data=data, op0="bitwise_or", operand0=k)
         return
+    L.em.note("vector", 2 * dst.free_size)
     L.em.b.tensor_tensor(dst=dst, data1=top, data2=low, op="bitwise_or")
 
 
