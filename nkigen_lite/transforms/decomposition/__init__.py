@@ -18,10 +18,12 @@ from .rounding import CeilByFloorOrTrunc, FloorByTrunc
 from .trig import ArctanRangeReduction, CosViaSin, SinRangeReduction
 from .wide_int_cast import WideIntCast
 from .wide_int_extreme import WideIntExtreme
+from .wide_int_mean import WideIntMean
 from .wide_int_sum import WideIntSum
 
 PATTERN_CLASSES = (
     ReduceKeepdims,
+    WideIntMean,
     MeanToSum,
     VarStdTwoPass,
     ProdByTree,
