@@ -1,12 +1,12 @@
 """Does a graph's int32 arithmetic stay where the compiled kernel is exact?
 
-Two documented limits of the lowering (docs/lowering.md, "Known limits") make a kernel differ
-from NumPy on integers: int32 (and uint32) arithmetic that overflows saturates on the engines
-where NumPy wraps, and integer matmuls run on the Tensor engine in fp32, exact only while the
-sums stay below 2**24. ``int32_out_of_range`` runs a graph on the tensor interpreter with
-integer arithmetic widened to int64 and names the first op that leaves that range (None when
-every value stays inside), so a random-graph property can reject such inputs instead of
-reporting a known limit as a failure.
+Integer matmuls run on the Tensor engine in fp32, exact only while the sums stay below 2**24
+(docs/lowering.md, "Known limits"). ``int32_out_of_range`` runs a graph on the tensor
+interpreter with integer arithmetic widened to int64 and names the first op that leaves that
+range (None when every value stays inside), so a random-graph property can reject such inputs
+instead of reporting a known limit as a failure. It also rejects int32 / uint32 arithmetic
+that overflows, which kernels once saturated and now wrap like NumPy (docs/tensor_ops.md §4):
+a conservative filter, kept so the properties' drawn inputs stay as they were.
 """
 
 from __future__ import annotations
