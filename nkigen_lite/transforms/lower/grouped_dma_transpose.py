@@ -22,11 +22,15 @@ from ...nki.types import access_of as _acc
 
 P = 128
 DGE_ROWS = 16  # src.shape[0] of a hardware-DGE transpose
-# DMA group sizes: measured on the causal GQA (16 / 8 heads, s128): Q 2 / 4 / 8 / 16 heads
-# x K 1 / 2 / 4 / 8 heads per transpose give 13.9-17.4 us, best at 4 and 2 (13.9 us); V loads
-# after each Q group instead of after all Q and K loads are 0.4-2.3 us slower
+# DMA group sizes, measured on the causal GQA (16 / 8 heads, s128): with one output tile
+# per Q load, Q 2 / 4 / 8 / 16 heads x K 1 / 2 / 4 / 8 KV heads per transpose give 13.9-17.4 us,
+# best 4 / 2; V loads after each Q group instead of after all Q and K loads are 0.4-2.3 us slower.
+# Then one head pair per output tile (store): 13.9 -> 13.6 us (the last store, after the last
+# unit, moves 64 KiB instead of 128); with it Q 2-16 x K 1-4 give 13.6-15.5 us, best 4 / 2 and
+# 8 / 1; K before Q in each group 13.5-14.7 us (not kept: 0.1 us at best).
 KV_HEADS_PER_TRANSPOSE = 2  # KV heads per K transpose DMA
-Q_HEADS_PER_TRANSPOSE = 4  # query heads per Q transpose DMA (pairs: per slot) and per O store
+Q_HEADS_PER_TRANSPOSE = 4  # query heads per Q transpose DMA (row pairs: per slot)
+PAIRS_PER_STORE = 1  # row pairs: head pairs per output tile (O store)
 
 
 def dma_transpose_fits(dtype, d: int, m: int, n: int) -> bool:

@@ -37,7 +37,14 @@ from ...nki.types import access_of as _acc
 from ...tensor.composites_grouped_attention import GroupedAttentionOp
 from .custom import register_composite_lowering
 from .grouped_attention import F32, HEADS_PER_DMA, MAX_KEYS, V_WIDEN_ENGINE, P, Unit, _Kernel, check_operands
-from .grouped_dma_transpose import Q_HEADS_PER_TRANSPOSE, k_source, load_qt, q_source, qt_columns
+from .grouped_dma_transpose import (
+    PAIRS_PER_STORE,
+    Q_HEADS_PER_TRANSPOSE,
+    k_source,
+    load_qt,
+    q_source,
+    qt_columns,
+)
 
 HALF = P // 2  # queries (or keys) of one head in a 128-partition tile
 PAIRS_PER_DMA = HEADS_PER_DMA // 2 or 1  # head pairs per Q load / O store and per K load
@@ -178,8 +185,10 @@ class PairKernel(_Kernel):
 
     # ---- units ------------------------------------------------------------------------------
     def plan_units(self) -> list[Unit]:
-        """Per query tile and group of head pairs: one Q load (row pairs), the K loads it needs,
-        two units per head pair (slots j = 0, 1) and one output tile stored after its last unit.
+        """Per query tile and group of head pairs: one Q load (row pairs; with ``by_dma`` one Qᵀ
+        transpose per slot), the K loads it needs, two units per head pair (slots j = 0, 1) and
+        output tiles stored after their last unit (one per Q load; ``PAIRS_PER_STORE`` head pairs
+        each with ``by_dma``).
         The V loads are issued after every Q and K load (``build``'s final ``flush_v``): V is
         needed only by ``Pᵀ V``, and with the loads transfer-bound the earlier Q and K give the
         Tensor engine its transposes and score matmuls sooner (measured on the issue's causal
@@ -202,20 +211,23 @@ class PairKernel(_Kernel):
                 for g0 in sorted({self.kv_group(self.kv_head(2 * pr)) for pr in range(pr0, pr0 + npr)}):
                     if g0 not in self.kv_loaded:
                         self.load_kv(g0)
-                out = b.alloc((P, npr, 2, dv), self.dt, name="out")
-                store = (
-                    _acc(self.op, (0, 2), (m0 // 2, HALF), (pr0, npr), (0, 2), (0, dv)),
-                    _acc(out, (0, P), (0, npr), (0, 2), (0, dv)),
-                )
+                per_store = PAIRS_PER_STORE if self.by_dma else npr  # head pairs per output tile
                 for pr in range(npr):
+                    if pr % per_store == 0:
+                        ns = min(per_store, npr - pr)
+                        out = b.alloc((P, ns, 2, dv), self.dt, name="out")
+                        store = (
+                            _acc(self.op, (0, 2), (m0 // 2, HALF), (pr0 + pr, ns), (0, 2), (0, dv)),
+                            _acc(out, (0, P), (0, ns), (0, 2), (0, dv)),
+                        )
                     for j in range(2):
-                        last = pr == npr - 1 and j == 1
+                        last = (pr % per_store == per_store - 1 or pr == npr - 1) and j == 1
                         units.append(
                             Unit(
                                 q=qt_columns(q_ts[j], 2 * pr, 2, 4)
                                 if self.by_dma
                                 else _acc(q_nat, (0, P), (pr, 1), (j, 1), (0, d)),
-                                out=_acc(out, (0, P), (pr, 1), (j, 1), (0, dv)),
+                                out=_acc(out, (0, P), (pr % per_store, 1), (j, 1), (0, dv)),
                                 g=self.kv_head(2 * (pr0 + pr)),
                                 m0=m0,
                                 mt=P,
