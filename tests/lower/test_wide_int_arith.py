@@ -115,3 +115,11 @@ def test_uint16_products_wrap_like_numpy():
     want = ((x[0].astype(np.int64) * x[1]) & 0xFFFF).astype(np.uint16)
     _three_ways(lambda x: x[0] * x[1], x, want)
     _three_ways(lambda x: np.square(x[0]), x, ((x[0].astype(np.int64) ** 2) & 0xFFFF).astype(np.uint16))
+
+
+def test_int32_times_a_mask_is_exact_on_every_backend():
+    """The bool operand is widened to int32, so GpSimd's exact integer multiply sees integer
+    tiles only (the simulator computed a uint8 operand in fp32: 1376791563 came out 1376791552)."""
+    x = _pair(np.int32, 130, 70)
+    _three_ways(lambda x: x[0] * (x[1] > 0), x, np.where(x[1] > 0, x[0], 0).astype(np.int32))
+    _three_ways(lambda x: np.maximum(x[0], x[1] > 0), x, np.maximum(x[0], (x[1] > 0).astype(np.int32)))

@@ -167,8 +167,9 @@ def binary(em: TileFrame, op: Op, inst) -> None:
     if alu.startswith("bitwise") and all(u.type.dtype.is_bool for u in op.operands):
         alu = alu.replace("bitwise", "logical")  # on bools the bitwise ops are the logical ones
     a, b = (arg(em, u, inst, ve) for u in op.operands)
-    if alu.startswith("bitwise") and not v.type.dtype.is_bool:
-        # the bitvector ALU takes integers only: widen bool operands to the result dtype
+    if (alu.startswith("bitwise") or alu in _GPSIMD_OK) and v.type.dtype.is_int:
+        # the bitvector ALU takes integers only, and GpSimd computes exactly only when every
+        # tile is an integer (a bool is a uint8 byte): widen bool operands to the result dtype
         a, b = (_widen_bool(em, u, x, inst, v.type.dtype) for u, x in zip(op.operands, (a, b)))
     em.new_tile(v, inst)
     if needs_wrap(op) and not (isinstance(a, Imm) and isinstance(b, Imm)):
