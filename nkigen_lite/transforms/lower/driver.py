@@ -58,6 +58,7 @@ from .row_blocks import RowBlocks, emit_row_blocks, find_row_blocks
 from .row_sequence import emit_row_pair, find_row_pairs
 from .row_split import emit_row_split, find_row_splits
 from .rules import ITEM_RULES, item_rule, rule_for
+from .scatter_first import scatter_first
 from .spread_reduce import SpreadReduce, emit_spread_reduce, find_spread_reduces
 from .view_chains import place_view_chains
 from .views import VIEW_OPS, copy_home, is_layout_convert, plan_concats
@@ -271,6 +272,7 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
     items = [it for it in part.items if id(it) not in seconds]
     items = hoist_projections(items, _emits_nothing_dependent)
     items = hoist_index_chain(items, _emits_nothing_dependent)
+    items = scatter_first(items, _emits_nothing_dependent)
     skip: set = set()
     for i, item in enumerate(items):
         if _try_mlp_block(ctx, items, i, plans, row_local, outputs, skip, take, part):
