@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
-from nkigen_lite.nki.ops import DmaCopyOp, DmaGatherOp
+from nkigen_lite.nki.ops import DmaCopyOp, DmaGatherOp, DmaScatterOp
 from nkigen_lite.testing.tolerance import assert_close
 from nkigen_lite.workloads import get_workload
 from nkigen_lite.workloads.qwen3_decode import WEIGHTS, decode_min_hbm_bytes
 
-from .helpers import hbm_bytes_by_input
+from .helpers import hbm_bytes_by_input, scratch_dmas
 
 W = get_workload("qwen3_decode")
 SMALL = {"hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "inter": 512, "max_seq": 256}
@@ -117,10 +117,12 @@ def _first_load(kern, name: str) -> int:
 
 
 def test_small_inputs_the_norms_need_load_before_the_projections_finish(full):
-    """load_hoist.py tries the last MAX_GROUPS = 12 groups: the per-head norm weights and pos are
+    """load_hoist.py tries the last MAX_GROUPS = 12 groups: the key's norm weight and pos are
     loaded right after the QKV weights, before the last projection's result is stored (the
     in-order DMA queues issue them before it, not behind it and the norms' chain). Before,
-    only the last 4 groups were tried and these loads came after that store."""
+    only the last 4 groups were tried and these loads came after that store. (The query's
+    norm runs after the key's chain and the cache appends, scatter_first.py: its weight is
+    loaded with it.)"""
     _, k = full
     stores = [  # the projections' results stored for the per-head layout
         i
@@ -130,7 +132,7 @@ def test_small_inputs_the_norms_need_load_before_the_projections_finish(full):
         and (op.loc or "").startswith("tensor.matmul")
     ]
     assert len(stores) == 3
-    for name in ("q_norm", "k_norm", "pos"):
+    for name in ("k_norm", "pos"):
         assert _first_load(k, name) < stores[-1], name  # before the last projection's store
 
 
@@ -144,3 +146,30 @@ def test_the_pos_chain_runs_before_the_per_head_norms(full):
     norms = [i for i, op in enumerate(body) if (op.loc or "").endswith("%square_1")]
     assert len(gathers) == 2 and norms
     assert max(gathers) < min(norms)
+
+
+def test_full_size_moves_few_values_through_hbm_scratch(full):
+    """The pos index arithmetic, the cos / sin rows (gathered into SBUF and broadcast to the
+    heads' partitions from there) and the roped key rows the cache append writes stay in SBUF
+    (onchip_rows.py), and the key's norm, RoPE and cast share one row pipeline
+    (scatter_first.py): 33 DMAs / 69,228 B through HBM scratch before, 16 / 39,008 B now (what
+    is left: the normalised hidden state for the K / V projections, the projections' rows
+    relaid out per head, the value rows, the scatter ids, the roped query and the attention
+    output)."""
+    _, k = full
+    count, nbytes = scratch_dmas(k)
+    assert count <= 16 and nbytes <= 39_008, (count, nbytes)
+    scatters = [op for op in k.nki.body if isinstance(op, DmaScatterOp)]
+    assert len(scatters) == 2
+    k_rows = scatters[0].access("src").tensor  # the key's rows: the cast group's tile, not a load
+    assert not any(isinstance(op, DmaCopyOp) and op.access("dst").tensor is k_rows for op in k.nki.body)
+
+
+def test_the_key_chain_and_cache_appends_run_before_the_query_norm(full):
+    """scatter_first.py: the key's per-head norm and both cache appends are emitted before the
+    query's per-head norm (the caches' loads wait for the appends)."""
+    _, k = full
+    body = list(k.nki.body)
+    first = lambda tag: min(i for i, op in enumerate(body) if (op.loc or "").endswith(tag))  # noqa: E731
+    scatters = [i for i, op in enumerate(body) if isinstance(op, DmaScatterOp)]
+    assert first("%square_2") < min(scatters) and max(scatters) < first("%square_1")

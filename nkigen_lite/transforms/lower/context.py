@@ -48,6 +48,8 @@ class LowerContext:
     kept_rows: dict = field(default_factory=dict)
     # value -> attention_out.KeptRows: an attention output read from SBUF (attention_out.py)
     kept_out: dict = field(default_factory=dict)
+    # value -> SBUF access holding its row-major image, rows on the partitions (onchip_rows.py)
+    on_chip: dict = field(default_factory=dict)
 
     # ---- source locations ----------------------------------------------------------------
     def name(self, v: Value) -> str:

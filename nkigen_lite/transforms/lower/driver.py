@@ -47,6 +47,7 @@ from .liveness import peak_live_bytes
 from .matmul import lower_matmul
 from .mlp_block import emit_widest, match_mlp_block, plan_block
 from .mlp_prologue import match_prologue
+from .onchip_rows import drop_unread_scratch
 from .online import reads_running_max
 from .operand_cast import is_operand_cast
 from .output_views import place_reshaped_outputs
@@ -139,6 +140,7 @@ def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict, lnc: i
     final.update(finish_aliased_outputs(ctx, graph, outputs, aliases))
     b.set_outputs({n: final[n] for n in outputs}, aliases)
     b.graph.dce()  # views a lowering family prepared but did not use
+    drop_unread_scratch(b.graph)  # values read back from SBUF instead (onchip_rows.py)
     return b.graph, ctx.constants
 
 

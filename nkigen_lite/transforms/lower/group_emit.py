@@ -20,6 +20,7 @@ from .homes import HbmHome
 from .instance import Instance, loops_of
 from .limits import LoweringLimit
 from .loopnest import run_loop_nest
+from .onchip_rows import note_stored, rows_on_chip
 from .online import online_pairs
 from .plan import GroupPlan
 from .reduce_acc import combine_accumulator, finish_accumulator, start_accumulator
@@ -279,16 +280,20 @@ class GroupEmitter(TileFrame):
             return False
         fd = free_dims[0]
         n = inst.extents[fd]
-        row = self.b.alloc((1, n), dt, "sbuf", name="row")
-        win = self._window(self.load_views[u], inst)
-        win = Access(
-            win.tensor,
-            tuple(
-                DimSlice(x.offset, 1, 1) if k < len(plan.i_dims) + len(plan.p_dims) else x
-                for k, x in enumerate(win.dims)
-            ),
-        )
-        self.b.dma_copy(dst=row, src=win)
+        row = rows_on_chip(self.ctx, u, 1) if not self.loops and n == u.type.size else None
+        if row is not None and row.tensor.type.shape[1:] == (n,):  # left in SBUF (onchip_rows.py)
+            row = row.tensor
+        else:
+            row = self.b.alloc((1, n), dt, "sbuf", name="row")
+            win = self._window(self.load_views[u], inst)
+            win = Access(
+                win.tensor,
+                tuple(
+                    DimSlice(x.offset, 1, 1) if k < len(plan.i_dims) + len(plan.p_dims) else x
+                    for k, x in enumerate(win.dims)
+                ),
+            )
+            self.b.dma_copy(dst=row, src=win)
         ones_dt = "f32" if dt.name in self.ctx.target.matmul_fp32_class else dt
         ones = self.b.alloc((1, rows), ones_dt, "sbuf", name="ones")
         self.b.memset(dst=ones, value=1.0)
@@ -336,3 +341,4 @@ class GroupEmitter(TileFrame):
         src = Access(src.tensor, (DimSlice(Affine.of(0), rows, 1),) + src.dims[1:])
         dst = self._window(self.store_views[v], inst)
         self.b.dma_copy(dst=dst, src=src)
+        note_stored(self.ctx, v, src, top_level=len(self.b._blocks) == 1)

@@ -25,6 +25,7 @@ from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from .context import LowerContext
 from .homes import HbmHome
+from .onchip_rows import note_stored, rows_on_chip
 from .rules import item_rule
 from .views import copy_home
 
@@ -86,7 +87,7 @@ def lower_gather_rows(ctx: LowerContext, op: T.GatherRowsOp) -> None:
     k = ids.type.size
     dt = table.dtype
     src = _rows_home(ctx, ctx.home(table), (n, row))
-    idc = _id_column(ctx, ids)
+    idc = _ids_on_chip(ctx, ids, k) or _id_column(ctx, ids)
     out = ctx.home_for_store(op.result)
     out2 = out.reshape((k, row))
     if out2 is None:  # a home that is not row-major (a concat slice): gather into scratch
@@ -94,30 +95,59 @@ def lower_gather_rows(ctx: LowerContext, op: T.GatherRowsOp) -> None:
         _gather(ctx, src, idc, tmp, k, row)
         copy_home(ctx, tmp.reshape(tuple(out.shape)), out)
         return
-    _gather(ctx, src, idc, out2, k, row)
+    t = _gather(ctx, src, idc, out2, k, row)
+    if t is not None:
+        note_stored(ctx, op.result, Access.whole(t), top_level=len(ctx.b._blocks) == 1)
 
 
-def _gather(ctx, src: HbmHome, idc: HbmHome, out: HbmHome, k: int, row: int) -> None:
+def _ids_on_chip(ctx: LowerContext, ids, k: int) -> Access | None:
+    """The ids as an SBUF ``(k, 1)`` int32 / uint32 column a top-level group left (onchip_rows.py),
+    when all of them fit one chunk."""
+    acc = rows_on_chip(ctx, ids, k) if k <= ctx.partitions else None
+    if acc is None or acc.free_size != 1 or acc.dtype.name not in ("i32", "u32"):
+        return None
+    return acc
+
+
+def _ids_tile(ctx, idc, id_view, k0: Affine, p: int):
+    """The SBUF id column of one chunk: the on-chip column itself, or loaded from HBM."""
+    if isinstance(idc, Access):
+        return idc
+    it = ctx.b.alloc((p, 1), idc.base.type.dtype, "sbuf", name="ids")
+    ctx.b.dma_copy(dst=it, src=_window(id_view, k0, p, Affine.of(0), 1))
+    return it
+
+
+def _gather(ctx, src: HbmHome, idc, out: HbmHome, k: int, row: int):
+    """Gather and store the rows; returns the SBUF tile holding all of them when one gather
+    brought them (it is then kept for later readers, onchip_rows.py), else None."""
     dt = src.base.type.dtype
+    whole = k <= ctx.partitions and row <= _row_chunk(row, dt.itemsize)
+    kept = []
     fc = _row_chunk(row, dt.itemsize)
     table = Access(ctx.view(src), (DimSlice(0, src.shape[0], 1), DimSlice(0, row, 1)))
-    id_view, out_view = ctx.view(idc), ctx.view(out)  # views are made outside the loops
+    id_view = ctx.view(idc) if not isinstance(idc, Access) else None
+    out_view = ctx.view(out)  # views are made outside the loops
 
     def ids_chunk(k0: Affine, p: int) -> None:
-        it = ctx.b.alloc((p, 1), idc.base.type.dtype, "sbuf", name="ids")
-        ctx.b.dma_copy(dst=it, src=_window(id_view, k0, p, Affine.of(0), 1))
+        it = _ids_tile(ctx, idc, id_view, k0, p)
 
         def row_chunk(f0: Affine, nf: int) -> None:
             t = ctx.b.alloc((p, nf), dt, "sbuf", name="rows")
             cols = Access(table.tensor, (table.dims[0], DimSlice(f0, nf, 1)))
             ctx.b.dma_gather(dst=t, src=cols, index=it)
             ctx.b.dma_copy(dst=_window(out_view, k0, p, f0, nf), src=t)
-            ctx.b.dealloc(t)
+            if whole:
+                kept.append(t)
+            else:
+                ctx.b.dealloc(t)
 
         _chunks(ctx, row, fc, row_chunk)
-        ctx.b.dealloc(it)
+        if not isinstance(it, Access):
+            ctx.b.dealloc(it)
 
     _chunks(ctx, k, ctx.partitions, ids_chunk)
+    return kept[0] if kept else None
 
 
 @item_rule(T.ScatterRowsOp)
@@ -135,27 +165,35 @@ def lower_scatter_rows(ctx: LowerContext, op: T.ScatterRowsOp) -> None:
             ctx.homes[op.result] = work.reshape(tuple(dst.shape))
     if ctx.home(dst) != work.reshape(tuple(dst.shape)):  # in place (IO aliasing): rows only
         copy_home(ctx, ctx.home(dst), work.reshape(tuple(dst.shape)))
-    idc = _id_column(ctx, ids)
-    src = ctx.home(rows).reshape((k, row))
-    if src is None:
-        src = _rows_home(ctx, ctx.home(rows), (k, row))
+    idc = _ids_on_chip(ctx, ids, k) or _id_column(ctx, ids)
     fc = _row_chunk(row, dt.itemsize)
+    held = rows_on_chip(ctx, rows, k) if k <= ctx.partitions and row <= fc else None
+    if held is not None:  # the rows as one SBUF tile (onchip_rows.py): written from there
+        src_view = None
+    else:
+        src = ctx.home(rows).reshape((k, row))
+        if src is None:
+            src = _rows_home(ctx, ctx.home(rows), (k, row))
+        src_view = ctx.view(src)
     table = Access(ctx.view(work), (DimSlice(0, n, 1), DimSlice(0, row, 1)))
-    id_view, src_view = ctx.view(idc), ctx.view(src)  # views are made outside the loops
+    id_view = ctx.view(idc) if not isinstance(idc, Access) else None  # views outside the loops
 
     def ids_chunk(k0: Affine, p: int) -> None:
-        it = ctx.b.alloc((p, 1), idc.base.type.dtype, "sbuf", name="ids")
-        ctx.b.dma_copy(dst=it, src=_window(id_view, k0, p, Affine.of(0), 1))
+        it = _ids_tile(ctx, idc, id_view, k0, p)
 
         def row_chunk(f0: Affine, nf: int) -> None:
+            cols = Access(table.tensor, (table.dims[0], DimSlice(f0, nf, 1)))
+            if held is not None:
+                ctx.b.dma_scatter(dst=cols, src=Access(held.tensor, held.dims), index=it)
+                return
             t = ctx.b.alloc((p, nf), dt, "sbuf", name="rows")
             ctx.b.dma_copy(dst=t, src=_window(src_view, k0, p, f0, nf))
-            cols = Access(table.tensor, (table.dims[0], DimSlice(f0, nf, 1)))
             ctx.b.dma_scatter(dst=cols, src=t, index=it)
             ctx.b.dealloc(t)
 
         _chunks(ctx, row, fc, row_chunk)
-        ctx.b.dealloc(it)
+        if not isinstance(it, Access):
+            ctx.b.dealloc(it)
 
     _chunks(ctx, k, ctx.partitions, ids_chunk)
     if home is not None and work.base is not home.base:

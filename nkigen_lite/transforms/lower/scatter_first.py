@@ -34,7 +34,9 @@ def _operands(it) -> list:
 
 def _root(v, where: dict, items: list):
     """The kernel input (or computed value) a chain of single-operand views starts from."""
-    while v in where and not isinstance(items[where[v]], FusionGroup) and len(_operands(items[where[v]])) == 1:
+    while (
+        v in where and not isinstance(items[where[v]], FusionGroup) and len(_operands(items[where[v]])) == 1
+    ):
         it = items[where[v]]
         if not isinstance(it, (T.ReshapeOp, T.SliceOp, T.TransposeOp, T.BroadcastToOp)):
             break
@@ -48,7 +50,11 @@ def scatter_first(items: list, quiet) -> list:
     if first_mm is None:
         return items
     start = next(
-        (i for i in range(first_mm + 1, len(items)) if not (isinstance(items[i], T.MatmulOp) or quiet(items[i]))),
+        (
+            i
+            for i in range(first_mm + 1, len(items))
+            if not (isinstance(items[i], T.MatmulOp) or quiet(items[i]))
+        ),
         None,
     )
     if start is None:

@@ -1,0 +1,93 @@
+"""Small values stored to HBM scratch and still held in SBUF: later items read the tile.
+
+A fusion group emitted at the kernel's top level (no loop around it) stores each value leaving
+it from a tile that nothing overwrites afterwards. When that tile holds the value's row-major
+image with its leading rows on the partitions (``rows`` partitions, the rest of the elements
+in the free dims, in order), the tile is noted here (``note_stored``) and an item lowered later
+that wants the value (or a reshape of it) as ``rows`` rows on the partitions takes the tile
+(``rows_on_chip``) instead of loading the scratch buffer back: the ids of the decode step's
+``gather_rows`` / ``scatter_rows`` (index arithmetic on ``pos``) and the roped key rows its
+cache append writes. A scratch buffer that nothing reads in the end is dropped with the stores
+into it (``drop_unread_scratch``), so those values never reach HBM.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...ir.graph import Graph
+from ...ir.value import Value
+from ...nki.ops import AllocOp, DmaCopyOp, ForiLoopOp, HbmViewOp
+from ...nki.types import Access, HbmType
+from ...tensor import ops as T
+
+
+def note_stored(ctx, v: Value, src: Access, top_level: bool) -> None:
+    """Remember that ``src`` (an SBUF access starting at partition 0, rows on the partitions,
+    the rest in order in the free dims) holds ``v``'s row-major image, when it was stored at
+    the kernel's top level from a whole tile of ``v``'s dtype."""
+    t = src.tensor
+    if not top_level or t.type.dtype != v.type.dtype or not _at_zero(src.dims[0]):
+        return
+    if any(d.stride != 1 or not _at_zero(d) or d.size != n for d, n in zip(src.dims[1:], t.type.shape[1:])):
+        return
+    if src.partitions * src.free_size != v.type.size:
+        return
+    ctx.on_chip[v] = src
+
+
+def _at_zero(d) -> bool:
+    return d.offset.is_const and d.offset.const == 0
+
+
+def rows_on_chip(ctx, v: Value, rows: int) -> Access | None:
+    """An SBUF access holding ``v`` as ``rows`` rows on the partitions (row-major), or None;
+    ``v`` may be a reshape (of a reshape ...) of a noted value."""
+    while v not in ctx.on_chip and isinstance(v.defining_op, T.ReshapeOp):
+        v = v.defining_op.operand(0)
+    acc = ctx.on_chip.get(v)
+    if acc is None or acc.partitions != rows or rows * acc.free_size != math.prod(v.type.shape):
+        return None
+    return acc
+
+
+def _root(v):
+    while isinstance(v.defining_op, HbmViewOp):
+        v = v.defining_op.operand(0)
+    return v
+
+
+def drop_unread_scratch(graph: Graph) -> int:
+    """Remove every top-level HBM scratch allocation (not a kernel input or output) that no
+    instruction reads, the top-level DMAs writing it and the views of it; returns how many
+    allocations went."""
+    outputs = {id(v) for v in graph.outputs.values()} if isinstance(graph.outputs, dict) else set()
+    scratch = {
+        op.result: op
+        for op in graph.body
+        if isinstance(op, AllocOp) and isinstance(op.result.type, HbmType) and id(op.result) not in outputs
+    }
+    read, writers = set(), {}
+    for top in graph.body:
+        for op in top.body.walk() if isinstance(top, ForiLoopOp) else [top]:
+            if isinstance(op, HbmViewOp):
+                continue
+            dst = op.access("dst") if isinstance(op, DmaCopyOp) and op is top else None
+            for u in op.operands:
+                r = _root(u)
+                if r not in scratch:
+                    continue
+                if dst is not None and _root(dst.tensor) is r and _root(op.access("src").tensor) is not r:
+                    writers.setdefault(r, []).append(op)
+                else:
+                    read.add(r)
+    dropped = 0
+    for r in scratch:
+        if r in read:
+            continue
+        for op in writers.get(r, []):
+            op.erase()
+        dropped += 1
+    if dropped:
+        graph.dce()
+    return dropped
