@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
-from nkigen_lite.nki.ops import DmaScatterOp
+from nkigen_lite.nki.ops import DmaCopyOp, DmaScatterOp
 
 from ..workloads.helpers import scratch_dmas
 
@@ -69,3 +69,23 @@ def test_appended_rows_are_written_from_sbuf(pos):
     assert rows == 1
     count, nbytes = scratch_dmas(k)
     assert nbytes < 4 * 32 * 4, (count, nbytes)  # the rows (512 B) never reach HBM scratch
+
+
+def test_registered_lowering_reads_a_held_input_from_sbuf():
+    """tensor.decode_attention's hand-written body loads q whole into a (heads, D) tile; in a
+    reduced Qwen3 decode step q (roped, cast to bf16) comes from a top-level group, whose tile
+    the inlined body reads instead (custom.inline_body): no DMA fills a (heads, D) tile in the
+    attention (numerics: tests/workloads/test_qwen3_decode.py)."""
+    from nkigen_lite.workloads import get_workload
+
+    small = {"hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "inter": 512, "max_seq": 256}
+    k = nk.compile(get_workload("qwen3_decode").graph(**small))
+    reads_q = [
+        op
+        for op in k.nki.body
+        if isinstance(op, DmaCopyOp)
+        and "decode_attention" in (op.loc or "")
+        and op.access("dst").space.value == "sbuf"
+        and op.access("dst").tensor.type.shape == (4, 64)
+    ]
+    assert reads_q == []

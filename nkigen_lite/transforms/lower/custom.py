@@ -17,13 +17,16 @@ from ...nki.verify import verify as nki_verify
 from ...tensor import ops as T
 from .context import LowerContext
 from .homes import HbmHome
+from .onchip_rows import held_inputs
 from .rules import ITEM_RULES, item_rule
 
 
 def inline_body(ctx: LowerContext, op: Op, body: Graph, outputs, label: str) -> None:
     """Copy ``body``'s ops into the kernel with its inputs bound to ``op``'s operands and
     ``outputs`` (names of body outputs, one per result of ``op``) as the results' homes."""
+    held, skip = held_inputs(ctx, body, op.operands)  # loads of values SBUF already holds
     vmap = {bv: ctx.view(ctx.home(v)) for bv, v in zip(body.inputs, op.operands)}
+    vmap.update(held)
     placed = {}  # body output allocs written straight into a home placed before (a kernel output)
     for r, name in zip(op.results, outputs):
         bo = body.outputs[name]
@@ -33,7 +36,7 @@ def inline_body(ctx: LowerContext, op: Op, body: Graph, outputs, label: str) -> 
                 vmap[bo] = placed[bo.defining_op] = home
     ctx.at(label + (f" at {op.loc}" if op.loc else ""))
     for inner in body.body:
-        if inner is body.return_op or inner in placed:
+        if inner is body.return_op or inner in placed or id(inner) in skip:
             continue
         base = _contiguous_view(vmap.get(inner.operand(0))) if isinstance(inner, HbmViewOp) else None
         if base is not None:  # a view of an input bound to a row-major view: view the root

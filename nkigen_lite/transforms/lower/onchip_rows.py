@@ -17,7 +17,7 @@ import math
 
 from ...ir.graph import Graph
 from ...ir.value import Value
-from ...nki.ops import AllocOp, DmaCopyOp, ForiLoopOp, HbmViewOp
+from ...nki.ops import AllocOp, DeallocOp, DmaCopyOp, ForiLoopOp, HbmViewOp, NkiOp
 from ...nki.types import Access, HbmType
 from ...tensor import ops as T
 
@@ -49,6 +49,57 @@ def rows_on_chip(ctx, v: Value, rows: int) -> Access | None:
     if acc is None or acc.partitions != rows or rows * acc.free_size != math.prod(v.type.shape):
         return None
     return acc
+
+
+def held_inputs(ctx, body: Graph, operands) -> tuple[dict, set]:
+    """For a hand-written body about to be inlined with inputs bound to ``operands``: the
+    tiles it fills by loading a whole input row-major (one top-level ``dma_copy`` into a whole
+    2-D ``(rows, cols)`` tile nothing else writes) whose operand an SBUF tile already holds
+    that way. Returns (body tile -> the held tile, ids of the body ops to leave out: the
+    tile's allocation, load and deallocation)."""
+    bound = dict(zip(body.inputs, operands))
+    writes: dict = {}
+    for op in body.body.walk():
+        if isinstance(op, NkiOp):
+            for name in op.writes:
+                acc = op.access(name)
+                if acc is not None:
+                    writes[acc.tensor] = writes.get(acc.tensor, 0) + 1
+    held, skip = {}, set()
+    for op in body.body:
+        if not isinstance(op, DmaCopyOp):
+            continue
+        src, dst = op.access("src"), op.access("dst")
+        t, view = dst.tensor, src.tensor
+        v = view.defining_op
+        bi = v.operand(0) if isinstance(v, HbmViewOp) else view
+        if bi not in bound or not isinstance(t.defining_op, AllocOp) or writes.get(t) != 1:
+            continue
+        if not (
+            dst.is_whole() and src.is_whole() and len(t.type.shape) == 2 and t.type.dtype == bi.type.dtype
+        ):
+            continue
+        if isinstance(v, HbmViewOp) and (v.attrs["offset"] != 0 or not _row_major(view)):
+            continue
+        if view.type.size != bi.type.size:
+            continue
+        acc = rows_on_chip(ctx, bound[bi], t.type.shape[0])
+        if acc is None or tuple(acc.tensor.type.shape) != tuple(t.type.shape) or not acc.is_whole():
+            continue
+        held[t] = acc.tensor
+        skip |= {id(op), id(t.defining_op)}
+    for op in body.body:
+        if isinstance(op, DeallocOp) and op.operand(0) in held:
+            skip.add(id(op))
+    return held, skip
+
+
+def _row_major(view) -> bool:
+    step, ok = 1, True
+    for n, s in zip(reversed(view.type.shape), reversed(view.defining_op.attrs["strides"])):
+        ok &= n == 1 or s == step
+        step *= n
+    return ok
 
 
 def _root(v):
