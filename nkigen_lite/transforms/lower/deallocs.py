@@ -13,7 +13,7 @@ from ...ir.passes import Pass, PassContext
 from ...nki.ops import AllocOp, DeallocOp
 from ...nki.target import TRN2
 from ...nki.types import TileType
-from . import lead_load, scale_last
+from . import lead_load, scale_last, straight_order
 from .engine_balance import ScheduleOracle, balance_engines
 from .interleave import interleave_loops
 from .load_hoist import hoist_loads
@@ -74,15 +74,17 @@ class InsertDeallocs(Pass):
             ],
             lambda g: _finish_straight(g, target),
             lambda g: ScheduleOracle(g, target).makespan(),
+            tuple(lambda g, w=w: _finish_straight(g, target, w) for w in straight_order.STORE_WINDOWS_NS),
         )
         hoist_loads(graph, target, ScheduleOracle(graph, target))
         balance_engines(graph, target, None, ScheduleOracle(graph, target), True)  # staged kernels
 
 
-def _finish_straight(graph: Graph, target) -> None:
+def _finish_straight(graph: Graph, target, store_window=None) -> None:
     """The steps of the pass that shape a straight-line kernel: the last store in column pieces,
-    the list order and the engine balance (each kept only when it shortens the estimate)."""
+    the list order (store first within ``store_window`` ns when given) and the engine balance
+    (each kept only when it shortens the estimate)."""
     split_last_store(graph, target, insert_deallocs)
     oracle = ScheduleOracle(graph, target)  # schedules cached across the two passes
-    reorder_straight(graph, target, insert_deallocs, oracle)
+    reorder_straight(graph, target, insert_deallocs, oracle, store_window)
     balance_engines(graph, target, insert_deallocs, oracle)

@@ -8,7 +8,11 @@ read, write after write, per allocation as perf/schedule.py tracks them) keep th
 instructions whose dependencies are placed, the one the cost model (perf/instruction_cost.py,
 perf/latency.py: per-engine busy time, cross-engine latency, HW-DGE issue on two queues, DMA
 first-byte latency, transfers one at a time) can start earliest goes next, ties in program
-order. An instruction that would make a tile live beyond the PSUM banks (or ``SBUF_SHARE`` of
+order. With ``store_window`` set (a *store-first* order), among the instructions that can start
+within ``store_window`` ns of the earliest, the one feeding the earliest output store (in program
+order; an instruction feeds every store reachable through its dependents) goes next, so the
+first row tile's chain is not passed by later tiles' work that is ready a little earlier. An
+instruction that would make a tile live beyond the PSUM banks (or ``SBUF_SHARE`` of
 SBUF) waits until earlier tiles end; if nothing else can run, the block keeps its order. Tile
 allocations are placed right before their first use; deallocations are left to
 ``insert_deallocs``. The result is deterministic (a function of the block and the target).
@@ -59,6 +63,8 @@ def _footprint(v, target) -> tuple[str, int]:
 
 class _ListScheduler:
     """The list schedule of ``instrs`` (module docstring): ``run()`` gives their new order."""
+
+    store_window: float | None = None  # ns; None: earliest start first (module docstring)
 
     def __init__(self, instrs: list, target, cost=instruction_cost):
         self.instrs, self.target = instrs, target
@@ -134,13 +140,19 @@ class _ListScheduler:
         for i, d in enumerate(self.deps):
             for j in sorted(d):
                 succ[j].append(i)
+        feeds = self._feeds(succ)
         ready = [i for i in range(n) if waiting[i] == 0]
         order = []
         while ready:
             candidates = [i for i in ready if self.fits(i)]
             if not candidates:
                 return None  # the memory budgets cannot be kept this way
-            best = min(candidates, key=lambda i: (self.start(i), i))
+            if feeds is None:
+                best = min(candidates, key=lambda i: (self.start(i), i))
+            else:
+                first = min(self.start(i) for i in candidates) + self.store_window
+                near = [i for i in candidates if self.start(i) <= first]
+                best = min(near, key=lambda i: (feeds[i], self.start(i), i))
             ready.remove(best)
             self.place(best)
             order.append(best)
@@ -149,6 +161,23 @@ class _ListScheduler:
                 if waiting[k] == 0:
                     ready.append(k)
         return order if len(order) == n else None
+
+    def _feeds(self, succ: list) -> list | None:
+        """Per instruction, the program-order number of the earliest output store it feeds
+        (``len(instrs)`` when none); None without a ``store_window``."""
+        if self.store_window is None:
+            return None
+        n = len(self.instrs)
+        feeds = [n] * n
+        stores = 0
+        for i, op in enumerate(self.instrs):
+            if isinstance(op, DmaCopyOp) and _hbm(op.access("dst").tensor):
+                feeds[i] = stores
+                stores += 1
+        for i in reversed(range(n)):
+            for k in succ[i]:
+                feeds[i] = min(feeds[i], feeds[k])
+        return feeds
 
 
 def list_order(block, target, make_scheduler=_ListScheduler):

@@ -9,7 +9,9 @@ verifier, e.g. a tile kept live longer no longer fitting SBUF, is skipped), and 
 itself before it is finished (the same deterministic steps, so the same result). Only for
 kernels of at most ``MAX_INSTRUCTIONS`` instructions that ``straight_order._qualifies``: each
 subset costs one more finish. The moves: ``lead_load.py`` (the first row tile loaded ahead of
-the weight rows) and ``scale_last.py`` (a row scale applied after the column weight).
+the weight rows) and ``scale_last.py`` (a row scale applied after the column weight). Then other
+ways to finish (the store-first list orders, straight_order.py) are tried on the best subset
+only, and the shortest finish is kept.
 """
 
 from __future__ import annotations
@@ -23,19 +25,18 @@ from .straight_order import _qualifies
 MAX_INSTRUCTIONS = 400  # straight-line kernels this small are finished once per subset
 
 
-def best_variant(graph, target, moves: list, finish, makespan) -> tuple:
+def best_variant(graph, target, moves: list, finish, makespan, alternatives: tuple = ()) -> tuple:
     """Apply the best subset of ``moves`` (module docstring) and ``finish(graph)``; returns the
-    indices of the moves applied."""
+    indices of the moves applied. ``alternatives``: other finishing functions, tried on the best
+    subset once it is chosen; the shortest finish is applied (ties: ``finish``, then the earlier
+    alternative)."""
     n = sum(1 for _ in graph.body)
     if n > MAX_INSTRUCTIONS or not _qualifies(graph):
         finish(graph)
         return ()
     usable = [k for k, m in enumerate(moves) if m(graph.clone().body, target)]
-    if not usable:
-        finish(graph)
-        return ()
-    best = None
-    for r in range(len(usable) + 1):
+    best = (None, ()) if not usable else None
+    for r in range(len(usable) + 1 if usable else 0):
         for subset in combinations(usable, r):
             trial = graph.clone()
             if not all(moves[k](trial.body, target) for k in subset):
@@ -50,7 +51,25 @@ def best_variant(graph, target, moves: list, finish, makespan) -> tuple:
             if best is None or t < best[0] - 1e-6:
                 best = (t, subset)
     chosen = best[1]
+    done = best[0]
+    if alternatives and done is None:
+        trial = graph.clone()
+        finish(trial)
+        done = makespan(trial)
+    pick = finish
+    for alt in alternatives:
+        trial = graph.clone()
+        if not all(moves[k](trial.body, target) for k in chosen):
+            continue
+        alt(trial)
+        try:
+            verify(trial, target)
+        except VerifyError:
+            continue
+        t = makespan(trial)
+        if t < done - 1e-6:
+            done, pick = t, alt
     for k in chosen:
         moves[k](graph.body, target)
-    finish(graph)
+    pick(graph)
     return chosen
