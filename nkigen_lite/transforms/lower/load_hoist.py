@@ -151,10 +151,11 @@ def _live_profile(ops: list) -> list[int]:
     return out
 
 
-def _earliest(ops: list, g: _Group, target: Target) -> int:
-    """The earliest top-level index ``g``'s ops may go before with SBUF still fitting."""
+def _earliest(ops: list, g: _Group, target: Target, prof: list | None = None) -> int:
+    """The earliest top-level index ``g``'s ops may go before with SBUF still fitting
+    (``prof``: ``_live_profile(ops)`` when already known)."""
     first = min(ops.index(o) for o in g.ops)
-    prof = _live_profile(ops)
+    prof = _live_profile(ops) if prof is None else prof
     k = first
     while k > 0 and prof[k - 1] + g.bytes <= target.sbuf_bytes_per_partition:
         k -= 1
@@ -224,6 +225,34 @@ def _anchor(graph: Graph, sched: Scheduler, g: _Group, lo: int, oracle) -> int |
     return best
 
 
+class _Memo:
+    """Facts of the top-level block in its current order (its groups, SBUF profile, traced
+    schedule): the pass only reorders top-level ops, and a trial order that is not kept is put
+    back, so each fact is computed again only when the order changed."""
+
+    def __init__(self, graph: Graph, oracle):
+        self.graph, self.oracle = graph, oracle
+        self.key: tuple | None = None
+        self.facts: dict = {}
+
+    def _get(self, name: str, make):
+        key = tuple(map(id, self.graph.body))
+        if key != self.key:
+            self.key, self.facts = key, {}
+        if name not in self.facts:
+            self.facts[name] = make()
+        return self.facts[name]
+
+    def groups(self) -> list[_Group]:
+        return self._get("groups", lambda: _groups(self.graph))
+
+    def profile(self) -> list[int]:
+        return self._get("profile", lambda: _live_profile(list(self.graph.body)))
+
+    def trace(self) -> Scheduler:
+        return self._get("trace", lambda: _trace(self.graph, self.oracle))
+
+
 def hoist_loads(graph: Graph, target: Target, oracle) -> int:
     """Move the module docstring's groups earlier where the scheduled time drops: all together
     from one traced schedule (kept when shorter), then one at a time from there
@@ -233,12 +262,13 @@ def hoist_loads(graph: Graph, target: Target, oracle) -> int:
     pos = {id(op): i for i, op in enumerate(ops)}
     moves = []
     sched = None
-    for g in _groups(graph)[-MAX_GROUPS:]:
+    memo = _Memo(graph, oracle)
+    for g in memo.groups()[-MAX_GROUPS:]:
         first = min(pos[id(o)] for o in g.ops)
-        lo = _earliest(ops, g, target)
+        lo = _earliest(ops, g, target, memo.profile())
         if first - lo < MIN_SPAN:
             continue
-        sched = sched or _trace(graph, oracle)
+        sched = sched or memo.trace()
         k = _anchor(graph, sched, g, lo, oracle)
         if k is not None and k < first:
             moves.append((g, k))
@@ -249,27 +279,27 @@ def hoist_loads(graph: Graph, target: Target, oracle) -> int:
     kept = t_joint < sched.makespan
     if not kept:
         _reorder(graph, ops)
-    n, _t = _one_by_one(graph, target, oracle, min(t_joint, sched.makespan))
+    n, _t = _one_by_one(graph, target, oracle, min(t_joint, sched.makespan), memo)
     return n + (len(moves) if kept else 0)
 
 
-def _one_by_one(graph: Graph, target: Target, oracle, start: float) -> tuple[int, float]:
+def _one_by_one(graph: Graph, target: Target, oracle, start: float, memo: _Memo) -> tuple[int, float]:
     """Move the last ``MAX_GROUPS`` groups one at a time in program order, each placed from a
     traced schedule of the kernel as the groups before it left it and kept only when the
     schedule gets shorter than ``start`` and the moves before; returns (groups moved, the
     schedule's length)."""
     moved, best = 0, start
-    for loc in [g.loc for g in _groups(graph)[-MAX_GROUPS:]]:
+    for loc in [g.loc for g in memo.groups()[-MAX_GROUPS:]]:
         ops = list(graph.body)
-        g = next((x for x in _groups(graph) if x.loc == loc), None)
+        g = next((x for x in memo.groups() if x.loc == loc), None)
         if g is None:
             continue
         pos = {id(op): i for i, op in enumerate(ops)}
         first = min(pos[id(o)] for o in g.ops)
-        lo = _earliest(ops, g, target)
+        lo = _earliest(ops, g, target, memo.profile())
         if first - lo < MIN_SPAN:
             continue
-        k = _anchor(graph, _trace(graph, oracle), g, lo, oracle)
+        k = _anchor(graph, memo.trace(), g, lo, oracle)
         if k is None or k >= first:
             continue
         _reorder(graph, _order(ops, [(g, k)]))
