@@ -23,10 +23,10 @@ Rules:
   division by 3), the two sides of the jump are the two references: an element also passes
   when it matches, by the same rule, the faithful run of the original graph (the tensor
   interpreter rounding every op to its dtype, as the hardware does). Nothing is skipped.
-- **Integer range.** Inputs whose int32 arithmetic overflows (engines saturate where NumPy
-  wraps) or whose integer matmul sums reach 2**24 (fp32 on the Tensor engine) hit documented
-  limits (docs/lowering.md, "Known limits"); ``int32_out_of_range`` finds them and the case is
-  rejected with ``assume`` (counted invalid in ``--hypothesis-show-statistics``).
+- **Integer range.** Inputs whose integer matmul sums reach 2**24 (fp32 on the Tensor engine)
+  hit a documented limit (docs/lowering.md, "Known limits"); ``int32_out_of_range`` finds them
+  and the case is rejected with ``assume`` (counted invalid in ``--hypothesis-show-statistics``).
+  int32 arithmetic that overflows wraps in kernels as in NumPy and is tested.
 - **Index outputs** (topk's indices, argmax, argmin) are tie-aware
   (``nkigen_lite.testing.index_oracle``): over a float operand an index passes when the
   operand's reference value there ties the reference's value at that rank within the float
@@ -142,8 +142,8 @@ def _graphs(dtypes, max_ops=5):
 
 
 def _case(data, dtypes):
-    """A random graph and inputs whose int32 values stay where kernels are exact (an input
-    that leaves that range is a documented limit, rejected: hypothesis counts it invalid)."""
+    """A random graph and inputs whose integer matmuls stay where kernels are exact (an input
+    beyond that is a documented limit, rejected: hypothesis counts it invalid)."""
     g = data.draw(_graphs(dtypes))
     feed = data.draw(graph_inputs(g, grid=True))
     assume(int32_out_of_range(g, feed) is None)
