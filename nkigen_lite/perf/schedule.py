@@ -36,6 +36,8 @@ trip counts.
 
 from __future__ import annotations
 
+import copy
+
 from ..ir.graph import Block, ReturnOp
 from ..nki.ops import AllocOp, ForiLoopOp, HbmViewOp, MatmulOp
 from ..nki.target import Target
@@ -138,6 +140,25 @@ class Scheduler:
         self.trace: list | None = [] if trace else None  # (op, start, end) per scheduled instruction
         self.pending: list[_Pending] = []  # issued transfers not yet booked, in issue order
         self.pending_keys: dict = {}  # buffer key -> the pending transfers touching it
+
+    def fork(self) -> Scheduler:
+        """A scheduler in this one's state that schedules on independently (static facts and
+        costs shared, no trace): to try continuations of a schedule prefix."""
+        s = Scheduler.__new__(Scheduler)
+        s.__dict__.update(self.__dict__)
+        for name in ("free", "w_end", "w_eng", "r_end", "r_eng", "bufs", "executions", "key"):
+            setattr(s, name, dict(getattr(self, name)))
+        s.gaps = [list(g) for g in self.gaps]
+        s.trace = None
+        copies = {id(p): copy.copy(p) for p in self.pending}
+        s.pending = [copies[id(p)] for p in self.pending]
+        s.pending_keys = {k: [copies[id(p)] for p in v] for k, v in self.pending_keys.items()}
+        return s
+
+    def run_ops(self, ops) -> None:
+        """Schedule ``ops`` (instructions and loops, in order) after the current state; pending
+        DMA transfers stay pending (``makespan`` books them)."""
+        self._run_block(ops)
 
     # ---- static facts ----------------------------------------------------------------------
     def _op_info(self, op) -> _OpInfo:

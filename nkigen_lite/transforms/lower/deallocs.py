@@ -14,6 +14,7 @@ from ...nki.ops import AllocOp, DeallocOp
 from ...nki.target import TRN2
 from ...nki.types import TileType
 from . import lead_load, scale_last, straight_order
+from .balance_windows import balance_in_windows
 from .engine_balance import ScheduleOracle, balance_engines
 from .interleave import interleave_loops
 from .load_hoist import hoist_loads
@@ -78,6 +79,7 @@ class InsertDeallocs(Pass):
         )
         hoist_loads(graph, target, ScheduleOracle(graph, target))
         balance_engines(graph, target, None, ScheduleOracle(graph, target), True)  # staged kernels
+        balance_in_windows(graph, target, ScheduleOracle(graph, target))  # above its cap
 
 
 def _finish_straight(graph: Graph, target, store_window=None) -> None:
