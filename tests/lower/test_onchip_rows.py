@@ -89,3 +89,36 @@ def test_registered_lowering_reads_a_held_input_from_sbuf():
         and op.access("dst").tensor.type.shape == (4, 64)
     ]
     assert reads_q == []
+
+
+def test_projection_row_relaid_per_head_on_chip():
+    """A one-row projection reshaped to heads for a per-head reduction (the decode step's
+    ``(h @ Wq).reshape(heads, d)``): the heads group takes the row from the matmul's SBUF tile
+    by one SBUF -> SBUF DMA (the row on 1 partition -> one head per partition) instead of a
+    store and a load through HBM scratch. f32; tolerance 1e-5 relative to max|reference| (a
+    256-term f32 dot product)."""
+    b = nk.Builder("heads")
+    x = b.add_input("x", (1, 256), nk.float32)
+    w = b.add_input("w", (256, 512), nk.float32)
+    z = b.reshape(x @ w, (4, 128))
+    b.set_outputs({"y": z - b.max(z, axis=-1, keepdims=True)})
+    g = b.graph
+    k = nk.compile(g)
+    rng = np.random.default_rng(5)
+    ins = {
+        "x": rng.standard_normal((1, 256)).astype(np.float32),
+        "w": rng.standard_normal((256, 512)).astype(np.float32),
+    }
+    zz = (ins["x"].astype(np.float64) @ ins["w"].astype(np.float64)).reshape(4, 128)
+    want = zz - zz.max(-1, keepdims=True)
+    for got in (k.run(ins)["y"], nk.simulate(k, ins)["y"]):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
+    assert scratch_dmas(k) == (0, 0)
+    on_chip = [
+        op
+        for op in k.nki.body
+        if isinstance(op, DmaCopyOp)
+        and op.access("src").space.value == "sbuf"
+        and op.access("dst").space.value == "sbuf"
+    ]
+    assert len(on_chip) == 1 and on_chip[0].access("dst").partitions == 4

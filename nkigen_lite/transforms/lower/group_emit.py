@@ -257,8 +257,22 @@ class GroupEmitter(TileFrame):
         if self._partition_broadcast(u, inst):
             return
         self.new_tile(u, inst)
-        src = self._window(self.load_views[u], inst)
-        self.b.dma_copy(dst=self.access(u, inst), src=src)
+        dst = self.access(u, inst)
+        src = self._held(u, dst) or self._window(self.load_views[u], inst)
+        self.b.dma_copy(dst=dst, src=src)
+
+    def _held(self, u: Value, dst: Access) -> Access | None:
+        """The SBUF tile holding all of ``u`` row-major (onchip_rows.py), read by an SBUF -> SBUF
+        DMA, when this group has no loops and its tile of ``u`` is ``u`` whole in row-major
+        order (dims in increasing order, none broadcast)."""
+        if self.loops or len(self.b._blocks) != 1 or dst.size != u.type.size:
+            return None
+        ve = self.ext(u)
+        dims = [d for d in self.plan.order if ve[d] > 1]
+        if dims != sorted(dims) or u in self.tile_offsets or u in self.resident:
+            return None
+        held = rows_on_chip(self.ctx, u, None)
+        return held if held is not None and held.dtype == dst.dtype else None
 
     def _partition_broadcast(self, u: Value, inst: Instance) -> bool:
         """Load an input that is the same on every partition (e.g. a weight vector) into one

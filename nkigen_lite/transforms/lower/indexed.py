@@ -25,7 +25,7 @@ from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from .context import LowerContext
 from .homes import HbmHome
-from .onchip_rows import note_stored, rows_on_chip
+from .onchip_rows import note_stored, relaid_on_chip
 from .rules import item_rule
 from .views import copy_home
 
@@ -103,7 +103,7 @@ def lower_gather_rows(ctx: LowerContext, op: T.GatherRowsOp) -> None:
 def _ids_on_chip(ctx: LowerContext, ids, k: int) -> Access | None:
     """The ids as an SBUF ``(k, 1)`` int32 / uint32 column a top-level group left (onchip_rows.py),
     when all of them fit one chunk."""
-    acc = rows_on_chip(ctx, ids, k) if k <= ctx.partitions else None
+    acc = relaid_on_chip(ctx, ids, k) if k <= ctx.partitions else None
     if acc is None or acc.free_size != 1 or acc.dtype.name not in ("i32", "u32"):
         return None
     return acc
@@ -167,7 +167,7 @@ def lower_scatter_rows(ctx: LowerContext, op: T.ScatterRowsOp) -> None:
         copy_home(ctx, ctx.home(dst), work.reshape(tuple(dst.shape)))
     idc = _ids_on_chip(ctx, ids, k) or _id_column(ctx, ids)
     fc = _row_chunk(row, dt.itemsize)
-    held = rows_on_chip(ctx, rows, k) if k <= ctx.partitions and row <= fc else None
+    held = relaid_on_chip(ctx, rows, k) if k <= ctx.partitions and row <= fc else None
     if held is not None:  # the rows as one SBUF tile (onchip_rows.py): written from there
         src_view = None
     else:

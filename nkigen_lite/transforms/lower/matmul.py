@@ -30,6 +30,7 @@ from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles, run_k_segments
 from .matmul_lead import A_COPY_ENGINE, cache_groups, lead_tiles
 from .matmul_prefetch import load_prefetch, standalone_prefetch
 from .matmul_stage import b_chunk_home, load_b_part, natural_slice_bytes, stage_a_natural
+from .onchip_rows import note_stored
 from .operand_cast import narrow_matmul_dtypes
 from .pipeline_views import split_access_dims
 from .psum_plan import matmul_block_banks
@@ -120,6 +121,7 @@ def lower_matmul(
         label=f"{op.name} {ctx.name(c_v)}",
         a_key=a_v if pipe is not None else None,
     )
+    em.stored_value = c_v if store and staging is None else None
     if run:
         if em.n_outer_pays():
             em.run_n_outer()
@@ -165,6 +167,7 @@ class MatmulEmitter:
         self.a_value, self.c_value, self.label = a_value, c_value, label
         self.a_key = a_key  # matmuls of one pipeline instance reading the same A share its Aᵀ
         self.store = hc is not None
+        self.stored_value = None  # C's tensor value when stored to its own home (onchip_rows.py)
         self.cache_w: int | None = None  # B resident column block (n_outer_pays)
         self.resident = False  # B loaded once before the loop nest (weights of a row pipeline)
         self.b_resident = None  # that cache tile [p, nk, n]
@@ -517,7 +520,9 @@ class MatmulEmitter:
         else:
             self._instances(self.n, self.block, block)
         if row is not None and self.store:
-            self.b.dma_copy(dst=self._window("c", idx, m0, mt, 0, self.n), src=self._cols(row, mt, 0, self.n))
+            src = self._cols(row, mt, 0, self.n)
+            self.b.dma_copy(dst=self._window("c", idx, m0, mt, 0, self.n), src=src)
+            self._note_whole(src)
 
     def _n_block(self, idx, tiles: list, n0, w: int, row, b_cache=None, between=None) -> None:
         """One PSUM block of columns [n0, n0 + w) for the M tiles ``tiles`` = [(Aᵀ, m0, mt)]
@@ -579,9 +584,16 @@ class MatmulEmitter:
                     src=_tile_acc(ps, _ds(0, mt), _ds(0, nj)),
                     engine=self.c_copy_engine,
                 )
-            self.b.dma_copy(
-                dst=self._window("c", idx, m0, mt, n0, w), src=_tile_acc(ct, _ds(0, mt), _ds(0, w))
-            )
+            src = _tile_acc(ct, _ds(0, mt), _ds(0, w))
+            self.b.dma_copy(dst=self._window("c", idx, m0, mt, n0, w), src=src)
+            self._note_whole(src)
+
+    def _note_whole(self, src: Access) -> None:
+        """A stored C tile holding all of C at the kernel's top level: later items may read it
+        there (onchip_rows.py)."""
+        v = self.stored_value
+        if v is not None and src.size == v.type.size:
+            note_stored(self.ctx, v, src, top_level=len(self.b._blocks) == 1)
 
     def _cols(self, t, mt: int, col0, ncols: int) -> Access:
         """Columns [col0, col0 + ncols) of rows [0, mt) of a C row tile or PSUM bank, which is

@@ -1,14 +1,19 @@
 """Small values stored to HBM scratch and still held in SBUF: later items read the tile.
 
 A fusion group emitted at the kernel's top level (no loop around it) stores each value leaving
-it from a tile that nothing overwrites afterwards. When that tile holds the value's row-major
-image with its leading rows on the partitions (``rows`` partitions, the rest of the elements
-in the free dims, in order), the tile is noted here (``note_stored``) and an item lowered later
-that wants the value (or a reshape of it) as ``rows`` rows on the partitions takes the tile
-(``rows_on_chip``) instead of loading the scratch buffer back: the ids of the decode step's
-``gather_rows`` / ``scatter_rows`` (index arithmetic on ``pos``) and the roped key rows its
-cache append writes. A scratch buffer that nothing reads in the end is dropped with the stores
-into it (``drop_unread_scratch``), so those values never reach HBM.
+it from a tile that nothing overwrites afterwards, and so does a matmul storing all of C from
+one tile. When that tile holds the value's row-major image with its leading rows on the
+partitions (``rows`` partitions, the rest of the elements in the free dims, in order), the tile
+is noted here (``note_stored``) and an item lowered later that wants the value (or a reshape
+of it) as ``rows`` rows on the partitions takes the tile (``rows_on_chip``) instead of loading
+the scratch buffer back: the ids of the decode step's ``gather_rows`` / ``scatter_rows``
+(index arithmetic on ``pos``) and the roped key rows its cache append writes. One that needs
+the value whole in another partition layout (a projection's one row as one row per head, the
+value rows a cache append writes, ids computed on one partition) copies it SBUF -> SBUF with
+one DMA (``relaid_on_chip``, ``GroupEmitter._held``) instead of loading it back (two dependent
+DMAs with the store). A scratch buffer that nothing reads in the end is dropped with the stores
+into it (``drop_unread_scratch``), so those values never reach HBM. An inlined hand-written
+body's whole-input load reads a held tile the same way (``held_inputs``).
 """
 
 from __future__ import annotations
@@ -36,17 +41,38 @@ def note_stored(ctx, v: Value, src: Access, top_level: bool) -> None:
     ctx.on_chip[v] = src
 
 
+def relaid_on_chip(ctx, v: Value, rows: int) -> Access | None:
+    """``v`` as ``rows`` rows on the partitions in SBUF: the held tile itself when it has that
+    layout, else (at the kernel's top level) a new ``(rows, size / rows)`` tile filled from the
+    held one by one SBUF -> SBUF DMA (made once per value and row count), or None."""
+    acc = rows_on_chip(ctx, v, rows)
+    if acc is not None:
+        return acc
+    key = (v, rows)
+    if key in ctx.on_chip:
+        return ctx.on_chip[key]
+    held = rows_on_chip(ctx, v, None)
+    size = math.prod(v.type.shape)
+    if held is None or len(ctx.b._blocks) != 1 or size % rows or rows > ctx.partitions:
+        return None
+    t = ctx.b.alloc((rows, size // rows), held.dtype, "sbuf", name="relaid")
+    ctx.b.dma_copy(dst=Access.whole(t), src=held)
+    ctx.on_chip[key] = Access.whole(t)
+    return ctx.on_chip[key]
+
+
 def _at_zero(d) -> bool:
     return d.offset.is_const and d.offset.const == 0
 
 
-def rows_on_chip(ctx, v: Value, rows: int) -> Access | None:
-    """An SBUF access holding ``v`` as ``rows`` rows on the partitions (row-major), or None;
-    ``v`` may be a reshape (of a reshape ...) of a noted value."""
+def rows_on_chip(ctx, v: Value, rows: int | None) -> Access | None:
+    """An SBUF access holding ``v`` as ``rows`` rows on the partitions (any number: None),
+    row-major, or None; ``v`` may be a reshape (of a reshape ...) of a noted value."""
+    size = math.prod(v.type.shape)
     while v not in ctx.on_chip and isinstance(v.defining_op, T.ReshapeOp):
         v = v.defining_op.operand(0)
     acc = ctx.on_chip.get(v)
-    if acc is None or acc.partitions != rows or rows * acc.free_size != math.prod(v.type.shape):
+    if acc is None or (rows is not None and acc.partitions != rows) or acc.size != size:
         return None
     return acc
 
