@@ -116,24 +116,23 @@ def _first_load(kern, name: str) -> int:
     raise AssertionError(f"no load of {name}")
 
 
-def test_small_inputs_the_norms_need_load_before_the_projections_finish(full):
-    """load_hoist.py tries the last MAX_GROUPS = 12 groups: the key's norm weight and pos are
-    loaded right after the QKV weights, before the last projection's result is stored (the
-    in-order DMA queues issue them before it, not behind it and the norms' chain). Before,
-    only the last 4 groups were tried and these loads came after that store. (The query's
-    norm runs after the key's chain and the cache appends, scatter_first.py: its weight is
-    loaded with it.)"""
+def test_small_inputs_the_norms_need_load_before_the_head_layout_chain(full):
+    """load_hoist.py tries the last MAX_GROUPS = 12 groups: the per-head norm weights and pos are
+    loaded right after the QKV projections, before the first DMA of the per-head chain (the
+    projections' rows relaid out per head, SBUF -> SBUF, onchip_rows.py): the in-order DMA
+    queues issue them ahead of that chain, not behind it. Before, only the last 4 groups were
+    tried and these loads came after the projections' stores that chain then began with."""
     _, k = full
-    stores = [  # the projections' results stored for the per-head layout
+    body = list(k.nki.body)
+    relaid = [  # the projections' rows copied into head layout
         i
-        for i, op in enumerate(k.nki.body)
+        for i, op in enumerate(body)
         if isinstance(op, DmaCopyOp)
-        and op.access("dst").space.value == "hbm"
-        and (op.loc or "").startswith("tensor.matmul")
+        and op.access("src").space.value == op.access("dst").space.value == "sbuf"
     ]
-    assert len(stores) == 3
-    for name in ("k_norm", "pos"):
-        assert _first_load(k, name) < stores[-1], name  # before the last projection's store
+    assert relaid
+    for name in ("q_norm", "k_norm", "pos"):
+        assert _first_load(k, name) < relaid[0], name
 
 
 def test_the_pos_chain_runs_before_the_per_head_norms(full):
