@@ -79,3 +79,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("slow") is not None:
             item.add_marker(skip)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The shared workload kernels (tests/workload_kernels.py) were only read: a test that
+    changed one fails the session."""
+    import sys
+
+    mod = sys.modules.get("tests.workload_kernels")
+    if mod is not None and mod.changed():
+        print(f"\nshared workload kernels changed by a test: {mod.changed()} (tests/workload_kernels.py)")
+        session.exitstatus = 1

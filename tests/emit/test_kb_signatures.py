@@ -6,13 +6,12 @@ the emitter against the table we keep, SURFACE ONLY (nothing is compiled)."""
 
 import pytest
 
-import nkigen_lite as nk
 from nkigen_lite.emit import emit_kb
 from nkigen_lite.emit.kb_table import ISA_SIGNATURES
-from nkigen_lite.workloads import get_workload
 from nkigen_lite.workloads.registry import WORKLOADS, _load_all
 
 from ..nki.test_text import every_op_graph
+from ..workload_kernels import workload_kernel
 from .kb_standin import FakeKernelBuilder
 
 _load_all()
@@ -43,7 +42,7 @@ def test_every_nki_op_emits_calls_inside_the_signature_table():
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_every_workload_emits_calls_inside_the_signature_table(name):
-    _check(_isa_calls(nk.compile(get_workload(name).graph()).nki))
+    _check(_isa_calls(workload_kernel(name).nki))
 
 
 def test_every_table_entry_names_its_source():

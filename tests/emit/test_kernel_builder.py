@@ -24,6 +24,7 @@ from nkigen_lite.nki_sim import installed
 from nkigen_lite.workloads import get_workload
 from nkigen_lite.workloads.registry import WORKLOADS, _load_all
 
+from ..workload_kernels import workload_kernel
 from .helpers import close
 from .kb_standin import DsSlice, FakeKernelBuilder, FakeTensor, Sym, Token
 
@@ -148,8 +149,7 @@ def _check_call(call, op, names, views, loops):
 @pytest.mark.parametrize("name", NAMES)
 def test_kernel_builder_surface_check(name):
     """SURFACE CHECK against a recording stand-in; it does not compile anything."""
-    w = get_workload(name)
-    k = nk.compile(w.graph())
+    k = workload_kernel(name)
     nb = FakeKernelBuilder()
     result = emit_kb(k.nki, nb, target="trn2")
     assert result == ("module", nb.rec)

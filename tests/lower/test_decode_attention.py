@@ -21,7 +21,8 @@ from nkigen_lite.perf.traffic import bytes_by_tensor
 from nkigen_lite.tensor.types import TensorType
 from nkigen_lite.testing import assert_close
 from nkigen_lite.transforms.lower.decode_attention import decode_attention_body, supported
-from nkigen_lite.workloads import get_workload
+
+from ..workload_kernels import workload_kernel
 
 BF16 = ml_dtypes.bfloat16
 TOL = 2e-2
@@ -121,8 +122,7 @@ def test_each_cache_is_read_once_in_one_dma_per_kv_head():
 def test_full_size_decode_step_attention_moves_the_caches_in_16_dmas():
     """The Qwen3-0.6B decode step: the attention's cache loads are 8 per cache, at least
     8 KiB contiguous per partition (4096 keys · 128 · 2 B / 128 partitions)."""
-    w = get_workload("qwen3_decode")
-    kern = nk.compile(w.graph())
+    kern = workload_kernel("qwen3_decode")
     assert "tensor.decode_attention" in kern.ir("cleanup")
     loads = [
         op

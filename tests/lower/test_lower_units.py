@@ -16,6 +16,8 @@ from nkigen_lite.transforms.lower.groups import FusionGroup, form_groups
 from nkigen_lite.transforms.lower.homes import nocopy_reshape_strides
 from nkigen_lite.workloads import get_workload
 
+from ..workload_kernels import workload_kernel
+
 
 def _groups(graph):
     return [i for i in form_groups(graph).items if isinstance(i, FusionGroup)]
@@ -57,7 +59,7 @@ def test_nocopy_reshape_strides_reproduce_numpy(shape, data):
 
 @pytest.mark.parametrize("name", ["softmax", "layernorm", "attention", "swiglu_mlp", "rope", "matmul"])
 def test_every_tile_is_deallocated_once_in_its_block(name):
-    k = nk.compile(get_workload(name).graph())
+    k = workload_kernel(name)
 
     def check(block):
         tiles = {
@@ -98,7 +100,7 @@ def _hbm_allocs(graph):
 
 @pytest.mark.parametrize("name", ["attention", "swiglu_mlp"])
 def test_row_pipelines_keep_intermediates_on_chip(name):
-    k = nk.compile(get_workload(name).graph())
+    k = workload_kernel(name)
     assert [v.name_hint for v in _hbm_allocs(k.nki)] == list(k.output_names)  # no scratch
     loops = [op for op in k.nki.walk() if isinstance(op, ForiLoopOp)]
     assert not loops or all(op.attrs["upper"] - op.attrs["lower"] >= 1 for op in loops)

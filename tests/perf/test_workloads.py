@@ -11,6 +11,8 @@ import nkigen_lite as nk
 from nkigen_lite.perf.costmodel import ENGINES, Estimate
 from nkigen_lite.workloads.registry import WORKLOADS, get_workload
 
+from ..workload_kernels import workload_kernel
+
 get_workload("softmax")  # loads the registry
 NAMES = sorted(WORKLOADS)
 DTYPED = [n for n in NAMES if "dtype" in WORKLOADS[n].build.__code__.co_varnames]
@@ -48,12 +50,12 @@ def test_the_workload_list_is_complete():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_workload_estimate(name):
-    _check(nk.compile(get_workload(name).graph()))
+    _check(workload_kernel(name))
 
 
 @pytest.mark.parametrize("name", DTYPED)
 def test_bf16_workload_estimate(name):
-    _check(nk.compile(get_workload(name).graph(dtype=nk.bfloat16)))
+    _check(workload_kernel(name, dtype=nk.bfloat16))
 
 
 def test_matmul_workload_is_near_its_roofline():
