@@ -279,7 +279,7 @@ def compile(
         for name in STAGES[1:]:
             _check_round_trip(name, stage_ir[name])
     t1 = time.perf_counter()
-    nki_verify(final, target)
+    nki_verify(final, target, structure=False)  # _run_stages verified the structure after the last stage
     timings["verify"] = time.perf_counter() - t1
     progress.stage("verify")
     return Kernel(

@@ -332,7 +332,10 @@ class VerifyContext:
             seen.add(v)
 
 
-def verify(graph: Graph, target: Target = TRN2) -> MemoryPeaks:
-    """Check structure and hardware legality; returns peak SBUF bytes / PSUM banks per partition."""
-    graph.verify()
+def verify(graph: Graph, target: Target = TRN2, structure: bool = True) -> MemoryPeaks:
+    """Check structure and hardware legality; returns peak SBUF bytes / PSUM banks per partition.
+    ``structure=False`` skips the structural check (``graph.verify()``) for a caller that has
+    just run it on this graph (nk.compile: the pipeline verifies after its last stage)."""
+    if structure:
+        graph.verify()
     return VerifyContext(graph, target).run()
