@@ -19,14 +19,19 @@ def _hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def workload_kernel(name: str, **opts) -> nk.Kernel:
-    """``nk.compile(get_workload(name).graph(**opts))``, compiled once per graph text."""
-    g = get_workload(name).graph(**opts)
+def graph_kernel(g: nk.Graph) -> nk.Kernel:
+    """``nk.compile(g)`` with the default compiler settings, compiled once per graph text
+    (never for a test that changes the compiler, e.g. with monkeypatch)."""
     key = _hash(str(g))
     if key not in _KERNELS:
         k = nk.compile(g)
         _KERNELS[key] = (k, _hash(str(k.nki)))
     return _KERNELS[key][0]
+
+
+def workload_kernel(name: str, **opts) -> nk.Kernel:
+    """``nk.compile(get_workload(name).graph(**opts))``, compiled once per graph text."""
+    return graph_kernel(get_workload(name).graph(**opts))
 
 
 def changed() -> list[str]:

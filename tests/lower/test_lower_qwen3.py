@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-import nkigen_lite as nk
 from nkigen_lite.workloads import get_workload
 
+from ..workload_kernels import workload_kernel
 from .scale_helpers import check_three_ways
 
 # relative to the largest output: bf16 weights and activations over K = 12288 contractions
@@ -17,8 +17,7 @@ SCALE = 4.0
 
 
 def test_qwen3_layer_compiles_and_verifies_at_model_size():
-    w = get_workload("qwen3_layer")
-    k = nk.compile(w.graph())
+    k = workload_kernel("qwen3_layer")  # the session's compile of the default graph
     s = k.stats()
     assert s.hbm_traffic_ratio <= 1.2, s.summary()
     assert s.instructions_dynamic <= 6000, s.summary()
