@@ -8,11 +8,16 @@ written rows are ``2 * x``, exact in f32), at the first, a middle and the last p
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 import nkigen_lite as nk
 from nkigen_lite.nki.ops import DmaCopyOp, DmaScatterOp
+from nkigen_lite.workloads import get_workload
 
 from ..workloads.helpers import scratch_dmas
 
@@ -76,8 +81,6 @@ def test_registered_lowering_reads_a_held_input_from_sbuf():
     reduced Qwen3 decode step q (roped, cast to bf16) comes from a top-level group, whose tile
     the inlined body reads instead (custom.inline_body): no DMA fills a (heads, D) tile in the
     attention (numerics: tests/workloads/test_qwen3_decode.py)."""
-    from nkigen_lite.workloads import get_workload
-
     small = {"hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "inter": 512, "max_seq": 256}
     k = nk.compile(get_workload("qwen3_decode").graph(**small))
     reads_q = [
@@ -122,3 +125,31 @@ def test_projection_row_relaid_per_head_on_chip():
         and op.access("dst").space.value == "sbuf"
     ]
     assert len(on_chip) == 1 and on_chip[0].access("dst").partitions == 4
+
+
+_CHILD = """
+import sys
+sys.path.insert(0, {root!r})
+import nkigen_lite as nk
+from nkigen_lite.workloads import get_workload
+g = get_workload("qwen3_decode").graph(**{small!r})
+sys.stdout.write(str(nk.compile(g).nki))
+"""
+
+
+def test_reduced_decode_step_ir_is_byte_identical_across_processes():
+    """The on-chip bookkeeping (dicts keyed by values, scratch dropped in program order) gives
+    the same NKI IR under different hash seeds."""
+    small = {"hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "inter": 512, "max_seq": 256}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    outs = {
+        seed: subprocess.run(
+            [sys.executable, "-c", _CHILD.format(root=root, small=small)],
+            env=dict(os.environ, PYTHONHASHSEED=seed),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "12345")
+    }
+    assert outs["1"] == outs["12345"] and "dma_scatter" in outs["1"]
