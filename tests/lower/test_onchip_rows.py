@@ -17,9 +17,12 @@ import pytest
 
 import nkigen_lite as nk
 from nkigen_lite.nki.ops import DmaCopyOp, DmaScatterOp
+from nkigen_lite.testing.tolerance import assert_close
 from nkigen_lite.workloads import get_workload
 
 from ..workloads.helpers import scratch_dmas
+
+SMALL = {"hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "inter": 512, "max_seq": 256}
 
 
 def _row_at(rows=64, width=32):
@@ -81,8 +84,7 @@ def test_registered_lowering_reads_a_held_input_from_sbuf():
     reduced Qwen3 decode step q (roped, cast to bf16) comes from a top-level group, whose tile
     the inlined body reads instead (custom.inline_body): no DMA fills a (heads, D) tile in the
     attention (numerics: tests/workloads/test_qwen3_decode.py)."""
-    small = {"hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "inter": 512, "max_seq": 256}
-    k = nk.compile(get_workload("qwen3_decode").graph(**small))
+    k = nk.compile(get_workload("qwen3_decode").graph(**SMALL))
     reads_q = [
         op
         for op in k.nki.body
@@ -140,11 +142,10 @@ sys.stdout.write(str(nk.compile(g).nki))
 def test_reduced_decode_step_ir_is_byte_identical_across_processes():
     """The on-chip bookkeeping (dicts keyed by values, scratch dropped in program order) gives
     the same NKI IR under different hash seeds."""
-    small = {"hidden": 256, "heads": 4, "kv_heads": 2, "head_dim": 64, "inter": 512, "max_seq": 256}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     outs = {
         seed: subprocess.run(
-            [sys.executable, "-c", _CHILD.format(root=root, small=small)],
+            [sys.executable, "-c", _CHILD.format(root=root, small=SMALL)],
             env=dict(os.environ, PYTHONHASHSEED=seed),
             capture_output=True,
             text=True,
@@ -153,3 +154,27 @@ def test_reduced_decode_step_ir_is_byte_identical_across_processes():
         for seed in ("1", "12345")
     }
     assert outs["1"] == outs["12345"] and "dma_scatter" in outs["1"]
+
+
+def test_attention_output_feeds_the_o_projection_on_chip():
+    """tensor.decode_attention's body stores its output rows (heads, D) from one tile; that tile
+    is noted when the body is inlined (custom.inline_body), and the O projection of the one-row
+    ``o.reshape(1, heads·D) @ Wo`` gets its Aᵀ [D, heads] by one TensorE transpose of it
+    (MatmulEmitter._held_a) instead of storing o and loading it back K-major. Reduced Qwen3
+    decode step with head dim 128 (Aᵀ chunks are whole rows of o); numerics on both
+    interpreters against the float64 reference, bf16 tolerance as tests/workloads/test_qwen3_decode.py."""
+    w = get_workload("qwen3_decode")
+    g = w.graph(**{**SMALL, "head_dim": 128})
+    k = nk.compile(g)
+    ins = w.inputs(g, seed=2)
+    ref = w.reference(**ins)
+    for got in (k.run(ins), nk.simulate(k, ins)):
+        for name, want in ref.items():
+            scale = max(1.0, float(np.abs(want).max()))
+            assert_close(got[name], want, nk.bfloat16, what=name, rtol=2e-2, atol=2e-2 * scale)
+    count, nbytes = scratch_dmas(k)
+    assert count <= 3, (count, nbytes)  # was 5: o stored and loaded back
+    assert not any(
+        isinstance(op, DmaCopyOp) and op.access("src").tensor.name_hint in ("o", "o_rows")
+        for op in k.nki.body
+    )

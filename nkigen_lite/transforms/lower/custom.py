@@ -13,11 +13,12 @@ from ...ir.errors import BuildError, VerifyError
 from ...ir.graph import Graph
 from ...ir.op import Op
 from ...nki.ops import AllocOp, HbmViewOp
+from ...nki.types import Access
 from ...nki.verify import verify as nki_verify
 from ...tensor import ops as T
 from .context import LowerContext
 from .homes import HbmHome
-from .onchip_rows import held_inputs
+from .onchip_rows import held_inputs, note_stored, stored_outputs
 from .rules import ITEM_RULES, item_rule
 
 
@@ -25,6 +26,8 @@ def inline_body(ctx: LowerContext, op: Op, body: Graph, outputs, label: str) -> 
     """Copy ``body``'s ops into the kernel with its inputs bound to ``op``'s operands and
     ``outputs`` (names of body outputs, one per result of ``op``) as the results' homes."""
     held, skip = held_inputs(ctx, body, op.operands)  # loads of values SBUF already holds
+    kept, kept_skip = stored_outputs(body, outputs)  # output tiles later items may read
+    skip |= kept_skip
     vmap = {bv: ctx.view(ctx.home(v)) for bv, v in zip(body.inputs, op.operands)}
     vmap.update(held)
     placed = {}  # body output allocs written straight into a home placed before (a kernel output)
@@ -52,6 +55,8 @@ def inline_body(ctx: LowerContext, op: Op, body: Graph, outputs, label: str) -> 
     for r, name in zip(op.results, outputs):
         if body.outputs[name].defining_op not in placed:
             ctx.homes[r] = HbmHome.whole(vmap[body.outputs[name]])
+        if name in kept:
+            note_stored(ctx, r, Access.whole(vmap[kept[name]]), top_level=len(ctx.b._blocks) == 1)
 
 
 def _contiguous_view(v):

@@ -30,7 +30,7 @@ from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles, run_k_segments
 from .matmul_lead import A_COPY_ENGINE, cache_groups, lead_tiles
 from .matmul_prefetch import load_prefetch, standalone_prefetch
 from .matmul_stage import b_chunk_home, load_b_part, natural_slice_bytes, stage_a_natural
-from .onchip_rows import note_stored
+from .onchip_rows import note_stored, rows_on_chip
 from .operand_cast import narrow_matmul_dtypes
 from .pipeline_views import split_access_dims
 from .psum_plan import matmul_block_banks
@@ -122,6 +122,7 @@ def lower_matmul(
         a_key=a_v if pipe is not None else None,
     )
     em.stored_value = c_v if store and staging is None else None
+    em.a_operand = a_v
     if run:
         if em.n_outer_pays():
             em.run_n_outer()
@@ -168,6 +169,7 @@ class MatmulEmitter:
         self.a_key = a_key  # matmuls of one pipeline instance reading the same A share its Aᵀ
         self.store = hc is not None
         self.stored_value = None  # C's tensor value when stored to its own home (onchip_rows.py)
+        self.a_operand = None  # A's tensor value (its rows may be held in SBUF, onchip_rows.py)
         self.cache_w: int | None = None  # B resident column block (n_outer_pays)
         self.resident = False  # B loaded once before the loop nest (weights of a row pipeline)
         self.b_resident = None  # that cache tile [p, nk, n]
@@ -437,6 +439,19 @@ class MatmulEmitter:
             sub = Access(dst.tensor, dst.dims[:-1] + (DimSlice(last.offset + j, w, 1),))
             self._transpose_into(sub, _tile_acc(nat, _ds(0, w), _ds(0, kt)), kt, w)
 
+    def _held_a(self, nk: int, mt: int) -> Access | None:
+        """A of one row held in SBUF (onchip_rows.py) as ``nk`` rows of ``p`` elements (row c
+        holding A[0, c·p : (c+1)·p]), in A's dtype, at the kernel's top level: its transpose is
+        Aᵀ [p, nk]."""
+        a = self.a_operand
+        if a is None or self.batch or mt != 1 or self.m != 1 or self.k != nk * self.p or nk > self.p:
+            return None
+        if len(self.b._blocks) != 1:
+            return None
+        held = rows_on_chip(self.ctx, a, nk)
+        ok = held is not None and held.free_size == self.p and held.dtype == self.a_dt
+        return held if ok and held.dtype.name in self.ctx.target.dtypes_of("tensor") else None
+
     def _a_from_tile(self, dst: Access, a_tile, k0, kt: int, mt: int, m0=0) -> None:
         """Fill ``dst`` [kt, mt] from the row tile of A [mt, K] on chip (TensorE transposes), or
         from rows ``m0``.. of A held for every row (attention_out.KeptRows)."""
@@ -473,6 +488,13 @@ class MatmulEmitter:
                 self.pipe[key] = at
             return at
         tile = self.b.alloc((self.p, nk, mt), self.a_dt, "sbuf", name="a_t")
+        held = self._held_a(nk, mt) if a_tile is None else None
+        if held is not None:  # A's one row held as nk rows of p (onchip_rows.py): one transpose
+            self._transpose_into(Access(tile, (_ds(0, self.p), _ds(0, nk), _ds(0, 1))), held, self.p, nk)
+            at = ChunkTiles.one(tile, nk)
+            if key is not None:
+                self.pipe[key] = at
+            return at
 
         def stage(k0, kt, _first):
             dst = Access(tile, (_ds(0, kt), DimSlice(_chunk_index(k0, self.p), 1, 1), _ds(0, mt)))

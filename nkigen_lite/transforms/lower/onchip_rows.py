@@ -120,6 +120,40 @@ def held_inputs(ctx, body: Graph, operands) -> tuple[dict, set]:
     return held, skip
 
 
+def stored_outputs(body: Graph, outputs) -> tuple[dict, set]:
+    """For a hand-written body about to be inlined: its outputs (by name, among ``outputs``)
+    written whole by one top-level ``dma_copy`` from a whole 2-D SBUF tile of their dtype, row
+    major. Returns (output name -> that body tile, ids of the tiles' deallocations, left out so
+    that the tiles outlive the body: ``note_stored`` is given them once inlined)."""
+    out, skip = {}, set()
+    for name in outputs:
+        o = body.outputs[name]
+        for op in body.body:
+            if not isinstance(op, DmaCopyOp):
+                continue
+            dst, src = op.access("dst"), op.access("src")
+            view = dst.tensor
+            v = view.defining_op
+            if (v.operand(0) if isinstance(v, HbmViewOp) else view) is not o:
+                continue
+            if isinstance(v, HbmViewOp) and (v.attrs["offset"] != 0 or not _row_major(view)):
+                continue
+            t = src.tensor
+            if (
+                dst.is_whole()
+                and src.is_whole()
+                and view.type.size == o.type.size
+                and isinstance(t.defining_op, AllocOp)
+                and len(t.type.shape) == 2
+                and t.type.dtype == o.type.dtype
+            ):
+                out[name] = t
+    for op in body.body:
+        if isinstance(op, DeallocOp) and any(op.operand(0) is t for t in out.values()):
+            skip.add(id(op))
+    return out, skip
+
+
 def _row_major(view) -> bool:
     step, ok = 1, True
     for n, s in zip(reversed(view.type.shape), reversed(view.defining_op.attrs["strides"])):
