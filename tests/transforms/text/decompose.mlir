@@ -336,6 +336,25 @@ graph @wide_sum(%x: tensor<4x300xu32>, %y: tensor<4x300xi8>) {
 // CHECK-NEXT: return s = %bitwise_or, t = %t
 
 // -----
+// an i32 mean (NumPy: the exact sum, divided): limb totals over chunks of 256 added in i32, the
+// low total's bits above 16 carried into the high one, (f32(high) * 65536 + f32(low)) * (1/N);
+// an i16 mean of 30 (sum within 2**24) stays one f32 sum
+graph @wide_mean(%x: tensor<4x300xi32>, %y: tensor<4x30xi16>) {
+  %m = tensor.reduce %x {axes = [1], kind = mean, keepdims = true} : tensor<4x1xf32>
+  %n = tensor.reduce %y {axes = [1], kind = mean, keepdims = true} : tensor<4x1xf32>
+  return m = %m, n = %n
+}
+// CHECK: %slice = tensor.slice %x {starts = [0, 0], stops = [4, 256], strides = [1, 1]} : tensor<4x256xi32>
+// CHECK: %add = tensor.add %cast_2, %cast_6 : tensor<4x1xi32>
+// CHECK-NEXT: %add_1 = tensor.add %cast_3, %cast_7 : tensor<4x1xi32>
+// CHECK: %add_2 = tensor.add %add, %cast_9 : tensor<4x1xi32>
+// CHECK: %mul_3 = tensor.mul %cast_10, %c_3 : tensor<4x1xf32>
+// CHECK: %add_3 = tensor.add %mul_3, %cast_11 : tensor<4x1xf32>
+// CHECK: %mul_4 = tensor.mul %add_3, %c_4 : tensor<4x1xf32>
+// CHECK-NEXT: %cast_12 = tensor.cast %y {dtype = f32} : tensor<4x30xf32>
+// CHECK-NEXT: %reduce_4 = tensor.reduce %cast_12 {axes = [1], kind = sum, keepdims = true} : tensor<4x1xf32>
+
+// -----
 // i32 → u32 keeps the bits (the engines copy via fp32, saturating): bits 16..30 minus the sign
 // bit in f32, cast, or-ed with the low 16 bits; a u16 → i32 cast (exact in fp32) stays one copy
 graph @wide_cast(%x: tensor<4x8xi32>, %y: tensor<4x8xu16>) {
