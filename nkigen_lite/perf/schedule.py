@@ -282,33 +282,48 @@ class Scheduler:
         if need is not None:
             self._book_until(need)
 
-    def _instruction(self, info: _OpInfo, op=None) -> tuple[float, float | None]:
-        """Schedule one instruction; returns its start (a DMA: its issue) and end (None for a
-        DMA: its transfer is booked later)."""
-        eng, lat, key = info.engine, self.lat, self.key
-        reads = [key.get(root, root) for root, _hbm in info.reads]
-        writes = [(key.get(root, root), hbm) for root, hbm in info.writes]
-        if self.pending_keys:
-            self._resolve(reads + [k for k, hbm in writes if not hbm])
+    def _ready(self, reads: list, writes: list, eng: str) -> tuple[float, float]:
+        """(earliest start on ``eng`` by the RAW / WAR / WAW dependencies of the buffer keys
+        ``reads`` and ``writes``, the largest dependency latency)."""
+        lat = self.lat
         w_end, w_eng, r_end, r_eng = self.w_end, self.w_eng, self.r_end, self.r_eng
         ready = 0.0
         dep = 0.0
+        # (``if x > m: m = x`` is ``m = max(m, x)`` without the call: times are never NaN)
         for root in reads:  # RAW
             if root in w_end:
                 d = lat[w_eng[root], eng]
-                ready = max(ready, w_end[root] + d)
-                dep = max(dep, d)
+                x = w_end[root] + d
+                if x > ready:
+                    ready = x
+                if d > dep:
+                    dep = d
         for root, hbm in writes:
             if hbm:
                 continue
             if root in r_end:  # WAR
                 d = lat[r_eng[root], eng]
-                ready = max(ready, r_end[root] + d)
-                dep = max(dep, d)
+                x = r_end[root] + d
             elif root in w_end:  # WAW
                 d = lat[w_eng[root], eng]
-                ready = max(ready, w_end[root] + d)
-                dep = max(dep, d)
+                x = w_end[root] + d
+            else:
+                continue
+            if x > ready:
+                ready = x
+            if d > dep:
+                dep = d
+        return ready, dep
+
+    def _instruction(self, info: _OpInfo, op=None) -> tuple[float, float | None]:
+        """Schedule one instruction; returns its start (a DMA: its issue) and end (None for a
+        DMA: its transfer is booked later)."""
+        eng, key = info.engine, self.key
+        reads = [key.get(root, root) for root, _hbm in info.reads]
+        writes = [(key.get(root, root), hbm) for root, hbm in info.writes]
+        if self.pending_keys:
+            self._resolve(reads + [k for k, hbm in writes if not hbm])
+        ready, dep = self._ready(reads, writes, eng)
         self.dependency_ns += dep
         free = self.free
         t = self.target
