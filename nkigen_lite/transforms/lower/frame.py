@@ -121,7 +121,7 @@ class TileFrame:
         for d in self.plan.f_dims:
             if ve[d] == 1:
                 n = inst.extents[d] if (out_ext is not None and out_ext[d] > 1) else 1
-                dims.append(DimSlice(Affine.of(col), n, 0 if n > 1 else 1))
+                dims.append(DimSlice(Affine.of(col) + shift.get(d, 0), n, 0 if n > 1 else 1))
             else:
                 start = inst.offsets[d] if whole_row else Affine.of(0)
                 dims.append(DimSlice(start + shift.get(d, 0), inst.extents[d], 1))
