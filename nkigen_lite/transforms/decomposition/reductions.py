@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ...tensor import ops as T
+from ..int_range import int_range
 from ..match import replace
 from .base import DecompositionPattern, Emitter, work_dtype
 
@@ -68,14 +69,28 @@ class VarStdTwoPass(DecompositionPattern):
         return replace(rw, op, e.cast(e.sqrt(v) if kind == "std" else v, r.dtype))
 
 
+def _fp32_product_exact(x, n: int) -> bool:
+    """Whether a multiply reduction (computed in fp32) of ``n`` elements of ``x`` is exact: a
+    float, or integers whose every partial product is provably within 2**24."""
+    if not x.dtype.is_int:
+        return True
+    lo, hi = int_range(x)
+    bound = max(-lo, hi)
+    return bound <= 1 or n * math.log2(bound) <= 24
+
+
 class ProdByTree(DecompositionPattern):
     """prod(x, axis) → pairwise products x[:h] * x[h:2h] until one element is left (odd
-    leftovers multiply in at the end); exact for zeros and negatives, no exp(sum(log))"""
+    leftovers multiply in at the end); exact for zeros and negatives, no exp(sum(log)); also
+    for integer products the fp32 multiply reduction could round (the integer multiplies wrap
+    mod 2**32 like NumPy's)"""
 
     root = T.ReduceOp
 
     def match_and_rewrite(self, op, rw):
-        if op.attrs["kind"] != "prod" or not op.attrs["keepdims"] or self.caps.has_reduce("prod"):
+        if op.attrs["kind"] != "prod" or not op.attrs["keepdims"]:
+            return False
+        if self.caps.has_reduce("prod") and _fp32_product_exact(op.operand(0), _count(op)):
             return False
         e = Emitter(rw)
         r = op.result
