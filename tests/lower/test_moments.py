@@ -108,3 +108,24 @@ def test_a_sum_of_squares_without_the_mean_is_not_rewritten():
     """rmsnorm's mean(x*x) has no centring: it keeps its fused ScalarE square-and-sum."""
     k = nk.compile(get_workload("rmsnorm").graph(shape=(256, 1024)))
     assert "nki.bn_stats" not in _names(k)
+
+
+@pytest.mark.parametrize("dtype", ["int16", "int8", "uint8"])
+def test_var_of_small_integers(dtype):
+    """A widening cast of a 16/8-bit integer row to f32 is elided (fold.py: its tile is read as
+    is); bn_stats takes float data only, so the row is copied to f32 first. Integer values below
+    2**16 are exact in fp32: rtol 1e-5 as for float data."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(5)
+    x = rng.integers(info.min, int(info.max) + 1, size=(256, 300)).astype(dtype)
+
+    def fn(x):
+        return np.var(x, axis=-1), np.std(x, axis=-1)
+
+    k = nk.compile(fn, x)
+    x64 = x.astype(np.float64)
+    want = [np.var(x64, axis=-1), np.std(x64, axis=-1)]
+    for got in (list(k.run({"x": x}).values()), list(nk.simulate(k, {"x": x}).values())):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g).reshape(w.shape), w, rtol=1e-5)
+    assert "nki.bn_stats" in _names(k)

@@ -170,6 +170,12 @@ def emit_moments(em: TileFrame, op: Op, inst) -> None:
     stats = b.alloc((rows, width * len(chunks)), "f32", "sbuf", name="stats")
     whole = DimSlice(Affine.of(0), rows, 1)
     row = x.dims[1]
+    if not x.tensor.type.dtype.is_float:  # an aliased exact widening (fold.py): bn_stats reads floats
+        n = inst.extents[spec.dim]
+        wide = b.alloc((rows, n), "f32", "sbuf", name="moments_f32")
+        b.tensor_copy(dst=wide, src=Access(x.tensor, (x.dims[0], DimSlice(row.offset, n, row.stride))))
+        x = Access(wide, (whole, DimSlice(Affine.of(0), n, 1)))
+        row = x.dims[1]
     for j, (start, size) in enumerate(chunks):
         data = Access(x.tensor, (x.dims[0], DimSlice(row.offset + start * row.stride, size, row.stride)))
         b.bn_stats(dst=Access(stats, (whole, DimSlice(Affine.of(width * j), width, 1))), data=data)
