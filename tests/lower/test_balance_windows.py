@@ -7,15 +7,12 @@ within a fixed multiple of the kernel's size (the search is linear in it)."""
 
 from __future__ import annotations
 
-import ml_dtypes
-import numpy as np
-
 import nkigen_lite as nk
 from nkigen_lite.perf.schedule import Scheduler
 from nkigen_lite.transforms.lower import balance_windows, deallocs
 
 from .qwen3_kernels import model_targets
-from .test_layer_engine_balance import _engines
+from .test_layer_engine_balance import _engines, assert_same_outputs
 
 
 def _plain_and_windowed(monkeypatch):
@@ -52,10 +49,4 @@ def test_windows_move_instructions_and_shorten_the_schedule(monkeypatch):
     assert max(scheduled) <= 100 + 100 + 2 * loop < sum(balance_windows._size(op) for op in k.nki.body)
     windows = len(balance_windows._windows([balance_windows._size(op) for op in k.nki.body]))
     assert len(scheduled) <= windows * (balance_windows.TRIES + 2)
-    rng = np.random.default_rng(0)
-    ins = {
-        n: (rng.standard_normal(v.type.shape) * 0.05).astype(ml_dtypes.bfloat16)
-        for n, v in zip(g.input_names, g.inputs)
-    }
-    (name,) = list(g.outputs)
-    np.testing.assert_array_equal(k.run(ins)[name], plain.run(ins)[name])
+    assert_same_outputs(g, k, plain)

@@ -380,3 +380,16 @@ def _condensed_toposort(ops, group_of, order) -> list[FusionGroup | Op]:
     if result is None:
         raise AssertionError("fusion groups form a cycle")
     return [items[k] for k in result]
+
+
+def item_results(it) -> list:
+    """The values a lowering item (a FusionGroup or a single op) defines."""
+    return it.results if not isinstance(it, FusionGroup) else [op.result for op in it.ops]
+
+
+def item_operands(it) -> list:
+    """The values a lowering item reads from outside itself."""
+    if not isinstance(it, FusionGroup):
+        return list(it.operands)
+    inside = {op.result for op in it.ops}
+    return [v for op in it.ops for v in op.operands if v not in inside]

@@ -21,20 +21,25 @@ from __future__ import annotations
 import math
 
 from ...tensor import ops as T
-from .groups import FusionGroup
+from .groups import item_operands, item_results
 
 SMALL_ELEMENTS = 4096  # results and scalar inputs of the chain: index-sized, not data
 
 
-def _results(it) -> list:
-    return it.results if not isinstance(it, FusionGroup) else [op.result for op in it.ops]
-
-
-def _operands(it) -> list:
-    if not isinstance(it, FusionGroup):
-        return list(it.operands)
-    inside = {op.result for op in it.ops}
-    return [v for op in it.ops for v in op.operands if v not in inside]
+def after_first_matmuls(items: list, quiet) -> int | None:
+    """Index of the first item after the kernel's first matmuls that is neither a matmul nor a
+    view (``quiet(item)``), or None."""
+    first_mm = next((i for i, it in enumerate(items) if isinstance(it, T.MatmulOp)), None)
+    if first_mm is None:
+        return None
+    return next(
+        (
+            i
+            for i in range(first_mm + 1, len(items))
+            if not (isinstance(items[i], T.MatmulOp) or quiet(items[i]))
+        ),
+        None,
+    )
 
 
 def _small(v) -> bool:
@@ -43,33 +48,23 @@ def _small(v) -> bool:
 
 def hoist_index_chain(items: list, quiet) -> list:
     """``items`` with the module docstring's index chain moved; ``quiet(item)``: a view item."""
-    first_mm = next((i for i, it in enumerate(items) if isinstance(it, T.MatmulOp)), None)
-    if first_mm is None:
-        return items
-    target = next(
-        (
-            i
-            for i in range(first_mm + 1, len(items))
-            if not (isinstance(items[i], T.MatmulOp) or quiet(items[i]))
-        ),
-        None,
-    )
+    target = after_first_matmuls(items, quiet)
     if target is None:
         return items
-    where = {v: i for i, it in enumerate(items) for v in _results(it)}
+    where = {v: i for i, it in enumerate(items) for v in item_results(it)}
     chain: set[int] = set()
     pulled: set[int] = set()
     for i, it in enumerate(items):
-        if i < target or isinstance(it, T.MatmulOp) or not all(_small(v) for v in _results(it)):
+        if i < target or isinstance(it, T.MatmulOp) or not all(_small(v) for v in item_results(it)):
             continue
         ok, scalar, need = True, False, []
-        for v in _operands(it):
+        for v in item_operands(it):
             j = where.get(v)
             if j is None:  # a kernel input
                 scalar |= v.defining_op is None and _small(v)
             elif j in chain:
                 scalar = True
-            elif not _operands(items[j]):  # a constant: moves along
+            elif not item_operands(items[j]):  # a constant: moves along
                 need.append(j)
             else:
                 ok = False

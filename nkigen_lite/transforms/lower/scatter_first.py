@@ -18,24 +18,16 @@ still see the old rows).
 from __future__ import annotations
 
 from ...tensor import ops as T
-from .groups import FusionGroup
-
-
-def _results(it) -> list:
-    return it.results if not isinstance(it, FusionGroup) else [op.result for op in it.ops]
-
-
-def _operands(it) -> list:
-    if not isinstance(it, FusionGroup):
-        return list(it.operands)
-    inside = {op.result for op in it.ops}
-    return [v for op in it.ops for v in op.operands if v not in inside]
+from .groups import FusionGroup, item_operands, item_results
+from .index_chain import after_first_matmuls
 
 
 def _root(v, where: dict, items: list):
     """The kernel input (or computed value) a chain of single-operand views starts from."""
     while (
-        v in where and not isinstance(items[where[v]], FusionGroup) and len(_operands(items[where[v]])) == 1
+        v in where
+        and not isinstance(items[where[v]], FusionGroup)
+        and len(item_operands(items[where[v]])) == 1
     ):
         it = items[where[v]]
         if not isinstance(it, (T.ReshapeOp, T.SliceOp, T.TransposeOp, T.BroadcastToOp)):
@@ -46,20 +38,10 @@ def _root(v, where: dict, items: list):
 
 def scatter_first(items: list, quiet) -> list:
     """``items`` reordered as the module docstring says; ``quiet(item)``: a view item."""
-    first_mm = next((i for i, it in enumerate(items) if isinstance(it, T.MatmulOp)), None)
-    if first_mm is None:
-        return items
-    start = next(
-        (
-            i
-            for i in range(first_mm + 1, len(items))
-            if not (isinstance(items[i], T.MatmulOp) or quiet(items[i]))
-        ),
-        None,
-    )
+    start = after_first_matmuls(items, quiet)
     if start is None:
         return items
-    where = {v: i for i, it in enumerate(items) for v in _results(it)}
+    where = {v: i for i, it in enumerate(items) for v in item_results(it)}
     moved: set[int] = set()
     for s in range(start, len(items)):
         if not isinstance(items[s], T.ScatterRowsOp):
@@ -70,10 +52,10 @@ def scatter_first(items: list, quiet) -> list:
             if i in need or i in moved:
                 continue
             need.add(i)
-            todo += [where[v] for v in _operands(items[i]) if v in where and where[v] >= start]
+            todo += [where[v] for v in item_operands(items[i]) if v in where and where[v] >= start]
         base = _root(items[s].operand(0), where, items)
         stays = [i for i in range(start, s) if i not in need and i not in moved]
-        if any(_root(v, where, items) is base for i in stays for v in _operands(items[i])):
+        if any(_root(v, where, items) is base for i in stays for v in item_operands(items[i])):
             continue  # an item staying before the write reads the rows it replaces
         moved |= need
     if not moved:
