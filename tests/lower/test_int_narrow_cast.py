@@ -61,3 +61,16 @@ def test_a_cast_whose_source_range_fits_stays_one_copy_and_others_wrap():
     (first,) = [b for b in blocks if b.lstrip().startswith("# tensor.cast %cast at")]
     assert sum(line.strip().startswith("nisa.") for line in first.splitlines()) == 1  # fits int8: one copy
     assert "bitwise_xor" in k.nki_source()
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.uint8, np.uint16])
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply"])
+def test_narrow_integer_arithmetic_wraps_like_numpy(op, dt):
+    """8- and 16-bit integer + - * are computed into an int32 scratch and keep its low bits
+    (elementwise._wrap_into, int_narrow.keep_low_bits): products of int16 reach 2**30, so the
+    wrap must not go through fp32. Exact (tolerance 0) against NumPy's own wrapping result."""
+    x = np.stack([_values(dt, (256, 300)), _values(dt, (256, 300))[::-1]])
+    fn = getattr(np, op)
+    with np.errstate(over="ignore"):
+        want = fn(x[0], x[1])
+    _three_ways(lambda x: fn(x[0], x[1]), x, want)

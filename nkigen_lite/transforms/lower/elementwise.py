@@ -13,7 +13,7 @@ from ...nki.types import Access, DimSlice
 from ...tensor import ops as T
 from .fold import ActSpec
 from .frame import TileFrame
-from .int_narrow import needs_narrow_wrap, wrapping_cast
+from .int_narrow import keep_low_bits, needs_narrow_wrap, wrapping_cast
 from .rules import tile_rule
 from .select import select_into
 from .tile_common import ALU, FLOAT_EXACT_LIMIT, Imm, arg, default_engine, fp32_column, scratch
@@ -53,21 +53,11 @@ _GPSIMD_OK = ("add", "subtract", "multiply", "maximum", "minimum")  # float ops 
 
 def _wrap_into(em: TileFrame, v: Value, inst, emit) -> None:
     """Integer results narrower than 32 bits wrap around in NumPy but saturate on an engine
-    write: compute into an int32 scratch with ``emit(dst)``, then wrap it into v's tile."""
-    dt = v.type.dtype
+    write: compute into an int32 scratch with ``emit(dst)``, then keep its low bits in v's tile
+    (int_narrow.keep_low_bits)."""
     wide = scratch(em, v, inst, "i32")
     emit(wide)
-    dst = em.access(v, inst)
-    mask = (1 << dt.bits) - 1
-    if not dt.is_signed:
-        em.b.tensor_scalar(dst=dst, data=wide, op0="bitwise_and", operand0=mask)
-        return
-    half = 1 << (dt.bits - 1)
-    shifted = scratch(em, v, inst, "i32")
-    _int_op(em, v, inst, shifted, wide, "add", half)
-    masked = scratch(em, v, inst, "i32")
-    em.b.tensor_scalar(dst=masked, data=shifted, op0="bitwise_and", operand0=mask)
-    _int_op(em, v, inst, dst, masked, "subtract", half)
+    keep_low_bits(em, v, inst, wide, em.access(v, inst))
 
 
 def const_tile(em: TileFrame, v: Value, inst, value) -> Access:

@@ -30,11 +30,17 @@ def needs_narrow_wrap(op: Op) -> bool:
 def wrapping_cast(em: TileFrame, op: Op, inst, x: Access, dst: Access) -> None:
     """dst = x.astype(dst dtype) keeping the low bits (NumPy's wrap-around)."""
     v = op.result
-    dt = v.type.dtype
     if x.dtype.bits != 32:
         w = scratch(em, v, inst, "i32")
         em.b.tensor_copy(dst=w, src=x)
         x = w
+    keep_low_bits(em, v, inst, x, dst)
+
+
+def keep_low_bits(em: TileFrame, v, inst, x: Access, dst: Access) -> None:
+    """dst (v's 8- or 16-bit integer tile) = the low bits of the 32-bit integer tile ``x``,
+    sign-extended for a signed dtype: NumPy's wrap-around into v's dtype."""
+    dt = v.type.dtype
     mask = (1 << dt.bits) - 1
     if not dt.is_signed:
         em.b.tensor_scalar(dst=dst, data=x, op0="bitwise_and", operand0=mask)
