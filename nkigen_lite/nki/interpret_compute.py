@@ -30,12 +30,14 @@ def _pf(x: np.ndarray) -> np.ndarray:
 
 
 def _exact_ints(op, names) -> bool:
-    """GpSimd computes integer arithmetic exactly when every operand is an integer."""
+    """GpSimd computes integer arithmetic exactly when every input operand is an integer tile
+    (a bool input makes it fp32, as on the simulator: the stricter reading) and dst is an
+    integer or bool tile."""
     if op.engine != "gpsimd":
         return False
     for n in names:
         a = op.access(n)
-        if a is not None and not (a.dtype.is_int or a.dtype.is_bool):
+        if a is not None and not (a.dtype.is_int or (n == "dst" and a.dtype.is_bool)):
             return False
     return True
 
