@@ -14,10 +14,13 @@ reason read off its NKI instructions:
   is one element / below ``SMALL_DESCRIPTOR_BYTES``;
 - ``reduction on N partition(s)`` / ``N of 128 partitions``: work on few partitions (also a DMA
   that reaches few DMA engines);
-- ``DMA and compute serialised``: the schedule is far above the overlapped lower bound (loop
-  tiles without a rotating buffer, so loads wait for the previous iteration's compute, or
-  engines waiting on each other's results); given to
-  the busiest op and to every other named op without a finding of its own.
+- ``DMA and compute serialised``: the schedule is far above the overlapped lower bound plus
+  the fixed DMA latency no schedule hides (loop tiles without a rotating buffer, so loads wait
+  for the previous iteration's compute, or engines waiting on each other's results); given to
+  the busiest op and to every other named op without a finding of its own;
+- ``fixed DMA latency``: otherwise, when the kernel is small: within ``TIME_RATIO_LIMIT`` x
+  its roofline plus the first load's and the last store's fixed costs (HW-DGE issue and
+  first-byte latency, ``fixed_dma_latency_ns``); one warning, on the busiest op.
 
 Time findings are weighted by the busy time they cover, traffic findings by the HBM bytes.
 """
@@ -49,6 +52,12 @@ FEW_PARTITIONS = 32  # fewer partitions than this is "few" (a quarter of the arr
 SMALL_DESCRIPTOR_BYTES = 512  # contiguous DMA chunks below this are "small"
 SERIALISED_RATIO = 1.5  # scheduled / lower bound above this: "DMA and compute serialised"
 MAX_WARNINGS_PER_KIND = 3
+
+
+def fixed_dma_latency_ns(target: Target) -> float:
+    """The fixed DMA cost no schedule overlaps: the first load's before any compute starts and
+    the last store's after it ends (issue and first-byte latency each)."""
+    return 2 * (target.dge_issue_ns + target.dma_first_byte_latency_ns)
 
 
 @dataclass(frozen=True)
@@ -185,6 +194,40 @@ def _reason(reasons: dict[str, float]) -> str:
     return "; ".join(r for r, w in ranked if w >= 0.25 * top)
 
 
+def _time_warnings(est: Estimate, f: _Findings, target: Target) -> list[PerfWarning]:
+    """The time warnings of a kernel above TIME_RATIO_LIMIT x its roofline: its busiest ops,
+    each with its findings, the serialisation or the fixed-latency reason."""
+    out: list[PerfWarning] = []
+    total = sum(est.by_op_ns.values()) or 1.0
+    ranked = sorted(est.by_op_ns.items(), key=lambda kv: (-kv[1], kv[0]))
+    fixed = fixed_dma_latency_ns(target) if est.dma_bytes else 0.0
+    floor = est.lower_bound_ns + fixed
+    serialised = est.scheduled_ns / floor if floor else 1.0
+    small = fixed > 0 and est.scheduled_ns <= TIME_RATIO_LIMIT * (est.roofline_ns + fixed)
+    for loc, busy in ranked[:MAX_WARNINGS_PER_KIND]:
+        if busy < 0.25 * ranked[0][1]:
+            break
+        reasons = dict(f.time.get(loc, {}))
+        if serialised > SERIALISED_RATIO and (loc == ranked[0][0] or not reasons):
+            reasons[
+                f"DMA and compute serialised (loop tiles with too few buffers or engines waiting "
+                f"on each other: scheduled {serialised:.1f}x the overlapped lower bound plus "
+                f"the fixed DMA latency)"
+            ] = est.scheduled_ns - floor
+        elif not reasons and loc == ranked[0][0] and small:
+            reasons[
+                f"fixed DMA latency (a small kernel: the first load's and the last store's "
+                f"fixed costs, {fixed / 1e3:.1f} us, against a {est.roofline_ns / 1e3:.1f} us "
+                f"roofline)"
+            ] = fixed
+        if not reasons:
+            if small:
+                continue  # the latency warning on the busiest op covers a small kernel
+            reasons = {f"{busy / total:.0%} of the kernel's busy time": busy}
+        out.append(PerfWarning(loc, _reason(reasons), "time", est.ratio, busy / total))
+    return out
+
+
 def kernel_warnings(
     graph: Graph, target: Target = TRN2, est: Estimate | None = None, stats: KernelStats | None = None
 ) -> list[PerfWarning]:
@@ -218,22 +261,7 @@ def kernel_warnings(
                 f._add(f.traffic, loc, reason, b - size * b / nbytes)
     warnings: list[PerfWarning] = []
     if est.ratio > TIME_RATIO_LIMIT:
-        total = sum(est.by_op_ns.values()) or 1.0
-        ranked = sorted(est.by_op_ns.items(), key=lambda kv: (-kv[1], kv[0]))
-        serialised = est.scheduled_ns / est.lower_bound_ns if est.lower_bound_ns else 1.0
-        for loc, busy in ranked[:MAX_WARNINGS_PER_KIND]:
-            if busy < 0.25 * ranked[0][1]:
-                break
-            reasons = dict(f.time.get(loc, {}))
-            if serialised > SERIALISED_RATIO and (loc == ranked[0][0] or not reasons):
-                reasons[
-                    f"DMA and compute serialised (loop tiles with too few buffers or engines waiting "
-                    f"on each other: "
-                    f"scheduled {serialised:.1f}x the overlapped lower bound)"
-                ] = est.scheduled_ns - est.lower_bound_ns
-            if not reasons:
-                reasons = {f"{busy / total:.0%} of the kernel's busy time": busy}
-            warnings.append(PerfWarning(loc, _reason(reasons), "time", est.ratio, busy / total))
+        warnings += _time_warnings(est, f, target)
     if stats.hbm_traffic_ratio > TRAFFIC_RATIO_LIMIT:
         total = sum(f.hbm.values()) or 1.0
         ranked = sorted(f.traffic.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
