@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from .attrs import STR, Attr, TupleOf
+from .edits import EDITS
 from .errors import BuildError
 from .op import Op
 from .traits import Pure, Terminator
@@ -29,6 +30,7 @@ class Block:
         self.parent: Region | None = None
 
     def add_arg(self, type, name: str | None = None) -> Value:
+        EDITS.n += 1
         v = Value(type, self, len(self.args), name)
         self.args.append(v)
         return v
@@ -65,6 +67,7 @@ class Block:
     def _link(self, op: Op, prev: Op | None, nxt: Op | None) -> Op:
         if op.parent is not None:
             raise BuildError(f"{op.name} is already in a block")
+        EDITS.n += 1
         op.parent, op._prev, op._next = self, prev, nxt
         if prev is None:
             self._head = op
@@ -97,6 +100,7 @@ class Block:
         """Unlink ``op`` (uses are untouched; see ``Op.erase``)."""
         if op.parent is not self:
             raise BuildError(f"{op.name} is not in this block")
+        EDITS.n += 1
         if op._prev is None:
             self._head = op._next
         else:

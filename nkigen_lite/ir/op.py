@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .attrs import Attr
+from .edits import EDITS
 from .errors import BuildError
 from .registry import table
 from .traits import ExplicitResultTypes, Pure, SideEffect, Terminator
@@ -129,6 +130,7 @@ class Op:
         return self._operands[i]
 
     def set_operand(self, i: int, v: Value) -> None:
+        EDITS.n += 1
         old = self._operands[i]
         old._remove_use(self, i)
         self._operands[i] = v

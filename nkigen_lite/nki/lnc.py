@@ -17,6 +17,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from ..ir.clone import clone_graph
+from ..ir.edits import edited
 from ..ir.errors import BuildError
 from ..ir.graph import Graph
 from .access import AccessSpec, AffineSpec, pack
@@ -134,6 +135,7 @@ def split_cores(graph: Graph, lnc: int = 2) -> Graph:
     pid.name_hint = "pid"
     lo, step = loop.attrs["lower"], loop.attrs["step"]
     loop.attrs = MappingProxyType({**loop.attrs, "upper": lo + per_core * step})
+    edited()
     users = [op for op in loop.walk() if isinstance(op, NkiOp) and any(v is loop.index for v in op.operands)]
     for op in users:
         _rebuild(op, loop.index, pid, per_core * step)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from ..ir.edits import EDITS
 from ..ir.errors import VerifyError
 from ..ir.graph import Block, Graph, ReturnOp
 from ..ir.op import Op
@@ -335,7 +336,19 @@ class VerifyContext:
 def verify(graph: Graph, target: Target = TRN2, structure: bool = True) -> MemoryPeaks:
     """Check structure and hardware legality; returns peak SBUF bytes / PSUM banks per partition.
     ``structure=False`` skips the structural check (``graph.verify()``) for a caller that has
-    just run it on this graph (nk.compile: the pipeline verifies after its last stage)."""
+    just run it on this graph (nk.compile: the pipeline verifies after its last stage).
+
+    A graph that passed is not checked again for the same target while no IR has been edited
+    since (``ir/edits.py``: the result is kept on the graph with the edit count): the cost
+    model and the statistics of a compiled kernel verify it without walking it again."""
+    done = graph.__dict__.get("_nki_verified")
+    if done is not None and done[0] == EDITS.n and done[1] == target:
+        if structure and not done[2]:
+            graph.verify()
+            graph._nki_verified = (EDITS.n, target, True, done[3])
+        return done[3]
     if structure:
         graph.verify()
-    return VerifyContext(graph, target).run()
+    peaks = VerifyContext(graph, target).run()
+    graph._nki_verified = (EDITS.n, target, structure, peaks)
+    return peaks
