@@ -5,7 +5,8 @@ is scheduled shorter with it.
 
 Every subset of the moves that apply is tried, in the given order, on a clone of the graph;
 the shortest wins (ties: fewer moves, then the earlier subset; a subset whose kernel fails the
-verifier, e.g. a tile kept live longer no longer fitting SBUF, is skipped), and is then applied to the graph
+verifier, e.g. a tile kept live longer no longer fitting SBUF, is skipped; only a trial that would
+be chosen is verified), and is then applied to the graph
 itself before it is finished (the same deterministic steps, so the same result). Only for
 kernels of at most ``MAX_INSTRUCTIONS`` instructions that ``straight_order._qualifies``: each
 subset costs one more finish. The moves: ``lead_load.py`` (the first row tile loaded ahead of
@@ -42,13 +43,10 @@ def best_variant(graph, target, moves: list, finish, makespan, alternatives: tup
             if not all(moves[k](trial.body, target) for k in subset):
                 continue
             finish(trial)
-            if subset:
-                try:
-                    verify(trial, target)  # e.g. a tile kept live longer must still fit SBUF
-                except VerifyError:
-                    continue
             t = makespan(trial)
             if best is None or t < best[0] - 1e-6:
+                if subset and not _legal(trial, target):  # checked only when it would win
+                    continue
                 best = (t, subset)
     chosen = best[1]
     done = best[0]
@@ -62,14 +60,20 @@ def best_variant(graph, target, moves: list, finish, makespan, alternatives: tup
         if not all(moves[k](trial.body, target) for k in chosen):
             continue
         alt(trial)
-        try:
-            verify(trial, target)
-        except VerifyError:
-            continue
         t = makespan(trial)
-        if t < done - 1e-6:
+        if t < done - 1e-6 and _legal(trial, target):
             done, pick = t, alt
     for k in chosen:
         moves[k](graph.body, target)
     pick(graph)
     return chosen
+
+
+def _legal(trial, target) -> bool:
+    """Whether a trial kernel passes the verifier (e.g. a tile kept live longer must still fit
+    SBUF); asked only of a trial that would be chosen, so that a skipped one costs no check."""
+    try:
+        verify(trial, target)
+    except VerifyError:
+        return False
+    return True
