@@ -50,3 +50,29 @@ def test_windows_move_instructions_and_shorten_the_schedule(monkeypatch):
     windows = len(balance_windows._windows([balance_windows._size(op) for op in k.nki.body]))
     assert len(scheduled) <= windows * (balance_windows.TRIES + 2)
     assert_same_outputs(g, k, plain)
+
+
+def test_the_advanced_prefix_is_the_whole_kernel_schedule(monkeypatch):
+    """The prefix advanced over every window ends as the schedule of the whole kernel as
+    decided: its makespan is the one a fresh whole-kernel schedule gives (the pass keeps or
+    undoes the moves by it)."""
+    whole = balance_windows._whole
+    pairs = []
+
+    def checked(base):
+        t = whole(base)
+        pairs.append((t, balance_windows.ScheduleOracle(graph[0], base.target).makespan()))
+        return t
+
+    graph = []
+    search = balance_windows.balance_in_windows
+
+    def keep_graph(g, *a, **kw):
+        graph[:] = [g]
+        return search(g, *a, **kw)
+
+    monkeypatch.setattr(balance_windows, "_whole", checked)
+    monkeypatch.setattr(balance_windows, "balance_in_windows", keep_graph)
+    _plain_and_windowed(monkeypatch)
+    assert len(pairs) == 1
+    assert pairs[0][0] == pairs[0][1]

@@ -12,8 +12,8 @@ booked). The same movable instructions and engines as ``engine_balance.candidate
 row variant is not tried), whole source ops per window (the costliest ``TRIES`` first, each
 into its other engines). Then the prefix advances over the window as decided. Every try costs
 O(WINDOW + LOOKAHEAD) instructions and a window gets at most a fixed number of tries, so the
-pass is linear in the kernel's size. A final whole-kernel schedule keeps the moves only if
-the kernel got shorter (else all are undone). Results do not change: a moved instruction
+pass is linear in the kernel's size. The prefix, advanced over every window, is the final
+whole-kernel schedule: the moves are kept only if the kernel got shorter (else all are undone). Results do not change: a moved instruction
 computes the same bits on every candidate engine.
 """
 
@@ -106,13 +106,20 @@ def balance_in_windows(graph: Graph, target: Target, oracle: ScheduleOracle | No
         if mine:
             _search_window(mine, lambda lo=lo, look=look: _partial(base, ops(lo, look), oracle), oracle)
         base.run_ops(ops(lo, hi))
-    after = oracle.makespan()
+    after = _whole(base)  # the prefix now covers the whole kernel as decided
     if after >= before - 1e-6:
         for m in movable:
             m.set(m.tmpl.engine)
     for m in movable:
         m.finish(oracle.replaced)
     return sum(m.state != m.tmpl.engine for m in movable)
+
+
+def _whole(base: Scheduler) -> float:
+    """The scheduled time of the kernel once ``base`` has run every top-level op: the same
+    schedule as ``ScheduleOracle.makespan`` (the same instructions in the same order on one
+    scheduler), without scheduling the kernel once more."""
+    return base.makespan
 
 
 def _partial(base: Scheduler, ops: list, oracle: ScheduleOracle) -> float:
