@@ -13,8 +13,9 @@ row variant is not tried), whole source ops per window (the costliest ``TRIES`` 
 into its other engines). Then the prefix advances over the window as decided. Every try costs
 O(WINDOW + LOOKAHEAD) instructions and a window gets at most a fixed number of tries, so the
 pass is linear in the kernel's size. The prefix, advanced over every window, is the final
-whole-kernel schedule: the moves are kept only if the kernel got shorter (else all are undone). Results do not change: a moved instruction
-computes the same bits on every candidate engine.
+whole-kernel schedule: the moves are kept only if the kernel got shorter (else all are
+undone). Results do not change: a moved instruction computes the same bits on every candidate
+engine.
 """
 
 from __future__ import annotations
