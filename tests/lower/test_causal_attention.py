@@ -61,8 +61,15 @@ def _bytes_read(kern, name: str) -> int:
 
 @pytest.mark.parametrize(
     "seq, heads, kv, hd",
-    [(256, 4, 2, 64), (200, 4, 2, 64), (384, 2, 1, 128), (300, 3, 3, 32), (384, 32, 16, 32)],
-    ids=["s256-gqa", "s200-partial-tile", "s384-d128", "s300-mha", "s384-kv-loop"],
+    [
+        (256, 4, 2, 64),
+        (200, 4, 2, 64),
+        (384, 2, 1, 128),
+        (300, 3, 3, 32),
+        (384, 32, 16, 32),
+        (128, 4, 2, 128),
+    ],
+    ids=["s256-gqa", "s200-partial-tile", "s384-d128", "s300-mha", "s384-kv-loop", "s128-one-tile"],
 )
 def test_layer_attention_matches_float64(seq, heads, kv, hd):
     """Interpreter and simulator against float64 NumPy (bf16 output tolerance), sequences that
