@@ -23,7 +23,7 @@ from ...tensor import ops as T
 from ..match import replace
 from .base import DecompositionPattern, Emitter
 from .wide_int_extreme import LOW_BITS, is_wide_int
-from .wide_int_sum import CHUNK, _limb_sums, sum_is_fp32_exact
+from .wide_int_sum import chunk_limb_sums, low_carry, sum_is_fp32_exact
 
 MAX_COUNT = 2**15
 """The most elements a mean sums exactly: 65535 * 2**15 < 2**31 keeps the limb totals in int32."""
@@ -34,11 +34,8 @@ def limb_totals(e: Emitter, x, axes):
     value ``x`` over ``axes`` (kept): the first axis by fp32-exact chunks of CHUNK, the others
     as int32 sums (WideIntSum, exact while the totals fit int32)."""
     first, *rest = axes
-    n = x.shape[first]
     high = low = None
-    for start in range(0, n, CHUNK):
-        part = e.slice_axis(x, first, start, min(n, start + CHUNK)) if n > CHUNK else x
-        h, l = _limb_sums(e, part, first)
+    for h, l in chunk_limb_sums(e, x, first):
         high, low = (h, l) if high is None else (e.add(high, h), e.add(low, l))
     for axis in rest:
         high, low = e.reduce(high, (axis,), "sum"), e.reduce(low, (axis,), "sum")
@@ -64,7 +61,6 @@ class WideIntMean(DecompositionPattern):
         acc = e.cast(x, x.dtype if is_wide_int(x.dtype) else int32)
         high, low = limb_totals(e, acc, axes)
         unit = 1 << LOW_BITS
-        carry = e.cast(e.mul(e.cast(e.bitwise_and(low, -unit), float32), 1.0 / unit), int32)
-        high, low = e.add(high, carry), e.bitwise_and(low, unit - 1)
+        high, low = e.add(high, low_carry(e, low)), e.bitwise_and(low, unit - 1)
         total = e.add(e.mul(e.cast(high, float32), float(unit)), e.cast(low, float32))
         return replace(rw, op, e.cast(e.mul(total, 1.0 / n), op.result.dtype))

@@ -69,12 +69,25 @@ def _limb_sums(e: Emitter, x, axis: int):
     return e.cast(e.reduce(high, (axis,), "sum"), int32), e.cast(e.reduce(low, (axis,), "sum"), int32)
 
 
+def chunk_limb_sums(e: Emitter, x, axis: int):
+    """The (high, low) limb sums (_limb_sums) of each CHUNK-long piece of ``x`` along ``axis``."""
+    n = x.shape[axis]
+    for start in range(0, n, CHUNK):
+        part = e.slice_axis(x, axis, start, min(n, start + CHUNK)) if n > CHUNK else x
+        yield _limb_sums(e, part, axis)
+
+
+def low_carry(e: Emitter, low):
+    """The int32 ``low >> 16`` (arithmetic) of an int32 limb total, through fp32 (exact)."""
+    return e.cast(e.mul(e.cast(e.bitwise_and(low, -(1 << LOW_BITS)), float32), 1.0 / (1 << LOW_BITS)), int32)
+
+
 def _carry(e: Emitter, high, low):
     """(high, low) with low's bits above 16 carried into high and both kept mod 2**16 (the
     pair's value high * 65536 + low mod 2**32 unchanged): no int32 add can overflow (GpSimd
     saturates where NumPy wraps)."""
     low_mask = (1 << LOW_BITS) - 1
-    carry = e.cast(e.mul(e.cast(e.bitwise_and(low, -(1 << LOW_BITS)), float32), 1.0 / (1 << LOW_BITS)), int32)
+    carry = low_carry(e, low)
     return e.bitwise_and(e.add(high, carry), low_mask), e.bitwise_and(low, low_mask)
 
 
@@ -90,11 +103,8 @@ def _join(e: Emitter, high, low, dt: DType):
 
 def wide_sum_axis(e: Emitter, x, axis: int, dt: DType):
     """The exact (mod 2**32) ``dt`` sum of the int32 / uint32 value ``x`` along ``axis`` (kept)."""
-    n = x.shape[axis]
     high = low = None
-    for start in range(0, n, CHUNK):
-        part = e.slice_axis(x, axis, start, min(n, start + CHUNK)) if n > CHUNK else x
-        h, l = _limb_sums(e, part, axis)
+    for h, l in chunk_limb_sums(e, x, axis):
         high, low = (h, l) if high is None else (e.add(high, h), e.add(low, l))
         high, low = _carry(e, high, low)
     return _join(e, high, low, dt)

@@ -393,3 +393,8 @@ def item_operands(it) -> list:
         return list(it.operands)
     inside = {op.result for op in it.ops}
     return [v for op in it.ops for v in op.operands if v not in inside]
+
+
+def defined_by(items: list) -> dict:
+    """value -> index of the lowering item defining it."""
+    return {v: i for i, it in enumerate(items) for v in item_results(it)}

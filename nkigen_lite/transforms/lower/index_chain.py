@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from ...tensor import ops as T
-from .groups import item_operands, item_results
+from .groups import defined_by, item_operands, item_results
 
 SMALL_ELEMENTS = 4096  # results and scalar inputs of the chain: index-sized, not data
 
@@ -51,7 +51,7 @@ def hoist_index_chain(items: list, quiet) -> list:
     target = after_first_matmuls(items, quiet)
     if target is None:
         return items
-    where = {v: i for i, it in enumerate(items) for v in item_results(it)}
+    where = defined_by(items)
     chain: set[int] = set()
     pulled: set[int] = set()
     for i, it in enumerate(items):

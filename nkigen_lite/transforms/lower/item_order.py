@@ -13,17 +13,8 @@ operands exist there, and its users still come after it. Linear in the number of
 from __future__ import annotations
 
 from ...tensor import ops as T
-from .groups import FusionGroup
+from .groups import FusionGroup, defined_by
 from .views import is_layout_convert
-
-
-def _defined_by(items: list) -> dict:
-    """value -> index of the item defining it."""
-    where = {}
-    for i, it in enumerate(items):
-        for v in it.results if not isinstance(it, FusionGroup) else [op.result for op in it.ops]:
-            where[v] = i
-    return where
 
 
 def _computed_anchor(a, items: list, where: dict) -> int | None:
@@ -57,7 +48,7 @@ def _weight_items(b, items: list, where: dict, quiet) -> list | None:
 def hoist_projections(items: list, quiet) -> list:
     """``items`` reordered as the module docstring says. ``quiet(item)``: a view item (lowered
     anywhere after its operands). Block arguments (kernel inputs) and constants are weights."""
-    where = _defined_by(items)
+    where = defined_by(items)
     blocking = [0]  # blocking[i]: items before i that end a row pipeline (neither views nor matmuls)
     for it in items:
         blocking.append(blocking[-1] + (not (quiet(it) or isinstance(it, T.MatmulOp))))

@@ -18,7 +18,7 @@ still see the old rows).
 from __future__ import annotations
 
 from ...tensor import ops as T
-from .groups import FusionGroup, item_operands, item_results
+from .groups import FusionGroup, defined_by, item_operands
 from .index_chain import after_first_matmuls
 
 
@@ -41,7 +41,7 @@ def scatter_first(items: list, quiet) -> list:
     start = after_first_matmuls(items, quiet)
     if start is None:
         return items
-    where = {v: i for i, it in enumerate(items) for v in item_results(it)}
+    where = defined_by(items)
     moved: set[int] = set()
     for s in range(start, len(items)):
         if not isinstance(items[s], T.ScatterRowsOp):
