@@ -18,6 +18,7 @@ from .rounding import CeilByFloorOrTrunc, FloorByTrunc
 from .trig import ArctanRangeReduction, CosViaSin, SinRangeReduction
 from .wide_int_cast import WideIntCast
 from .wide_int_extreme import WideIntExtreme
+from .wide_int_matmul import WideIntMatmul
 from .wide_int_mean import WideIntMean
 from .wide_int_sum import WideIntSum
 
@@ -41,6 +42,7 @@ PATTERN_CLASSES = (
     ArgmaxToTopk,
     ExpandComposite,
     DegenerateMatmul,
+    WideIntMatmul,
     ExpandTopk,
     *INDEXED_PATTERNS,
 )

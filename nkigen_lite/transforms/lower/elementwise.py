@@ -11,6 +11,7 @@ from ...ir.op import Op
 from ...ir.value import Value
 from ...nki.types import Access, DimSlice
 from ...tensor import ops as T
+from ..float_integral import is_integral
 from .fold import ActSpec
 from .frame import TileFrame
 from .int_narrow import keep_low_bits, needs_narrow_wrap, wrapping_cast
@@ -312,8 +313,9 @@ def cast(em: TileFrame, op: Op, inst) -> None:
     b = em.b
     if dst_t.is_bool:
         return b.tensor_scalar(dst=dst, data=x, op0="not_equal", operand0=0.0)
-    if src_t.is_float and dst_t.is_int:
+    if src_t.is_float and dst_t.is_int and not is_integral(op.operand(0)):
         # NumPy truncates toward zero; engines round to nearest: trunc = sign(x) * floor(|x|)
+        # (a value known to hold integers, e.g. an integer matmul's limb sums, is copied)
         a = scratch(em, v, inst)
         b.activation(dst=a, op="abs", data=x)
         fl = scratch(em, v, inst)

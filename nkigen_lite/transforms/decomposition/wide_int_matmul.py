@@ -1,0 +1,138 @@
+"""Exact integer matmuls: NumPy's int32 / uint32 result wrapped mod 2**32 (and narrower).
+
+The Tensor engine multiplies and accumulates in fp32, exact only while every partial sum stays
+within 2**24 (an int32 operand beyond 2**24 is even rounded on its way in). When the operands'
+value ranges (transforms/int_range.py) prove ``K * max|a| * max|b| <= 2**24`` and the result
+fits its dtype, the one fp32 matmul stays. Otherwise:
+
+- a narrow integer result (int8 / int16 / uint8 / uint16) is the int32 matmul of the operands
+  widened to int32, cast to the result dtype (the cast wraps like NumPy's ``astype``);
+- a 32-bit result splits each operand (as raw 32 bits) into four byte limbs ``x & (255 << 8i)``
+  scaled by ``2**-8i`` (exact: at most 8 significant bits, so bf16 holds them and the matmul
+  runs at the bf16 rate); the top limb of an int32 is signed (-128..127). The limb pairs
+  ``(i, j)`` with ``i + j <= 3`` (10 of the 16) are the ones that reach the low 32 bits. Each
+  pair is a matmul over K chunks of ``CHUNK`` = 256 (``256 * 255 * 255 < 2**24``: every fp32
+  PSUM partial sum exact), cast to int32, and the chunks / pairs of one shift ``s = i + j``
+  add up in int32 to ``T_s`` (exact while the ranges prove it fits, wrapping otherwise). The
+  result is ``T0 + T1 * 2**8 + T2 * 2**16 + T3 * 2**24`` mod 2**32: each ``T_s`` is first
+  reduced to ``32 - 8s`` signed bits (add, and, subtract) so that its product with ``2**8s``
+  fits int32, and the four terms are summed with the wrapping int32 add (lower/wide_int_arith.py).
+
+Degenerate matmuls (K = 1, small batched matrix-vector products) are DegenerateMatmul's
+(contraction.py): elementwise products and sums, which wrap already.
+"""
+
+from __future__ import annotations
+
+from ...ir.dtypes import bfloat16, float32, int32
+from ...tensor import ops as T
+from ..int_range import fits, int_range
+from ..layout.ops import LayoutConvertOp
+from ..match import make, replace
+from .base import DecompositionPattern, Emitter
+from .wide_int_extreme import FP32_EXACT
+
+LIMB_BITS = 8
+"""Bits per limb: bf16 holds every integer in [-128, 128] exactly."""
+
+LIMBS = 32 // LIMB_BITS
+
+CHUNK = 256
+"""Contraction elements one fp32 sum covers: 4 limb pairs * 256 * 128 * 128 = 2**24."""
+
+BIAS = 0x808080
+"""Added to the low 24 bits before their bytes are taken: each byte minus 128 is then a
+balanced digit, and the carry out of them moves into the top digit."""
+
+
+def sum_range(a, b) -> tuple[int, int]:
+    """An interval holding every partial sum of ``a @ b``: K times the operand ranges'
+    extreme products (and 0)."""
+    k = a.shape[-1]
+    corners = [x * y for x in int_range(a) for y in int_range(b)]
+    return k * min(0, *corners), k * max(0, *corners)
+
+
+def _matmul(e: Emitter, a, b):
+    return make(e.rw, T.MatmulOp, [a, b])
+
+
+def _scaled(e: Emitter, x, mask: int, shift: int):
+    """f32 ``(x & mask) * 2**-shift`` (exact: the and keeps at most 8 significant bits)."""
+    u = e.cast(e.bitwise_and(x, mask), float32)
+    return e.mul(u, 1.0 / (1 << shift)) if shift else u
+
+
+def _digits(e: Emitter, x, transpose: bool):
+    """The four balanced base-256 digits of the int32 / uint32 value ``x`` (mod 2**32), each
+    an f32 value in [-128, 128] read through a bf16 cast (so the matmul runs at the bf16
+    rate): ``y = (x & 0xFFFFFF) + BIAS`` (below 2**25, no wrap), ``d_i = byte_i(y) - 128`` for
+    i < 3, and ``d_3`` = the signed top byte of x plus y's carry (bit 24). ``transpose`` reads
+    them through a layout_convert (a TensorE transpose) instead of letting the matmul's layout
+    reach back into their computation (an element-wise transposing load of the operand)."""
+    y = e.add(e.bitwise_and(x, (1 << 24) - 1), BIAS)
+    out = [e.sub(_scaled(e, y, 255 << (LIMB_BITS * i), LIMB_BITS * i), 128.0) for i in range(LIMBS - 1)]
+    top = 3 * LIMB_BITS
+    sign_bit = -(1 << 31) if x.dtype.is_signed else 1 << 31  # the and gives -2**31 / 2**31
+    sign = _scaled(e, x, sign_bit, top)
+    low7 = e.add(_scaled(e, x, 127 << top, top), _scaled(e, y, 1 << top, top))
+    out.append(e.add(low7, sign) if x.dtype.is_signed else e.sub(low7, sign))
+    result = []
+    for d in out:
+        d = e.cast(e.cast(d, bfloat16), float32)
+        result.append(make(e.rw, LayoutConvertOp, [d]) if transpose else d)
+    return result
+
+
+def _chunks(k: int):
+    """(start, stop) pieces of a contraction of ``k`` elements, CHUNK each."""
+    return [(s, min(k, s + CHUNK)) for s in range(0, k, CHUNK)]
+
+
+def _piece(e: Emitter, x, axis: int, start: int, stop: int):
+    return x if stop - start == x.shape[axis] else e.slice_axis(x, axis, start, stop)
+
+
+def wide_matmul(e: Emitter, a, b):
+    """The exact int32 ``a @ b`` mod 2**32 of int32 / uint32 operands."""
+    da, db = _digits(e, a, a.ndim >= 2), _digits(e, b, False)
+    ka, kb = a.ndim - 1, (b.ndim - 2 if b.ndim >= 2 else 0)
+    result = None
+    for s in range(LIMBS):
+        t = None
+        for start, stop in _chunks(a.shape[-1]):
+            p = None  # sum over the pairs i + j = s: every partial sum within 2**24, exact
+            for i in range(s + 1):
+                q = _matmul(e, _piece(e, da[i], ka, start, stop), _piece(e, db[s - i], kb, start, stop))
+                p = q if p is None else e.add(p, q)
+            lim = (s + 1) * (stop - start) * 128 * 128
+            part = e.minimum(e.maximum(e.cast(p, int32), -lim), lim)  # no-op: states the range
+            t = part if t is None else e.add(t, part)
+        if s:  # t * 2**8s mod 2**32: t kept to its low 32 - 8s bits (signed), the product fits
+            half = 1 << (31 - LIMB_BITS * s)
+            t = e.mul(e.sub(e.bitwise_and(e.add(t, half), 2 * half - 1), half), 1 << (LIMB_BITS * s))
+        result = t if result is None else e.add(result, t)
+    return result
+
+
+class WideIntMatmul(DecompositionPattern):
+    """A @ B of integers whose fp32 partial sums may pass 2**24 (or whose result may wrap) →
+    byte limbs (bf16-exact) matmuls over K chunks of 256, combined with wrapping int32 adds"""
+
+    root = T.MatmulOp
+
+    def match_and_rewrite(self, op, rw):
+        a, b = op.operands
+        dt = op.result.dtype
+        if not dt.is_int or op.result.type.size == 0 or a.shape[-1] == 0:
+            return False
+        lo, hi = sum_range(a, b)
+        if max(-lo, hi) <= FP32_EXACT and fits((lo, hi), dt):
+            return False
+        e = Emitter(rw)
+        if dt.bits != 32:
+            wide = _matmul(e, e.cast(a, int32), e.cast(b, int32))
+            return replace(rw, op, e.cast(wide, dt))
+        wide = lambda v: v if v.dtype.bits == 32 else e.cast(v, int32)  # noqa: E731
+        c = wide_matmul(e, wide(a), wide(b))
+        return replace(rw, op, e.cast(c, dt))
