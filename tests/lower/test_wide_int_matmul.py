@@ -121,3 +121,18 @@ def test_random_integer_matmuls_match_numpy(m, k, n, seed, dts):
         for dt, s in zip(dts, ((m, k), (k, n)))
     )
     _three_ways(lambda a, b: a @ b, a, b, _want(a, b), ways=("nk.run", "Kernel.run"))
+
+
+def test_the_fuzz_case_wraps_like_numpy():
+    """The long integer_and_bool run's failure: an int32 square of 128 x 128 matmul results
+    (the kernel saturated to 2**31 - 1 where NumPy wraps; now both wrap)."""
+    b = nk.Builder("g")
+    x = b.add_input("x", (1, 128, 128), nk.int32)
+    sq = x * x
+    m = b.matmul(sq, sq)
+    b.set_outputs({"y0": m * m, "y1": m})
+    x2 = np.random.default_rng(0).integers(-9, 10, (1, 128, 128)).astype(np.int32)
+    want = nk.run(b.graph, {"x": x2})
+    got = nk.compile(b.graph).run({"x": x2})
+    for name in ("y0", "y1"):
+        np.testing.assert_array_equal(got[name], want[name])
