@@ -22,7 +22,7 @@ from .instance import LoopSpec, loops_of
 from .loopnest import Shifted, loop_signature, run_loop_nest
 from .matmul import lower_matmul
 from .matmul_prefetch import choose_prefetch
-from .pipeline_skew import run_skewed, skew_applies
+from .pipeline_skew import read_order, run_skewed, skew_applies
 from .pipeline_views import ConcatStore, ViewAlias, concat_parts, view_alias
 from .plan import GroupPlan
 from .resident import choose_resident, erase_from, region_peak
@@ -331,7 +331,7 @@ def _emit_members(
     if extra is not None:
         participants += extra(tiles)
     if pipe.views and rows is None and skew_applies(loops, participants):  # the layer's front
-        run_skewed(ctx.b, loops, participants, tiles)
+        run_skewed(ctx.b, loops, read_order(participants, pipe.root), tiles)
     else:
         run_loop_nest(ctx.b, loops, participants)
     for alias, root in pipe.alias.items():

@@ -55,6 +55,34 @@ def skew_applies(loops: list, participants: list) -> bool:
     return any(isinstance(p, GroupEmitter) for p in participants[last + 1 :])
 
 
+def read_order(participants: list, root) -> list:
+    """``participants`` with stage 1's projections (its matmuls, when all read the same staged
+    Aᵀ) reordered, in the slots they hold, by the first stage-2 participant reading their result
+    (through ``root``: a value's root through views); a result stage 2 never reads goes last,
+    ties keep their order. Tile 0's resident weights load in this order, right before each
+    projection's first matmul, so the weight stage 2 reads first arrives first (the q / k / v of
+    a decoder layer's front are lowered k, v, q: item_order.py moves k and v next to their A)."""
+    last = max(i for i, p in enumerate(participants) if isinstance(p, MatmulEmitter))
+    slots = [i for i, p in enumerate(participants[: last + 1]) if isinstance(p, MatmulEmitter)]
+    mms = [participants[i] for i in slots]
+    a_values = {m.a_value for m in mms}
+    if len(mms) < 2 or len(a_values) != 1 or None in a_values:
+        return participants
+    first_read: dict = {}
+    for k, p in enumerate(participants[last + 1 :]):
+        for v in getattr(p, "provided", ()):
+            first_read.setdefault(root(v), k)
+    end = len(participants)
+
+    def key(m):
+        return end if m.c_value is None else first_read.get(root(m.c_value), end)
+
+    out = list(participants)
+    for i, m in zip(slots, sorted(mms, key=key)):
+        out[i] = m
+    return out
+
+
 def run_skewed(b, loops: list, participants: list, tiles: dict) -> None:
     """Emit the participants' row tiles as the module docstring says; ``tiles`` is the pipeline's
     shared tile table (participants read and publish row tiles there)."""
