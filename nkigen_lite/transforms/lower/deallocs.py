@@ -19,7 +19,7 @@ from .engine_balance import ScheduleOracle, balance_engines
 from .interleave import interleave_loops
 from .load_hoist import hoist_loads
 from .rotation import plan_rotation
-from .stage_pipeline import pipeline_stages
+from .stage_pipeline import pipeline_stages, prefers_stages
 from .straight_order import reorder_straight
 from .straight_variants import best_variant
 from .tail_split import split_last_store
@@ -63,7 +63,7 @@ class InsertDeallocs(Pass):
     def run(self, graph: Graph, ctx: PassContext) -> None:
         target = ctx.target or TRN2
         insert_deallocs(graph.body)
-        interleave_loops(graph, target)
+        interleave_loops(graph, target, prefers_stages)
         pipeline_stages(graph, target)
         plan_rotation(graph, target)
         best_variant(

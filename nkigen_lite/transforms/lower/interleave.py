@@ -220,10 +220,12 @@ def _has_tensor_work(loop: ForiLoopOp) -> bool:
     return any(isinstance(op, _TENSOR_OPS) for op in ops) and any(isinstance(op, _CHAIN_OPS) for op in ops)
 
 
-def _candidates(block: Block, live: tuple[int, int], out: list) -> tuple[int, int]:
-    """Innermost independent Tensor-engine loops of ``block`` (post-order), each with the
-    SBUF bytes / PSUM banks live where it starts."""
-    return _candidates_of(block, live, out, lambda op: _has_tensor_work(op) and _independent(op))
+def _candidates(block: Block, live: tuple[int, int], out: list, skip) -> tuple[int, int]:
+    """Innermost independent Tensor-engine loops of ``block`` (post-order) that ``skip`` does
+    not exclude, each with the SBUF bytes / PSUM banks live where it starts."""
+    return _candidates_of(
+        block, live, out, lambda op: _has_tensor_work(op) and _independent(op) and not skip(op)
+    )
 
 
 MAX_BODY_OPS = 1024  # larger bodies hold independent work enough; copying them costs compile time
@@ -284,13 +286,14 @@ def replace_loop_if_fits(loop, ops: list, sbuf: int, banks: int, target: Target)
     return True
 
 
-def interleave_loops(graph: Graph, target: Target) -> int:
-    """Interleave pairs of iterations of the qualifying loops (module docstring); returns how
-    many loops were transformed."""
+def interleave_loops(graph: Graph, target: Target, skip=lambda _loop: False) -> int:
+    """Interleave pairs of iterations of the qualifying loops (module docstring) but the loops
+    as lowered (the first round) that ``skip(loop)`` leaves to another transform; the pair
+    loops made here are paired further as before. Returns how many loops were transformed."""
     done = 0
-    for _ in range(ROUNDS):
+    for r in range(ROUNDS):
         found: list = []
-        _candidates(graph.body, (0, 0), found)
+        _candidates(graph.body, (0, 0), found, skip if r == 0 else lambda _loop: False)
         changed = 0
         for loop, sbuf, banks in found:
             try:

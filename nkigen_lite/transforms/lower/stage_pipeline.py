@@ -228,6 +228,20 @@ def pipeline_stages(graph: Graph, target: Target) -> int:
     return done
 
 
+def prefers_stages(loop: ForiLoopOp) -> bool:
+    """``loop`` (as lowered) is left to this pipeline rather than interleaved (interleave.py):
+    it qualifies, its trips are emitted straight (at most ``2 * SLOTS``) and both stages run
+    TensorE work (a decoder layer's MLP prologue: the O projection, rmsnorm and xᵀ per row
+    tile). Interleaving
+    all its trips instruction by instruction issues every tile's O projection before tile 0's
+    rmsnorm and xᵀ, so the MLP's first up projections wait for the last tile's whole chain;
+    here tile t's stage 2 follows tile t+1's stage 1."""
+    if loop.trip_count > 2 * SLOTS or not _qualifies(loop):
+        return False
+    plan = _Plan(loop, _cut(list(loop.body)))
+    return _first_matmul(plan.s1) < len(plan.s1) and _first_tensor(plan.s2) < len(plan.s2)
+
+
 def _qualifies(loop: ForiLoopOp) -> bool:
     body = list(loop.body)
     if loop.trip_count < 2:
