@@ -8,8 +8,11 @@ byte moves once, by ``nki.dma_transpose``. Head dim 64 keeps the TensorE transpo
 import pytest
 
 import nkigen_lite as nk
-from nkigen_lite.nki.ops import DmaTransposeOp, TransposeOp
+from nkigen_lite.nki.ops import DmaTransposeOp, MatmulOp, TensorCopyOp, TensorTensorOp, TransposeOp
+from nkigen_lite.tensor.types import TensorType
 from nkigen_lite.testing import assert_close
+from nkigen_lite.transforms.lower.grouped_fp32_tail import build_shortest, scheduled_ns
+from nkigen_lite.transforms.lower.grouped_pairs import PairKernel
 
 from .test_attention_gqa import _inputs, _reference, gqa_repeat
 
@@ -46,3 +49,36 @@ def test_head_dim_64_keeps_tensor_engine_transposes():
     kern = nk.compile(gqa_repeat, *_inputs(4, 2, 128, 64))
     assert not _ops(kern, DmaTransposeOp)
     assert len(_ops(kern, TransposeOp)) > 4
+
+
+def test_last_unit_groups_take_an_fp32_value_product():
+    """lower/grouped_fp32_tail.py: the issue's causal GQA (16 / 8 heads, s128 bf16) runs ``Pᵀ V``
+    of its last 3 head pairs (6 units, one key chunk each) as one fp32 matmul against V widened
+    on GpSimd (the two V tiles of KV heads 4-7), the other 10 units as hi / lo bf16 pairs; the
+    cost model schedules that kernel no longer than the all-hi / lo one. float64 reference on
+    the interpreter and the simulator, bf16 output tolerance."""
+
+    args = _inputs(16, 8, 128, 128, seed=11)
+    kern = nk.compile(gqa_repeat, *args)
+    fp32_pv = [op for op in _ops(kern, MatmulOp) if op.access("stationary").dtype is nk.float32]
+    assert len(fp32_pv) == 6
+    assert all(op.access("moving").dtype is nk.float32 for op in fp32_pv)
+    lo = [op for op in _ops(kern, TensorTensorOp) if op.attrs["op"] == "subtract"]
+    assert len(lo) == 10
+    widen = [op for op in _ops(kern, TensorCopyOp) if op.engine == "gpsimd"]
+    assert len(widen) == 2 and all(op.access("dst").dtype is nk.float32 for op in widen)
+    ref = _reference(*args)
+    feeds = dict(zip(("q", "k", "v"), args))
+    assert_close(kern.run(feeds)["y"], ref, nk.bfloat16, what="GQA, fp32 tail, interpreter")
+    assert_close(nk.simulate(kern, feeds)["y"], ref, nk.bfloat16, what="GQA, fp32 tail, simulator")
+
+
+def test_fp32_tail_is_never_scheduled_longer():
+    """The chosen count's kernel against the all-hi / lo one (fp32_tail=0), both under the cost
+    model (perf/schedule.py)."""
+
+    types = [TensorType((h, 128, 128), nk.bfloat16) for h in (16, 8, 8)]
+    attrs = {"scale": 128**-0.5, "causal": True, "mask_value": -1e4}
+    chosen = scheduled_ns(build_shortest(PairKernel, types, attrs))
+    plain = scheduled_ns(PairKernel(types, attrs).build())
+    assert chosen < plain

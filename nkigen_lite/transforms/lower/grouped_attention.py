@@ -103,7 +103,7 @@ def supported(q_shape, k_shape, v_shape, dtype, attrs) -> bool:
 class _Kernel:
     """Builds the kernel (module docstring) for one operand signature."""
 
-    def __init__(self, types, attrs):
+    def __init__(self, types, attrs, fp32_tail: int = 0):
         qt, kt, vt = types
         self.dt = qt.dtype
         self.heads, self.groups = qt.shape[-3], kt.shape[-3]
@@ -137,6 +137,9 @@ class _Kernel:
         # 16-bit kernels: Pᵀ V as two 16-bit matmuls of Pᵀ's hi and lo parts (evacuate_pt); V
         # stays 16-bit
         self.split = self.fast
+        # the last ``fp32_tail`` unit groups of a 16-bit kernel: one fp32 Pᵀ V instead (grouped_fp32_tail.py)
+        self.fp32_tail = fp32_tail if self.split else 0
+        self.v32: dict[int, object] = {}  # id of a 16-bit V tile -> its fp32 copy (``widened``)
 
     def make_views(self, q, k, v) -> None:
         """Rows (keys) on the partitions, heads along the free axis: one DMA moves several heads."""
@@ -184,7 +187,7 @@ class _Kernel:
         """Kᵀ (TensorE transposes) and fp32 V of the DMA group holding KV head ``g``, once."""
         if g in self.kt:
             return
-        b, d, dv, n = self.b, self.d, self.dv, self.n
+        b, d, n = self.b, self.d, self.n
         g0 = self.kv_group(g)
         hk, chunks, kt = self.kv_loaded[g0]
         for j in range(hk):
@@ -192,13 +195,7 @@ class _Kernel:
             self.vt[g0 + j] = []
         for c0, kc, kn, vn in chunks:
             if not self.split and self.dt is not F32:  # an fp32 Pᵀ V: V widened on chip (exact)
-                v32 = b.alloc((P, hk, dv), F32, name="v_f32")
-                b.tensor_copy(
-                    dst=_acc(v32, (0, kc), (0, hk), (0, dv)),
-                    src=_acc(vn, (0, kc), (0, hk), (0, dv)),
-                    engine=V_WIDEN_ENGINE,
-                )
-                vn = v32
+                vn = self.widened(vn, kc)
             for j in range(hk):
                 self.vt[g0 + j].append((vn, j, kc))
                 if self.by_dma:
@@ -269,17 +266,28 @@ class _Kernel:
             self.ident = t
         return self.ident
 
-    def evacuate_pt(self, ps_t, kc: int, rows) -> list:
+    def widened(self, vn, kc: int):
+        """The fp32 copy of the 16-bit V tile ``vn`` (its first ``kc`` keys) for an fp32 ``Pᵀ V``
+        (exact), made once, on ``V_WIDEN_ENGINE``."""
+        v32 = self.v32.get(id(vn))
+        if v32 is None:
+            shape = vn.type.shape
+            v32 = self.v32[id(vn)] = self.b.alloc(shape, F32, name="v_f32")
+            win = ((0, kc),) + tuple((0, x) for x in shape[1:])
+            self.b.tensor_copy(dst=_acc(v32, *win), src=_acc(vn, *win), engine=V_WIDEN_ENGINE)
+        return v32
+
+    def evacuate_pt(self, ps_t, kc: int, rows, split: bool) -> list:
         """Pᵀ (fp32, PSUM) out to SBUF as the stationary operands of ``Pᵀ V``: one fp32 tile, or
         for 16-bit kernels (``self.split``) the pair ``hi = 16-bit(Pᵀ)`` (a copy on the emptier
         of VectorE / ScalarE) and ``lo = 16-bit(Pᵀ − hi)`` (VectorE, one input in PSUM), so that
         ``P V = hi V + lo V`` runs as two 16-bit matmuls instead of one fp32 matmul (4x the
         cycles, docs/costmodel.md). V is exact in 16 bits; ``hi + lo`` carries 16 (bf16) or 22
         (f16) significant bits of P, an error of at most 2^-16 of P, far below the output
-        dtype's rounding."""
+        dtype's rounding. ``split`` False: one fp32 tile (``fp32_tail`` units of a 16-bit kernel)."""
         b = self.b
         src = _acc(ps_t, (0, kc), rows)
-        if not self.split:
+        if not split:
             p_t = b.alloc((P, P), F32, name="probs_t")
             b.tensor_copy(dst=_acc(p_t, (0, kc), rows), src=src, engine=self.bal.engine(rows[1]))
             return [p_t]
@@ -316,10 +324,11 @@ class _Kernel:
         yield
         return [_acc(q_t, (0, d), (x, 1), rows) for x in range(r)]
 
-    def head(self, us: list[Unit]):
+    def head(self, us: list[Unit], split: bool):
         """Emit the instructions of units ``us`` (one KV head, one query tile; ``r`` slots side
         by side in each tile, so the column steps -- exp bias, 1/l -- are one instruction for
-        all of them) one stage per ``next()`` (see ``build``)."""
+        all of them) one stage per ``next()`` (see ``build``); ``Pᵀ V`` as hi / lo 16-bit
+        matmuls when ``split``, else one fp32 matmul (V widened for a 16-bit kernel)."""
         b, dv, r = self.b, self.dv, len(us)
         g, m0, mt = us[0].g, us[0].m0, us[0].mt
         keys = self.n
@@ -394,13 +403,15 @@ class _Kernel:
         yield  # one tick more before the copy: the fp32 transposes take a while
         p_ts = {}
         for x, c, ps_t in transposed:
-            p_ts[x, c] = self.evacuate_pt(ps_t, chunks[c][2], rows)
+            p_ts[x, c] = self.evacuate_pt(ps_t, chunks[c][2], rows, split)
         yield
         pvs = []
         for x in range(r):
             pv = b.alloc((P, dv), F32, "psum", name="pv")
             first = True
             for c, (vn, slot, kc) in enumerate(chunks):
+                if self.split and not split:  # an fp32 Pᵀ V in a 16-bit kernel
+                    vn = self.widened(vn, kc)
                 for part in p_ts[x, c]:
                     b.nc_matmul(
                         dst=_acc(pv, rows, (0, dv)),
@@ -485,8 +496,9 @@ class _Kernel:
         units = self.plan_units()
         self.flush_v()
         running = []
-        for us in self.unit_groups(units):
-            running.append((self.head(us), us[-1].store))
+        groups = self.unit_groups(units)
+        for i, us in enumerate(groups):
+            running.append((self.head(us, self.split and i < len(groups) - self.fp32_tail), us[-1].store))
             running = advance(b, running)
         while running:
             running = advance(b, running)

@@ -45,6 +45,7 @@ from .grouped_dma_transpose import (
     q_source,
     qt_columns,
 )
+from .grouped_fp32_tail import build_shortest
 
 HALF = P // 2  # queries (or keys) of one head in a 128-partition tile
 PAIRS_PER_DMA = HEADS_PER_DMA // 2 or 1  # head pairs per Q load / O store and per K load
@@ -241,10 +242,11 @@ class PairKernel(_Kernel):
 
 def grouped_attention_body(types, attrs):
     """The NKI kernel of one ``tensor.grouped_attention`` with operand types ``types``: row
-    pairs when ``pairs_supported``, else one query head per unit (grouped_attention.py)."""
+    pairs when ``pairs_supported``, else one query head per unit (grouped_attention.py); the
+    last unit groups with an fp32 ``Pᵀ V`` as grouped_fp32_tail.py chooses."""
     check_operands(types, attrs)
     kernel = PairKernel if pairs_supported(types[0].shape, types[1].shape) else _Kernel
-    return kernel(types, attrs).build()
+    return build_shortest(kernel, types, attrs)
 
 
 register_composite_lowering(GroupedAttentionOp, grouped_attention_body)
