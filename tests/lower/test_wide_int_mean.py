@@ -47,3 +47,31 @@ def test_long_int16_mean_is_exact():
     x = _values(np.int16, 4, 3004)
     x[0] = np.concatenate([np.full(1501, 32767), np.full(1501, -32767), [1, 1]])
     _check(lambda x: np.mean(x, axis=1), x, 1)
+
+
+@pytest.mark.parametrize(
+    "dtype, shape, axis",
+    [
+        (np.int32, (2, 40000), 1),
+        (np.uint32, (70000,), 0),
+        (np.int16, (2, 33000), 1),
+        (np.int32, (260, 130), None),
+    ],
+)
+def test_means_longer_than_2_pow_15_are_exact_sums_divided(dtype, shape, axis):
+    """Three int32 words of the exact sum (long_words); before, an fp32 sum (the two-axis case
+    was 8 ulp off)."""
+    x = _values(dtype, *shape) if len(shape) == 2 else _values(dtype, 1, *shape)[0]
+    _check(lambda x: np.mean(x, axis=axis), x, axis)
+
+
+def test_long_means_of_cancelling_values():
+    """Fails before: 20,000 pairs (2**30 + 1, -2**30) have mean 0.5 (the fp32 sum gave 0);
+    int16 blocks of +-32767 cancel to 3 over 33,000 elements."""
+    x = np.tile(np.array([2**30 + 1, -(2**30)], np.int32), (2, 20000))
+    x[1] = -x[1]
+    _check(lambda x: np.mean(x, axis=1), x, 1)
+    y = np.concatenate([np.full(16499, 32767), np.full(16499, -32767), [1, 1]]).astype(np.int16)
+    y = np.stack([y, y[::-1] * -1])
+    y[1, 0] = 3
+    _check(lambda x: np.mean(x, axis=1), y, 1)

@@ -59,7 +59,7 @@ def sum_is_fp32_exact(x, count: int) -> bool:
     return magnitude_bound(x) * count <= FP32_EXACT
 
 
-def _limb_sums(e: Emitter, x, axis: int):
+def limb_sums(e: Emitter, x, axis: int):
     """fp32-exact sums along ``axis`` (kept) of the high and low limbs of the int32 / uint32
     value ``x`` (at most CHUNK elements there), back in int32."""
     low_mask = (1 << LOW_BITS) - 1
@@ -70,11 +70,11 @@ def _limb_sums(e: Emitter, x, axis: int):
 
 
 def chunk_limb_sums(e: Emitter, x, axis: int):
-    """The (high, low) limb sums (_limb_sums) of each CHUNK-long piece of ``x`` along ``axis``."""
+    """The (high, low) limb sums (limb_sums) of each CHUNK-long piece of ``x`` along ``axis``."""
     n = x.shape[axis]
     for start in range(0, n, CHUNK):
         part = e.slice_axis(x, axis, start, min(n, start + CHUNK)) if n > CHUNK else x
-        yield _limb_sums(e, part, axis)
+        yield limb_sums(e, part, axis)
 
 
 def low_carry(e: Emitter, low):
