@@ -202,6 +202,44 @@ def test_row_tiles_are_skewed_in_the_block_loop():
         assert first_act < second_up < first_t
 
 
+def test_act_transposes_run_between_projections():
+    """512 rows, D = 1024 (two PSUM banks per down projection): in the block loop, row tile 0's
+    actᵀ transposes run between row tile 1's first and second up projections, and row tile
+    1's between the two banks of row tile 0's down projection — not each right before the
+    down projection that reads it, where TensorE waited for their PSUM copy (mlp_block.skewed).
+    Results close to float64 NumPy (the interpreter)."""
+    args = _inputs(512, 256, 1024, 512, seed=8)
+    g = nk.trace(back).trace(*args)
+    kern = nk.compile(g)
+    bodies = [
+        list(op.body)
+        for op in kern.nki.body.walk()
+        if isinstance(op, ForiLoopOp) and any(isinstance(o, TransposeOp) for o in op.body)
+    ]
+    assert bodies
+    for body in bodies:
+        ups: dict = {}  # row (the h_t rows read) -> positions of its up projections
+        downs = []  # (position, actᵀ tile read)
+        for i, o in enumerate(body):
+            if isinstance(o, MatmulOp):
+                st = o.access("stationary")
+                if st.tensor.name_hint.startswith("h_t"):
+                    ups.setdefault(str(st.dims[-1]), []).append(i)
+                elif st.tensor.name_hint.startswith("act_t"):
+                    downs.append((i, st.tensor))
+        trans = [i for i, o in enumerate(body) if isinstance(o, TransposeOp)]
+        (up0, up1) = ups.values()
+        half = len(up1) // 2  # gate, then up: one half each
+        assert up1[half - 1] < trans[0] < up1[half], (up1, trans)
+        first_act_t = downs[0][1]
+        down0 = [i for i, t in downs if t is first_act_t]
+        assert down0[0] < trans[-1] < down0[-1], (down0, trans)
+    ins = dict(zip(g.input_names, args))
+    want = _reference(*args)
+    tol = 0.03 * np.abs(want).max()  # as in the partial-row-tile test above
+    np.testing.assert_allclose(kern.run(ins)["y"].astype(np.float64), want, rtol=0, atol=tol)
+
+
 def _cap_rows(monkeypatch, most: int):
     """All the rows fit SBUF only up to ``most`` (as 2048 rows of Qwen3-0.6B do, 4096 not)."""
     orig = mlp_block.choose_block

@@ -470,15 +470,25 @@ def _drive_act(gem: GroupEmitter, top, levels: int, rows: tuple, cols: tuple) ->
         gem.after(lv, chain[lv])
 
 
-def _down_rows(ctx, down, wd, acc, act_t, row: tuple, nb: int, row_runs: bool) -> None:
-    """acc[row tile] += actᵀ · the block's rows of Wd (``row`` = (rows, row tile index)):
-    actᵀ by TensorE transposes, one PSUM bank per 512 columns, added on VectorE."""
+def _act_transposed(ctx, down, act_t, mt: int, nb: int, row_runs: bool):
+    """actᵀ of the row tile ``act_t`` (``mt`` rows) in a new [p, nb, p] tile, by TensorE
+    transposes (``_transpose_act``)."""
+    a_t = ctx.b.alloc((ctx.partitions, nb, ctx.partitions), down.a_dt, "sbuf", name="act_t")
+    _transpose_act(ctx, down, act_t, a_t, nb, mt, row_runs)
+    return a_t
+
+
+def _down_rows(ctx, down, wd, acc, a_t, row: tuple, nb: int, between=None) -> None:
+    """acc[row tile] += actᵀ (``a_t``) · the block's rows of Wd (``row`` = (rows, row tile
+    index)): one PSUM bank per 512 columns, added on VectorE; ``between()`` (if given) runs
+    after the first bank's matmuls."""
     b, p, fmax = ctx.b, ctx.partitions, ctx.target.psum_bank_fmax
     mt, rt = row
     d = down.n
-    a_t = b.alloc((p, nb, p), down.a_dt, "sbuf", name="act_t")
-    _transpose_act(ctx, down, act_t, a_t, nb, mt, row_runs)
     for n0 in range(0, d, fmax):
+        if n0 and between is not None:
+            between()
+            between = None
         nj = min(fmax, d - n0)
         ps = b.alloc((p, fmax), "f32", "psum", name="acc")
         for c in range(nb):
@@ -523,6 +533,7 @@ class _BlockEmitter:
         p = self.p = ctx.partitions
         self.bw = bw = blk.width
         self.tiles: dict = {}
+        self.between = None  # run after the next step's first up projection (skewed)
         fused = blk.prologue is not None
         self.ups = [
             lower_matmul(ctx, m, pipe=self.tiles, a_provided=fused, store=False, run=False) for m in blk.ups
@@ -618,6 +629,9 @@ class _BlockEmitter:
             t = b.alloc((p, bw), em.c_dt, "sbuf", name=m.result.name_hint or "up")
             _up_block(b, p, self.fmax, at, self.nk, mt, cache, bw, t)
             tiles[m.result] = t
+            if self.between is not None:  # after the first up projection (skewed)
+                self.between()
+                self.between = None
         self.gem.note("vector", self.d)  # the accumulation below: balance the group's engines
         rows = (self.p_dim, Affine.of(m0) + base, mt)
         _drive_act(self.gem, self.top, self.levels, rows, (self.f_dim, Affine.of(j) * bw, bw))
@@ -626,14 +640,28 @@ class _BlockEmitter:
     def skewed(self, steps, acc) -> None:
         """Run ``steps`` ((thunk giving the step's act tile and Wd block, rows, row tile))
         with each step's down projection after the next ``LAG`` steps' up projections, so
-        TensorE has those while the step's element-wise chain runs."""
-        pending = []
-        for i, (thunk, mt, rt) in enumerate(steps):
-            pending.append((mt, rt, *thunk()))
-            while len(pending) > (LAG if i + 1 < len(steps) else 0):
-                mt0, rt0, act_t, wd = pending.pop(0)
+        TensorE has those while the step's element-wise chain runs. The oldest pending step's
+        actᵀ transposes go between the next step's first and second up projections, and the
+        last step's between the first and second PSUM banks of the down projection before it:
+        each actᵀ PSUM copy then runs while TensorE has other work, not right before the down
+        projection that reads it (Qwen3-0.6B layer at seq 512: twelve 1.5 µs TensorE gaps)."""
+        pending = []  # [rows, row tile, act tile, Wd block, actᵀ (None until transposed)]
+
+        def transpose(e) -> None:
+            if e[4] is None:
                 self.ctx.at_op(self.blk.down)
-                _down_rows(self.ctx, self.down, wd, acc, act_t, (mt0, rt0), self.nb, self.row_runs)
+                e[4] = _act_transposed(self.ctx, self.down, e[2], e[0], self.nb, self.row_runs)
+
+        for i, (thunk, mt, rt) in enumerate(steps):
+            self.between = (lambda e=pending[0]: transpose(e)) if pending else None
+            pending.append([mt, rt, *thunk(), None])
+            self.between = None
+            while len(pending) > (LAG if i + 1 < len(steps) else 0):
+                e = pending.pop(0)
+                transpose(e)
+                self.ctx.at_op(self.blk.down)
+                after = (lambda e=pending[0]: transpose(e)) if pending and i + 1 == len(steps) else None
+                _down_rows(self.ctx, self.down, e[3], acc, e[4], (e[0], e[1]), self.nb, after)
 
     def block(self, j, run) -> None:
         """Block ``j`` (its weights loaded here) over the rows, a pair of row tiles at a time."""
