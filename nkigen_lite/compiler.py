@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .gc_budget import fewer_collections
 from .ir.clone import clone_graph
 from .ir.errors import BuildError, InterpretError, VerifyError
 from .ir.graph import Graph
@@ -219,6 +220,7 @@ class _Progress:
             self.pending.clear()
 
 
+@fewer_collections()
 def compile(
     graph,
     *examples,
@@ -300,6 +302,7 @@ def compile(
     )
 
 
+@fewer_collections()
 def _run_stages(
     work: Graph,
     target: Target,

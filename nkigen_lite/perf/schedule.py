@@ -58,14 +58,40 @@ def queue_name(q: int) -> str:
 class _OpInfo:
     """What the scheduler needs of one static instruction."""
 
-    __slots__ = ("cost", "engine", "reads", "writes", "port")
+    __slots__ = ("cost", "engine", "reads", "writes", "port", "ns", "read_roots", "sbuf_read")
 
     def __init__(self, cost: InstructionCost, reads: list, writes: list):
         self.cost = cost
         self.engine = cost.engine
+        self.ns = cost.ns
         self.reads = reads  # [(root id, is_hbm)]
         self.writes = writes
         self.port = cost.sbuf_port
+        self.read_roots = [r for r, _ in reads]
+        # the positions in ``reads`` of on-chip buffers (None: all of them)
+        self.sbuf_read = (
+            None if not any(h for _, h in reads) else [i for i, (_, h) in enumerate(reads) if not h]
+        )
+
+
+# what ``_run_block`` does with an op, by its class (filled on first sight of each class)
+_INSTR, _LOOP, _ALLOC, _SKIP = range(4)
+_KINDS: dict = {}
+
+
+def _kind(cls) -> int:
+    k = _KINDS.get(cls)
+    if k is None:
+        if issubclass(cls, ForiLoopOp):
+            k = _LOOP
+        elif issubclass(cls, AllocOp):
+            k = _ALLOC  # a rotating alloc advances its buffer; any other is free (FREE_OPS)
+        elif issubclass(cls, (ReturnOp, *FREE_OPS)):
+            k = _SKIP
+        else:
+            k = _INSTR
+        _KINDS[cls] = k
+    return k
 
 
 def _root(v) -> tuple[int, bool]:
@@ -239,15 +265,23 @@ class Scheduler:
         self.flush()
 
     def _run_block(self, block: Block) -> None:
+        infos, kinds, trace = self.info, _KINDS, self.trace
         for op in block:
-            if isinstance(op, ForiLoopOp):
+            cls = op.__class__
+            k = kinds.get(cls)
+            if k is None:
+                k = _kind(cls)
+            if k == _INSTR:
+                info = infos.get(id(op))
+                if info is None:
+                    info = self._op_info(op)
+                start, end = self._instruction(info, op)
+                if trace is not None and end is not None:
+                    trace.append((op, start, end))
+            elif k == _LOOP:
                 self._loop(op)
-            elif isinstance(op, AllocOp) and op.bufs > 1:
+            elif k == _ALLOC and op.bufs > 1:
                 self._next_buffer(op)
-            elif not isinstance(op, (ReturnOp, *FREE_OPS)):
-                start, end = self._instruction(self._op_info(op), op)
-                if self.trace is not None and end is not None:
-                    self.trace.append((op, start, end))
 
     def flush(self) -> None:
         """Book every pending DMA transfer."""
@@ -273,12 +307,30 @@ class Scheduler:
             if self.trace is not None:
                 self.trace[p.slot] = (p.op, p.issue, end)
 
-    def _resolve(self, keys) -> None:
-        """Book the pending transfers an instruction touching ``keys`` depends on."""
+    def _buffer_keys(self, info: _OpInfo) -> tuple[list, list, list]:
+        """(buffer keys read, (key, is_hbm) written, on-chip keys read) of an instruction now:
+        a rotating allocation names its current buffer."""
+        key = self.key
+        if key:
+            reads = [key.get(root, root) for root in info.read_roots]
+            writes = [(key.get(root, root), hbm) for root, hbm in info.writes]
+        else:
+            reads = list(info.read_roots)
+            writes = list(info.writes)
+        pos = info.sbuf_read
+        return reads, writes, (reads if pos is None else [reads[i] for i in pos])
+
+    def _resolve(self, reads: list, writes: list) -> None:
+        """Book the pending transfers an instruction reading ``reads`` and writing ``writes``
+        depends on."""
+        pending_keys = self.pending_keys
         need = None
-        for k in keys:
-            for p in self.pending_keys.get(k, ()):
-                need = p.ready if need is None else max(need, p.ready)
+        for k in reads + [k for k, hbm in writes if not hbm]:
+            lst = pending_keys.get(k)
+            if lst:
+                for p in lst:
+                    if need is None or p.ready > need:
+                        need = p.ready
         if need is not None:
             self._book_until(need)
 
@@ -318,45 +370,53 @@ class Scheduler:
     def _instruction(self, info: _OpInfo, op=None) -> tuple[float, float | None]:
         """Schedule one instruction; returns its start (a DMA: its issue) and end (None for a
         DMA: its transfer is booked later)."""
-        eng, key = info.engine, self.key
-        reads = [key.get(root, root) for root, _hbm in info.reads]
-        writes = [(key.get(root, root), hbm) for root, hbm in info.writes]
+        eng = info.engine
+        reads, writes, sbuf_reads = self._buffer_keys(info)
         if self.pending_keys:
-            self._resolve(reads + [k for k, hbm in writes if not hbm])
+            self._resolve(reads, writes)
         ready, dep = self._ready(reads, writes, eng)
         self.dependency_ns += dep
-        free = self.free
-        t = self.target
         if eng == "dma":
-            q = queue_name(self.dma_counter % t.dge_instances)
-            self.dma_counter += 1
-            start = max(ready, free.get(q, 0.0))
-            free[q] = start + t.dge_issue_ns
-            sbuf_reads = [k for k, (_, hbm) in zip(reads, info.reads) if not hbm]
-            p = _Pending(
-                start + t.dge_issue_ns + t.dma_first_byte_latency_ns,
-                info.cost.ns,
-                sbuf_reads,
-                writes,
-                self.dma_counter,
-                op,
-                start,
-            )
-            if self.trace is not None:
-                p.slot = len(self.trace)
-                self.trace.append((op, start, start))
-            self.pending.append(p)
-            for k in sbuf_reads + [w for w, _ in writes]:
-                self.pending_keys.setdefault(k, []).append(p)
-            return start, None
-        start = max(ready, free.get(eng, 0.0))
-        if info.port:
-            start = max(start, free.get(PORT, 0.0))
-        end = free[eng] = start + info.cost.ns
-        if info.port:
+            return self._issue(info, op, ready, list(sbuf_reads), writes), None
+        free = self.free
+        start = free.get(eng, 0.0)
+        if ready > start:
+            start = ready
+        port = info.port
+        if port:
+            f = free.get(PORT, 0.0)
+            if f > start:
+                start = f
+        end = free[eng] = start + info.ns
+        if port:
             free[PORT] = end
-        self._record([k for k, (_, hbm) in zip(reads, info.reads) if not hbm], writes, eng, end)
+        self._record(sbuf_reads, writes, eng, end)
         return start, end
+
+    def _issue(self, info: _OpInfo, op, ready: float, sbuf_reads: list, writes: list) -> float:
+        """Issue a DMA on the next HW-DGE queue at or after ``ready``; its transfer stays
+        pending. Returns the issue time."""
+        free, t = self.free, self.target
+        q = queue_name(self.dma_counter % t.dge_instances)
+        self.dma_counter += 1
+        start = max(ready, free.get(q, 0.0))
+        free[q] = start + t.dge_issue_ns
+        p = _Pending(
+            start + t.dge_issue_ns + t.dma_first_byte_latency_ns,
+            info.ns,
+            sbuf_reads,
+            writes,
+            self.dma_counter,
+            op,
+            start,
+        )
+        if self.trace is not None:
+            p.slot = len(self.trace)
+            self.trace.append((op, start, start))
+        self.pending.append(p)
+        for k in sbuf_reads + [w for w, _ in writes]:
+            self.pending_keys.setdefault(k, []).append(p)
+        return start
 
     def _record(self, reads: list, writes: list, eng: str, end: float) -> None:
         """Remember the last read and write (end time, engine) of each buffer touched: ``reads``
@@ -429,12 +489,13 @@ class Scheduler:
         before = None
         dep_before = 0.0
         runs_before: dict = {}
+        body = list(loop.body)  # unchanged while it is scheduled: walk the linked block once
         for it in range(k):
             if it == k - 1 and k < trips:
                 before = self._snapshot(li)
                 dep_before = self.dependency_ns
                 runs_before = {r: self.executions.get(r, 0) for r in li.rotating}
-            self._run_block(loop.body)
+            self._run_block(body)
         if before is None:
             return
         rest = trips - k
