@@ -132,3 +132,32 @@ def test_last_query_tile_is_stored_in_two_column_blocks():
         if op.name == "nki.nc_matmul" and op.access("stationary").tensor.name_hint.startswith("probs_t")
     )
     assert matmul_widths == [64] * 8 + [128] * 12
+
+
+def test_tensor_engine_starts_on_the_first_loads():
+    """attention s512 d128 f32, TensorE program order (it runs in order): K's first two chunks
+    are transposed into one PSUM tile, then Q tile 0 (its load lands after K's), then K's last
+    two chunks into a second PSUM tile (each part's copy out waits only for its own transposes),
+    then Q tiles 1 and 2; Q tile 3's transpose comes after tile 0's score matmuls, which would
+    otherwise wait behind it for its load."""
+    kern = nk.compile(get_workload("attention").graph(seq=512, d=128))
+    names = {v: n for n, v in zip(kern.nki.input_names, kern.nki.inputs)}
+    loaded = {}  # SBUF tile -> "k" or "q<query tile>", from the DMA that loads it
+    for op, _ in _instructions(kern.nki.body):
+        if isinstance(op, DmaCopyOp):
+            src = op.access("src")
+            d = src.tensor.defining_op
+            name = names.get(d.operand(0) if d is not None and d.operands else src.tensor)
+            if name == "q":
+                name += str(src.dims[0].offset.const // 128)
+            loaded[op.access("dst").tensor] = name
+    seq, kt_tiles = [], set()
+    for op, _ in _instructions(kern.nki.body):
+        if isinstance(op, TransposeOp) and op.access("data").tensor in loaded:
+            seq.append(loaded[op.access("data").tensor])
+            if seq[-1] == "k":
+                kt_tiles.add(op.access("dst").tensor)
+        elif op.name == "nki.nc_matmul" and not seq[-1].startswith("S"):
+            seq.append("S")
+    assert seq == ["k", "k", "q0", "k", "k", "q1", "q2", "S", "q3", "S"]
+    assert len(kt_tiles) == 2

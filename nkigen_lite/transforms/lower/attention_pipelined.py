@@ -5,8 +5,10 @@ there are several query tiles, the softmax needs no running max: each query tile
 ``S = Q Kᵀ`` whole. Per batch instance K and V are loaded once (one DMA each when N is a
 multiple of 128, in a key order that gives every partition ``N / 128`` consecutive rows — 2 KiB
 contiguous for N = 512, head dim 128 — and the same order for K and V, which the softmax and
-the value product do not see), Kᵀ is transposed once on the Tensor engine and every Qᵀ tile is
-transposed before the first score matmul. Then query tile t runs
+the value product do not see), Kᵀ is transposed once on the Tensor engine (in two parts, each
+into its own PSUM tile, query tile 0's transpose between them) and the Qᵀ of the first
+``LOOKAHEAD`` query tiles before the first score matmuls, the others after them. Then query
+tile t runs
 
     S_t = Q_t Kᵀ (PSUM)  ->  m = max S_t (VectorE, from PSUM)  ->  P_t = exp(c·S_t − c·m) with its
     row sum l (ScalarE, from PSUM; 1/√d folded into the activation's scale)  ->  P_tᵀ (TensorE
@@ -183,24 +185,35 @@ class _Kernel:
         )
         return qn
 
-    def transpose_k(self, kn):
-        """Kᵀ [D, N]: column c·128 + p is key chunk c, partition p."""
-        b, d, n = self.b, self.d, self.n
-        ps = b.alloc((P, self.chunks * P), self.kt.dtype, "psum", name="ps_kt")
-        for c in range(self.chunks):
-            b.nc_transpose(
-                dst=_acc(ps, _ds(0, d), _ds(c * P, self.kc(c))),
-                data=_acc(kn, _ds(0, self.kc(c)), _ds(c * d, d)),
-            )
-        # two halves in two tiles, copied by VectorE and ScalarE side by side (one tile written
+    def transpose_k(self, kn, between=None):
+        """Kᵀ [D, N] in up to two parts (t, c0, cn): columns c0 ... c0 + cn - 1 of Kᵀ (column
+        c·128 + p is key chunk c, partition p) in tile t. Each part is transposed into its own
+        PSUM tile, so its copy out waits only for its own transposes; ``between()`` emits
+        TensorE work after the first part's transposes (the first Qᵀ: its tile lands after
+        K's first chunks are transposed)."""
+        b, d = self.b, self.d
+        first = -(-self.chunks // 2) if self.chunks > 1 else 1
+        groups = [range(0, first), range(first, self.chunks)] if self.chunks > 1 else [range(1)]
+        parts = []
+        for i, chunks in enumerate(groups):
+            c0, cn = chunks[0] * P, sum(self.kc(c) for c in chunks)
+            ps = b.alloc((P, cn), self.kt.dtype, "psum", name="ps_kt")
+            for c in chunks:
+                b.nc_transpose(
+                    dst=_acc(ps, _ds(0, d), _ds(c * P - c0, self.kc(c))),
+                    data=_acc(kn, _ds(0, self.kc(c)), _ds(c * d, d)),
+                )
+            if i == 0 and between is not None:
+                between()
+            parts.append((ps, c0, cn))
+        # the parts in two tiles, copied by VectorE and ScalarE side by side (one tile written
         # by both would order the second copy after the first)
-        parts = [(0, n)] if n < 2 * P else [(0, n // 2), (n // 2, n - n // 2)]
         k_t = []
-        for i, (c0, cn) in enumerate(parts):
+        for i, (ps, c0, cn) in enumerate(parts):
             t = b.alloc((P, MAX_KEYS), self.kt.dtype, name="k_t")
             b.tensor_copy(
                 dst=_acc(t, _ds(0, d), _ds(0, cn)),
-                src=_acc(ps, _ds(0, d), _ds(c0, cn)),
+                src=_acc(ps, _ds(0, d), _ds(0, cn)),
                 engine=("vector", "scalar")[i],
             )
             k_t.append((t, c0, cn))
@@ -317,16 +330,25 @@ class _Kernel:
         kn = self.load_k(idx)
         q_nat = [self.load_q(idx, t) for t in range(tiles)]
         vb = self.load_v(idx)
-        # Kᵀ and every c·Qᵀ while the later query tiles and V arrive
-        k_t = self.transpose_k(kn)
-        for t, st in enumerate(states):
-            # the first on ScalarE: VectorE copies the first half of Kᵀ then
-            st["q_t"] = self.transpose_q(q_nat[t], st["mt"], "vector" if t % 2 else "scalar")
+
+        # Kᵀ and c·Qᵀ while the later query tiles and V arrive; TensorE runs in program order,
+        # so a Qᵀ transpose waits there for its load: tile 0's goes between Kᵀ's two parts, and
+        # the tiles whose scores come after the first ``LOOKAHEAD`` go after tile 0's scores
+        def q_t(t: int) -> None:
+            # the first on ScalarE: VectorE copies the first part of Kᵀ then
+            states[t]["q_t"] = self.transpose_q(q_nat[t], states[t]["mt"], "vector" if t % 2 else "scalar")
+
+        k_t = self.transpose_k(kn, lambda: q_t(0))
+        for t in range(1, min(LOOKAHEAD, tiles)):
+            q_t(t)
         held = None  # a softmax emitted after the next TensorE stage (see below)
         for kind, t in tensor_order(tiles, LOOKAHEAD, PV_LAG):
             st = states[t]
             if kind == "S":
                 self.scores(st, k_t)
+                if t == 0:
+                    for later in range(LOOKAHEAD, tiles):
+                        q_t(later)
             elif kind == "PT":
                 self.transpose_p(st)
             else:
