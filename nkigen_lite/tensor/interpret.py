@@ -127,7 +127,7 @@ def _reduce(it: I, op, args):
         return [op.reference(args[0], axes, kind, keep)]
     work = out_t if out_t.is_float else in_t
     x = it.load(args[0], work)
-    if kind == "mean" and (in_t.is_int or in_t.is_bool):  # NumPy: the exact sum, divided in float64
+    if kind in ("mean", "var", "std") and (in_t.is_int or in_t.is_bool):  # NumPy: float64 of the exact ints
         x = np.asarray(args[0]).astype(np.int64)
     if not out_t.is_float and kind in ("sum", "prod"):
         x = x.astype(np.int64 if in_t.is_signed or in_t.is_bool else np.uint64)

@@ -21,11 +21,13 @@ from .wide_int_extreme import WideIntExtreme
 from .wide_int_matmul import WideIntMatmul
 from .wide_int_mean import WideIntMean
 from .wide_int_sum import WideIntSum
+from .wide_int_var import WideIntVar
 
 PATTERN_CLASSES = (
     ReduceKeepdims,
     WideIntMean,
     MeanToSum,
+    WideIntVar,
     VarStdTwoPass,
     ProdByTree,
     WideIntExtreme,
