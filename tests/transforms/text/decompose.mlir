@@ -367,3 +367,40 @@ graph @wide_cast(%x: tensor<4x8xi32>, %y: tensor<4x8xu16>) {
 // CHECK-NEXT: %cast_2 = tensor.cast %sub {dtype = u32} : tensor<4x8xu32>
 // CHECK: %bitwise_or = tensor.bitwise_or %cast_2, %cast_3 : tensor<4x8xu32>
 // CHECK-NEXT: %v = tensor.cast %y {dtype = i32} : tensor<4x8xi32>
+
+// -----
+// an i32 matmul (fp32 on the Tensor engine rounds beyond 2**24): four balanced byte digits of
+// each operand (the low 24 bits plus 0x808080, bytes minus 128; the top digit from the sign,
+// the 7 bits below it and the carry), bf16-exact, the left ones through a layout_convert; per
+// shift and K chunk of 256 the digit-pair matmuls summed in f32, cast to i32 and clamped to
+// their bound; terms kept to 32 - 8s signed bits, times 2**8s, added. An i8 result: the i32
+// matmul (here within 2**24: one matmul), cast (wrapping)
+graph @wide_matmul(%a: tensor<4x300xi32>, %b: tensor<300x3xi32>, %c: tensor<4x300xi8>, %d: tensor<300x3xi8>) {
+  %m = tensor.matmul %a, %b : tensor<4x3xi32>
+  %n = tensor.matmul %c, %d : tensor<4x3xi8>
+  return m = %m, n = %n
+}
+// CHECK: %add = tensor.add %bitwise_and, %c_2 : tensor<4x300xi32>
+// CHECK: %cast_6 = tensor.cast %sub {dtype = bf16} : tensor<4x300xbf16>
+// CHECK-NEXT: %cast_7 = tensor.cast %cast_6 {dtype = f32} : tensor<4x300xf32>
+// CHECK-NEXT: %layout_convert = tensor.layout_convert %cast_7 : tensor<4x300xf32>
+// CHECK: %cast_28 = tensor.cast %matmul {dtype = i32} : tensor<4x3xi32>
+// CHECK: %minimum = tensor.minimum %maximum, %c_14 : tensor<4x3xi32>
+// CHECK: %mul_10 = tensor.mul %sub_6, %c_21 : tensor<4x3xi32>
+// CHECK: %matmul_20 = tensor.matmul %cast_36, %cast_37 : tensor<4x3xi32>
+// CHECK-NEXT: %cast_38 = tensor.cast %matmul_20 {dtype = i8} : tensor<4x3xi8>
+// CHECK-NEXT: return m = %add_27, n = %cast_38
+
+// -----
+// an i32 var: the deviations from the mean (WideIntMean) cast to i32, per 16-bit limb (each
+// difference exact in f32), then the f32 two-pass; an i16 std (exact in f32) is the two-pass
+graph @wide_var(%x: tensor<4x30xi32>, %y: tensor<4x30xi16>) {
+  %v = tensor.reduce %x {axes = [1], kind = var, keepdims = true, ddof = 1} : tensor<4x1xf32>
+  %s = tensor.reduce %y {axes = [1], kind = std, keepdims = true} : tensor<4x1xf32>
+  return v = %v, s = %s
+}
+// CHECK: %cast_8 = tensor.cast %mul_3 {dtype = i32} : tensor<4x1xi32>
+// CHECK: %sub = tensor.sub %cast, %cast_9 : tensor<4x30xf32>
+// CHECK-NEXT: %sub_1 = tensor.sub %cast_1, %cast_10 : tensor<4x30xf32>
+// CHECK-NEXT: %add_2 = tensor.add %sub, %sub_1 : tensor<4x30xf32>
+// CHECK: %cast_11 = tensor.cast %y {dtype = f32} : tensor<4x30xf32>
