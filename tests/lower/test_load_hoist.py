@@ -6,15 +6,37 @@ nothing writes into tiles nothing reads before)."""
 
 from __future__ import annotations
 
+import functools
+
 import ml_dtypes
 import numpy as np
 import pytest
 
 import nkigen_lite as nk
 from nkigen_lite.nki.ops import DmaCopyOp
-from nkigen_lite.transforms.lower import load_hoist
+from nkigen_lite.transforms.lower import deallocs, driver, load_hoist
 
 from .qwen3_kernels import model_targets, qwen3_layer_kernel, qwen3_layer_kernel_unhoisted
+
+
+@functools.lru_cache(maxsize=2)
+def _front_stored(hoist: bool) -> nk.Kernel:
+    """The layer at seq 128 with q, k, v and O going through HBM (front_keep.py off, as before
+    it kept one row tile's front): the attention's loads and stores then queue behind the
+    weights' on the DMA queues and load_hoist.py's moves pay; ``hoist`` False: without them.
+    The default kernel at seq 128 keeps them on chip and needs no move."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(driver, "match_front_keep", lambda *a: None)
+        if not hoist:
+            m.setattr(deallocs, "hoist_loads", lambda *a: 0)
+        return nk.compile(model_targets._qwen(128))
+
+
+def _kernels(seq: int) -> tuple[nk.Kernel, nk.Kernel]:
+    """(hoisted, unhoisted) layer kernels whose loads load_hoist.py moves at ``seq``."""
+    if seq == 128:
+        return _front_stored(True), _front_stored(False)
+    return qwen3_layer_kernel(seq), qwen3_layer_kernel_unhoisted(seq)
 
 
 def _src_root(op):
@@ -45,8 +67,7 @@ def test_o_projection_weight_is_loaded_before_attention(seq):
     """The resident Wo is loaded by the same DMAs before the causal attention's instructions
     instead of after them, with the same executed instructions and bytes, and the schedule is
     shorter."""
-    plain = qwen3_layer_kernel_unhoisted(seq)
-    k = qwen3_layer_kernel(seq)
+    k, plain = _kernels(seq)
     assert k.input_names[5] == "w_o"
     wo_k, wo_p = _wo_loads(k), _wo_loads(plain)
     assert len(wo_k) == len(wo_p) > 0
@@ -64,13 +85,13 @@ def _input_loads(kern, i: int) -> list[int]:
 
 
 def test_groups_move_one_at_a_time():
-    """seq 128, the MLP's blocks unrolled (their weights in top-level tiles): each group is
-    placed from a schedule of the kernel as the groups before it left it and kept only when the
-    schedule gets shorter. Wo and the first block's gate/up weights (input 11, w_gu) go before
-    the attention; moved together from one schedule (as before), the MLP's weights took the DMA
-    engines' idle time ahead of Wo, which stayed after the attention."""
-    plain = qwen3_layer_kernel_unhoisted(128)
-    k = qwen3_layer_kernel(128)
+    """seq 128 with the front stored (``_front_stored``), the MLP's blocks unrolled (their
+    weights in top-level tiles): each group is placed from a schedule of the kernel as the
+    groups before it left it and kept only when the schedule gets shorter. Wo and the first
+    block's gate/up weights (input 11, w_gu) go before the attention; moved together from one
+    schedule (as before), the MLP's weights took the DMA engines' idle time ahead of Wo, which
+    stayed after the attention."""
+    k, plain = _kernels(128)
     att = min(_attention(k))
     assert max(_input_loads(k, 5)) < att  # w_o
     assert min(_input_loads(k, 11)) < att  # w_gu, block 0
@@ -92,14 +113,15 @@ def test_groups_are_loads_of_unwritten_inputs():
 
 
 def test_hoisted_layer_is_bitwise_equal():
-    """seq 128 on the NKI interpreter: the same outputs bit for bit as without the move."""
+    """seq 128 (the front stored) on the NKI interpreter: the same outputs bit for bit as
+    without the move."""
     g = model_targets._qwen(128)
     rng = np.random.default_rng(0)
     ins = {
         n: (rng.standard_normal(v.type.shape) * 0.05).astype(ml_dtypes.bfloat16)
         for n, v in zip(g.input_names, g.inputs)
     }
-    k, plain = qwen3_layer_kernel(128), qwen3_layer_kernel_unhoisted(128)
+    k, plain = _kernels(128)
     assert _wo_loads(k) != _wo_loads(plain)
     (name,) = list(g.outputs)
     np.testing.assert_array_equal(k.run(ins)[name], plain.run(ins)[name])

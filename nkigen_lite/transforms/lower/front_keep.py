@@ -42,6 +42,7 @@ from . import causal_attention
 from .attention_out import match_out_chain
 from .causal_attention_dispatch import is_long
 from .homes import HbmHome
+from .matmul_prefetch import choose_prefetch
 from .pipeline import RowPipeline, _emit_members
 from .resident import MARGIN_BYTES, choose_resident, erase_from, region_peak
 from .view_chains import _forward
@@ -61,11 +62,14 @@ def out_groups(op, partitions: int) -> int | None:
     m, d = q.type.shape[-2:]
     if is_long(k.type.shape):  # the online-softmax kernel writes O per key block: not here
         return None
-    if math.prod(q.type.shape[:-2]) * -(-m // partitions) <= causal_attention.MAX_UNROLLED_UNITS:
+    few = math.prod(q.type.shape[:-2]) * -(-m // partitions) <= causal_attention.MAX_UNROLLED_UNITS
+    if few and m > partitions:
         # few units (every KV head in one list-scheduled block): measured slower there, not
         # diagnosed further — Qwen3 layer, 4 / 2 heads (TP 4) at seq 2048: 947.7 -> 1,200.2 µs
         # (one block per KV head: 965.4); 16 / 8 heads at seq 512 gained (472.5 -> 463.2 µs;
-        # one block per KV head: 486.9)
+        # one block per KV head: 486.9). One query tile (seq <= 128) keeps O: stored, it
+        # waits on the DMA queues behind the MLP's weights (Qwen3-0.6B seq 128 on 58a5c44:
+        # 175.3 -> 125.4 µs)
         return None
     if d != op.result.type.shape[-1] or d % partitions or m % partitions or match_out_chain(op) is None:
         return None
@@ -126,8 +130,11 @@ def _rows_major(root: Value, links, heads: int, n: int, f: int, rows_rank: int) 
 
 def match_front_keep(pipe: RowPipeline, items, i: int) -> KeptFront | None:
     """The causal attention reading the collected pipeline ``pipe`` through view chains that
-    start at ``items[i]`` (every item up to the attention one of them), or None."""
-    if not pipe.members or len(pipe.members[0].loops) != 1 or pipe.members[0].loops[0].kind != "P":
+    start at ``items[i]`` (every item up to the attention one of them), or None. The pipeline
+    loops over row tiles, or (one row tile) has no loop."""
+    if not pipe.members or len(pipe.members[0].loops) > 1:
+        return None
+    if pipe.members[0].loops and pipe.members[0].loops[0].kind != "P":
         return None
     ops = []
     j = i
@@ -237,12 +244,20 @@ def emit_front_keep(ctx, pipe: RowPipeline, kf: KeptFront, outputs: set, row_loc
         partial[last] -= 1
         if not partial[last]:
             del partial[last]
-    if chosen:
+    fetch = [] if chosen else choose_prefetch(list(matmuls.values()), peak, sbuf)
+    if chosen or fetch:  # one row tile: weights prefetched whole, as emit_pipeline does
         erase_from(block, first)
         ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
         resident = frozenset(op for op, em in matmuls.items() if em in chosen)
+        fetched = frozenset(op for op, em in matmuls.items() if em in fetch)
         _emit_members(
-            ctx, pipe, outputs, row_local, resident, extra=lambda tiles: [_KeepRows(ctx, loops, tiles, kf, p)]
+            ctx,
+            pipe,
+            outputs,
+            row_local,
+            resident,
+            fetched,
+            extra=lambda tiles: [_KeepRows(ctx, loops, tiles, kf, p)],
         )
     rows = {kf.chains[r][0]: kf.buffers[r] for r in kept}
     rows |= {kf.chains[r][0]: kf.buffers[r] + [None] * (groups - n) for r, n in kf.partial.items()}
