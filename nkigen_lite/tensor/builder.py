@@ -236,7 +236,17 @@ class Builder(IndexedBuilder):
     astype = cast
 
     def clip(self, x: Operand, lo: Operand | None, hi: Operand | None) -> Value:
+        """maximum(x, lo) then minimum(., hi); a bound of None is left out. As NumPy's
+        ``np.clip``: over an integer ``x``, a Python int bound beyond the dtype's range on the
+        side it clips nothing (``lo`` below the minimum, ``hi`` above the maximum) is dropped;
+        one beyond it on the other side is the BuildError of the binary op."""
         v = self.as_value(x)
+        if v.dtype.is_int:
+            info = np.iinfo(v.dtype.np_dtype)
+            if _py_int(lo) and lo <= info.min:
+                lo = None
+            if _py_int(hi) and hi >= info.max:
+                hi = None
         if lo is not None:
             v = self.binary("maximum", v, lo)
         if hi is not None:
@@ -635,3 +645,8 @@ def _binary_method(short: str, alias: str, doc: str | None):
 
 
 _add_elementwise_methods()
+
+
+def _py_int(x) -> bool:
+    """A Python int (weak, NEP 50), not a bool."""
+    return isinstance(x, int) and not isinstance(x, bool)

@@ -5,6 +5,8 @@ tolerance 1e-5 relative to max(|ref|, 1); integer and bool outputs exact)."""
 import numpy as np
 import pytest
 
+import nkigen_lite as nk
+
 from .helpers import check_against_numpy
 
 rng = np.random.default_rng(7)
@@ -437,3 +439,14 @@ def test_composed_ufuncs_exact_in_the_float64_oracle(fn):
         got = nk.run(g, {g.input_names[0]: s}, mode="float64")["y"]
         ref = fn(s.astype(np.float64))
     np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-300)
+
+
+def test_clip_of_unsigned_by_a_bound_beyond_its_range_is_numpys():
+    """np.clip(u8, -2, 1000) is a no-op in NumPy (a Python int bound that clips nothing may lie
+    outside the dtype); a bound beyond the range on the side it clips is still an error."""
+    u = np.array([0, 1, 200, 255], np.uint8)
+    for fn in (lambda x: np.clip(x, -2, 1000), lambda x: np.clip(x, -2, 7), lambda x: np.clip(x, 3, 300)):
+        g = check_against_numpy(fn, (u,))
+        np.testing.assert_array_equal(nk.compile(g).run({"x": u})["y"], fn(u))
+    with pytest.raises(nk.BuildError, match="-1 is out of bounds for uint8"):
+        nk.trace(lambda x: np.clip(x, 0, -1)).trace(u)
