@@ -14,9 +14,10 @@ fits its dtype, the one fp32 matmul stays. Otherwise:
   pair is a matmul over K chunks of ``CHUNK`` = 256 (``256 * 255 * 255 < 2**24``: every fp32
   PSUM partial sum exact), cast to int32, and the chunks / pairs of one shift ``s = i + j``
   add up in int32 to ``T_s`` (exact while the ranges prove it fits, wrapping otherwise). The
-  result is ``T0 + T1 * 2**8 + T2 * 2**16 + T3 * 2**24`` mod 2**32: each ``T_s`` is first
-  reduced to ``32 - 8s`` signed bits (add, and, subtract) so that its product with ``2**8s``
-  fits int32, and the four terms are summed with the wrapping int32 add (lower/wide_int_arith.py).
+  result is ``T0 + T1 * 2**8 + T2 * 2**16 + T3 * 2**24`` mod 2**32, by Horner from the top:
+  ``r = T3``, then ``r = r * 2**8 + T_s`` for s = 2, 1, each r first reduced to ``32 - 8s``
+  signed bits (add, and, subtract) so that every step fits int32; only the last add of ``T0``
+  is the wrapping int32 add (lower/wide_int_arith.py).
 
 Degenerate matmuls (K = 1, small batched matrix-vector products) are DegenerateMatmul's
 (contraction.py): elementwise products and sums, which wrap already.
@@ -97,7 +98,7 @@ def wide_matmul(e: Emitter, a, b):
     """The exact int32 ``a @ b`` mod 2**32 of int32 / uint32 operands."""
     da, db = _digits(e, a, a.ndim >= 2), _digits(e, b, False)
     ka, kb = a.ndim - 1, (b.ndim - 2 if b.ndim >= 2 else 0)
-    result = None
+    sums = []
     for s in range(LIMBS):
         t = None
         for start, stop in _chunks(a.shape[-1]):
@@ -108,11 +109,15 @@ def wide_matmul(e: Emitter, a, b):
             lim = (s + 1) * (stop - start) * 128 * 128
             part = e.minimum(e.maximum(e.cast(p, int32), -lim), lim)  # no-op: states the range
             t = part if t is None else e.add(t, part)
-        if s:  # t * 2**8s mod 2**32: t kept to its low 32 - 8s bits (signed), the product fits
-            half = 1 << (31 - LIMB_BITS * s)
-            t = e.mul(e.sub(e.bitwise_and(e.add(t, half), 2 * half - 1), half), 1 << (LIMB_BITS * s))
-        result = t if result is None else e.add(result, t)
-    return result
+        sums.append(t)
+    # Horner from the top shift: r = (r * 2**8 + T_s) kept to its low 32 - 8s bits (signed),
+    # so every step fits int32; only the last add (of T_0) wraps
+    r = None
+    for s in range(LIMBS - 1, 0, -1):
+        r = sums[s] if r is None else e.add(e.mul(r, 1 << LIMB_BITS), sums[s])
+        half = 1 << (31 - LIMB_BITS * s)
+        r = e.sub(e.bitwise_and(e.add(r, half), 2 * half - 1), half)
+    return e.add(e.mul(r, 1 << LIMB_BITS), sums[0])
 
 
 class WideIntMatmul(DecompositionPattern):
