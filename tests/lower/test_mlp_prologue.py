@@ -240,6 +240,29 @@ def test_act_transposes_run_between_projections():
     np.testing.assert_allclose(kern.run(ins)["y"].astype(np.float64), want, rtol=0, atol=tol)
 
 
+def test_epilogue_rows_follow_the_last_blocks_down_projections():
+    """512 rows, two intermediate blocks: the last block runs after the block loop, and each row
+    tile's epilogue (rounding, residual add, store) right after that block's down projection of
+    it — the first row tile's store of ``y`` comes before the last down projection, not after
+    the whole loop. Results close to float64 NumPy (the interpreter)."""
+    args = _inputs(512, 256, 256, 2048, seed=9)
+    g = nk.trace(back).trace(*args)
+    kern = nk.compile(g)
+    y = next(iter(kern.nki.outputs.values()))
+    events = []  # d: a down-projection matmul; s: a store of y
+    for op in kern.nki.body.walk():
+        if isinstance(op, MatmulOp) and op.access("stationary").tensor.name_hint.startswith("act_t"):
+            events.append("d")
+        elif isinstance(op, DmaCopyOp) and _hbm_base(op.access("dst").tensor) is y:
+            events.append("s")
+    assert "s" in events and events.index("s") < len(events) - 1 - events[::-1].index("d"), "".join(events)
+    _check_reads_once(kern, args)
+    ins = dict(zip(g.input_names, args))
+    want = _reference(*args)
+    tol = 0.03 * np.abs(want).max()  # as in the partial-row-tile test above
+    np.testing.assert_allclose(kern.run(ins)["y"].astype(np.float64), want, rtol=0, atol=tol)
+
+
 def _cap_rows(monkeypatch, most: int):
     """All the rows fit SBUF only up to ``most`` (as 2048 rows of Qwen3-0.6B do, 4096 not)."""
     orig = mlp_block.choose_block

@@ -18,7 +18,8 @@ group's own first issue, and the group goes right after the DMA followed by the 
 time — among those where SBUF (the peak of every later top-level point up to the group's old
 place, loops included, counted as the verifier counts it) still holds its tiles. The move is
 kept only when the kernel's scheduled time gets shorter. The last ``MAX_GROUPS`` groups are
-placed all together from one traced schedule (kept when one more schedule is shorter), then
+placed all together from one traced schedule (kept when one more schedule is shorter and SBUF
+holds them all), then
 one at a time in program order, each placed from a traced schedule of the kernel as the moves
 before it left it and kept only if one more schedule is shorter (placed together, the groups
 all take the same idle time, and the later ones, ready first, may push the earlier ones'
@@ -255,8 +256,9 @@ class _Memo:
 
 def hoist_loads(graph: Graph, target: Target, oracle) -> int:
     """Move the module docstring's groups earlier where the scheduled time drops: all together
-    from one traced schedule (kept when shorter), then one at a time from there
-    (``_one_by_one``); returns how many group moves were kept. ``oracle``: a ScheduleOracle of
+    from one traced schedule (kept when shorter and SBUF still holds them all: each was placed
+    against the profile without the others), then one at a time from there (``_one_by_one``);
+    returns how many group moves were kept. ``oracle``: a ScheduleOracle of
     ``graph`` (engine_balance.py)."""
     ops = list(graph.body)
     pos = {id(op): i for i, op in enumerate(ops)}
@@ -275,7 +277,9 @@ def hoist_loads(graph: Graph, target: Target, oracle) -> int:
     if not moves:
         return 0
     _reorder(graph, _order(ops, moves))
-    t_joint = oracle.makespan()
+    # each group was placed against the profile without the others: together they may not fit
+    fits = max(_live_profile(list(graph.body)), default=0) <= target.sbuf_bytes_per_partition
+    t_joint = oracle.makespan() if fits else float("inf")
     kept = t_joint < sched.makespan
     if not kept:
         _reorder(graph, ops)

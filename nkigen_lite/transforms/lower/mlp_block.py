@@ -534,6 +534,7 @@ class _BlockEmitter:
         self.bw = bw = blk.width
         self.tiles: dict = {}
         self.between = None  # run after the next step's first up projection (skewed)
+        self.finish = None  # finish(m0, mt): after a row tile's down projection (the last block)
         fused = blk.prologue is not None
         self.ups = [
             lower_matmul(ctx, m, pipe=self.tiles, a_provided=fused, store=False, run=False) for m in blk.ups
@@ -586,14 +587,29 @@ class _BlockEmitter:
         acc = b.alloc((p, n_rt * d), "f32", "sbuf", name="mlp_acc")  # row tile r at columns r·d
         b.memset(dst=Access(acc, (_ds(0, p), _ds(0, n_rt * d))), value=0.0)
         run = (h_t, acc, base)
+        loops, parts = _epilogue_parts(
+            ctx, blk, self.outputs, self.row_local, self.plans, acc, (base, rows), d
+        )
         if rows == self.s and p <= rows <= PAIR * p and 1 < self.nblocks <= STRAIGHT_BLOCKS:
             self.straight_blocks(run)
-        elif self.nblocks == 1:
-            self.block(0, run)
+        elif self.nblocks == 1 or rows != self.s or [lp.kind for lp in loops] != ["P"]:
+            if self.nblocks == 1:
+                self.block(0, run)
+            else:
+                with b.fori_loop(0, self.nblocks) as j:
+                    self.block(j, run)
         else:
-            with b.fori_loop(0, self.nblocks) as j:
+            # the epilogue of a row tile right after the last block's down projection of it:
+            # its rounding, residual add and store overlap the later row tiles' projections
+            with b.fori_loop(0, self.nblocks - 1) as j:
                 self.block(j, run)
-        _epilogue(ctx, blk, self.outputs, self.row_local, self.plans, acc, (base, rows), d)
+            rows_after = _RowsAfter(parts)
+            self.finish = rows_after.row
+            self.block(self.nblocks - 1, run)
+            self.finish = None
+            rows_after.close()
+            return
+        run_loop_nest(b, loops, parts)
 
     def weights(self, j):
         """Block ``j``'s columns of the up weights and rows of Wd, loaded: (caches, wd)."""
@@ -662,6 +678,8 @@ class _BlockEmitter:
                 self.ctx.at_op(self.blk.down)
                 after = (lambda e=pending[0]: transpose(e)) if pending and i + 1 == len(steps) else None
                 _down_rows(self.ctx, self.down, e[3], acc, e[4], (e[0], e[1]), self.nb, after)
+                if self.finish is not None:
+                    self.finish(Affine.of(e[1]) * self.p, e[0])
 
     def block(self, j, run) -> None:
         """Block ``j`` (its weights loaded here) over the rows, a pair of row tiles at a time."""
@@ -749,8 +767,33 @@ class _AccRows:
         return None
 
 
-def _epilogue(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict, acc, group: tuple, d: int) -> None:
-    """The epilogue row loop over the group's rows (``group`` = (first row, rows))."""
+class _RowsAfter:
+    """The epilogue's participants (one partition-chunk loop) driven one row tile at a time:
+    ``row(m0, mt)`` right after the last block's down projection of that row tile."""
+
+    def __init__(self, parts: list):
+        self.parts = parts
+        for p in parts:
+            p.prepare()
+        self.tops = [p.top_instance() for p in parts]
+        for p, top in zip(parts, self.tops):
+            p.before(0, top)
+
+    def row(self, m0, mt: int) -> None:
+        insts = [p.enter(top, 0, m0, mt) for p, top in zip(self.parts, self.tops)]
+        for p, inst in zip(self.parts, insts):
+            p.before(1, inst)
+        for p, inst in zip(self.parts, insts):
+            p.after(1, inst)
+
+    def close(self) -> None:
+        for p, top in zip(self.parts, self.tops):
+            p.after(0, top)
+
+
+def _epilogue_parts(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict, acc, group: tuple, d: int):
+    """The epilogue's row loops and participants over the group's rows (``group`` = (first
+    row, rows)): the row tile of ``acc`` rounded (and stored) and the fusion group after it."""
     base, s = group
     whole = s == blk.down.result.type.shape[-2]
     v = blk.down.result
@@ -776,4 +819,4 @@ def _epilogue(ctx, blk: MlpBlock, outputs: set, row_local, plans: dict, acc, gro
         if whole and loop_signature(em.loops) != loop_signature(loops):
             raise AssertionError("lowering bug: the MLP epilogue's loops differ from its rows")
         parts.append(em if whole else Shifted(em, base))
-    run_loop_nest(ctx.b, loops, parts)
+    return loops, parts
