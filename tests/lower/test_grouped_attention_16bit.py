@@ -96,3 +96,20 @@ def test_exact_bf16_mask_and_f16_overflow():
     kern = nk.compile(_gqa(), *arrays)
     assert len(_mask_adds(kern)) == 2
     _check(kern, arrays, _reference(*arrays, 0.125, True, -1e4), nk.float16, "f16")
+
+
+def test_mask_matmuls_open_the_score_accumulations():
+    """The causal mask's identity matmul is the first write of each scores PSUM tile and the
+    Q Kᵀ matmul accumulates onto it: the mask matmuls wait for no load, so TensorE runs them
+    before Q and K land (the issue's causal GQA: VectorE's first row max 3.41 -> 3.31 us); the
+    fp32 sum S + mask is the same either way (float64 checks: test_grouped_dma_transpose.py)."""
+    kern = nk.compile(_gqa(), *_inputs(16, 8, 128, 128))
+    first = {}
+    for op in _ops(kern, MatmulOp):
+        dst = op.access("dst").tensor
+        if dst.name_hint.startswith("scores"):
+            ident = op.access("stationary").tensor.name_hint.startswith("identity")
+            first.setdefault((dst, op.access("dst").dims[1].offset.const), (ident, op.attrs["accumulate"]))
+            if not ident:
+                assert op.attrs["accumulate"]
+    assert len(first) == 16 and set(first.values()) == {(True, False)}

@@ -340,24 +340,27 @@ class _Kernel:
         mask = self.mask_tile(us, keys) if self.causal else None
         q_stat = yield from self.q_stationary(us)
         s = b.alloc((P, r, kst), F32, "psum", name="scores")
-        for x in range(r):
-            b.nc_matmul(
-                dst=_acc(s, rows, (x, 1), (0, keys)),
-                stationary=q_stat[x],
-                moving=self.k_moving(g, keys),
-            )
-        s_acc = _acc(s, rows, slots, (0, keys))
-        yield
-        if mask is not None and self.mask_16 is not None:
+        # the mask matmuls first: they wait for no load, so TensorE runs them while Q and K
+        # are in flight and the scores accumulate onto them (the same fp32 sum either way)
+        mask_mm = mask is not None and self.mask_16 is not None
+        if mask_mm:
             ident = self.identity()
             for x, u in enumerate(us):
                 b.nc_matmul(
                     dst=_acc(s, rows, (x, 1), (0, keys)),
                     stationary=_acc(ident, rows, rows),
                     moving=_acc(mask, rows, (u.slot, 1), (0, keys)),
-                    accumulate=True,
                 )
-        elif mask is not None:
+        for x in range(r):
+            b.nc_matmul(
+                dst=_acc(s, rows, (x, 1), (0, keys)),
+                stationary=q_stat[x],
+                moving=self.k_moving(g, keys),
+                accumulate=mask_mm,
+            )
+        s_acc = _acc(s, rows, slots, (0, keys))
+        yield
+        if mask is not None and not mask_mm:
             y = b.alloc((P, r, kst), F32, name="scores_masked")
             y_acc = _acc(y, rows, slots, (0, keys))
             m_acc = _acc(mask, rows, (us[0].slot, r), (0, keys))
