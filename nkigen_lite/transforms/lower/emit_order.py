@@ -40,12 +40,14 @@ def _hbm(v) -> bool:
 
 def _touches(op) -> tuple[list, list]:
     """(on-chip tiles read, tiles written) by an instruction."""
-    writes = [n for n in op.writes if op.access(n) is not None]
-    reads = [n for n, _ in op.access_attrs() if n not in writes]
-    if isinstance(op, MatmulOp) and op.attrs["accumulate"]:
+    attrs, operands = op.attrs, op._operands
+    specs = {n: spec for n, spec in op.access_attrs()}  # the attributes holding an access
+    writes = [n for n in op.writes if n in specs]
+    reads = [n for n in specs if n not in writes]
+    if isinstance(op, MatmulOp) and attrs["accumulate"]:
         reads.append("dst")
-    r = [x for x in dict.fromkeys(_root(op.access(n).tensor) for n in reads) if not _hbm(x)]
-    w = [x for x in dict.fromkeys(_root(op.access(n).tensor) for n in writes) if not _hbm(x)]
+    r = [x for x in dict.fromkeys(_root(operands[specs[n].tensor]) for n in reads) if not _hbm(x)]
+    w = [x for x in dict.fromkeys(_root(operands[specs[n].tensor]) for n in writes) if not _hbm(x)]
     return r, w
 
 
@@ -69,6 +71,8 @@ class _ListScheduler:
     def __init__(self, instrs: list, target, cost=instruction_cost):
         self.instrs, self.target = instrs, target
         self.touches = [_touches(op) for op in instrs]
+        self.tiles = [list(dict.fromkeys(r + w)) for r, w in self.touches]  # each tile once
+        self.dep_ready: dict[int, float] = {}  # instruction -> end of its dependencies (+ latency)
         n = len(instrs)
         self.deps: list[set] = [set() for _ in range(n)]
         self.users: dict = {}
@@ -101,15 +105,23 @@ class _ListScheduler:
 
     def fits(self, i: int) -> bool:
         extra = {"psum": 0, "sbuf": 0}
-        for x in dict.fromkeys(self.touches[i][0] + self.touches[i][1]):
-            if x not in self.live:
-                mem, nb = self.foot[x]
+        live, foot = self.live, self.foot
+        for x in self.tiles[i]:
+            if x not in live:
+                mem, nb = foot[x]
                 extra[mem] += nb
-        return all(self.used[m] + extra[m] <= self.budget[m] for m in self.used)
+        used, budget = self.used, self.budget
+        return (
+            used["psum"] + extra["psum"] <= budget["psum"] and used["sbuf"] + extra["sbuf"] <= budget["sbuf"]
+        )
 
     def start(self, i: int) -> float:
-        c, lat, end, costs = self.costs[i], self.lat, self.end, self.costs
-        t = max((end[j] + lat.get((costs[j].engine, c.engine), 0.0) for j in self.deps[i]), default=0.0)
+        c = self.costs[i]
+        t = self.dep_ready.get(i)
+        if t is None:  # asked once every dependency is placed: their ends are final
+            lat, end, costs = self.lat, self.end, self.costs
+            t = max((end[j] + lat.get((costs[j].engine, c.engine), 0.0) for j in self.deps[i]), default=0.0)
+            self.dep_ready[i] = t
         if isinstance(self.instrs[i], DmaCopyOp):
             return max(t, self.free.get(f"q{self.queue}", 0.0))
         return max(t, self.free.get(c.engine, 0.0))
@@ -125,7 +137,7 @@ class _ListScheduler:
             self.end[i] = self.dma_free
         else:
             self.end[i] = self.free[c.engine] = s + c.ns
-        for x in dict.fromkeys(self.touches[i][0] + self.touches[i][1]):
+        for x in self.tiles[i]:
             if x not in self.live:
                 self.live[x] = len(self.users[x])
                 self.used[self.foot[x][0]] += self.foot[x][1]
@@ -201,7 +213,7 @@ def list_order(block, target, make_scheduler=_ListScheduler):
         block.append(op)
     placed = set()
     for i in order:
-        for x in dict.fromkeys(sched.touches[i][0] + sched.touches[i][1]):
+        for x in sched.tiles[i]:
             a = allocs.get(x)
             if a is not None and a not in placed:
                 block.append(a)
