@@ -129,3 +129,26 @@ def test_var_of_small_integers(dtype):
         for g, w in zip(got, want):
             np.testing.assert_allclose(np.asarray(g).reshape(w.shape), w, rtol=1e-5)
     assert "nki.bn_stats" in _names(k)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: np.var(x * x, axis=-1),
+        lambda x: np.std(np.exp(x * 0.25), axis=-1, ddof=1),
+        lambda x: (np.exp(x * 0.25).mean(-1), np.exp(x * 0.25).var(-1)),
+    ],
+    ids=["var_of_square", "std_of_exp", "mean_and_var_of_exp"],
+)
+def test_var_of_an_activation_result(fn):
+    """The row sum of the mean reads an activation's result (x*x is a ScalarE square): bn_stats
+    computes it, so it is not also fused into the activation (before: "lowering bug: no tile
+    for %mul"). rtol 1e-5 (fp32 statistics of 300-element rows)."""
+    x = _inputs((130, 300), seed=4)["x"] * 0.5
+    k = nk.compile(fn, x)
+    want = fn(x.astype(np.float64))
+    want = want if isinstance(want, tuple) else (want,)
+    for got in (list(k.run({"x": x}).values()), list(nk.simulate(k, {"x": x}).values())):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g).reshape(w.shape), w, rtol=1e-5)
+    assert "nki.bn_stats" in _names(k)

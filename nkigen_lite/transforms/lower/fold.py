@@ -209,9 +209,15 @@ def _negate_bias_reductions(em: TileFrame, fp: FoldPlan) -> None:
 
 
 def _fuse_row_sums(em: TileFrame, fp: FoldPlan) -> None:
-    """A row sum of an activation result is fused into that activation."""
+    """A row sum of an activation result is fused into that activation (not one that starts
+    a mean / variance pair: bn_stats computes it, moments.py)."""
     for op in em.g.ops:
-        if not isinstance(op, T.ReduceOp) or op.attrs["kind"] != "sum" or op in fp.negated:
+        if (
+            not isinstance(op, T.ReduceOp)
+            or op.attrs["kind"] != "sum"
+            or op in fp.negated
+            or op in fp.moments
+        ):
             continue
         src = op.operand(0).defining_op
         spec = fp.act.get(src)
