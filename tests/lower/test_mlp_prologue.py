@@ -174,6 +174,42 @@ def test_o_projection_rows_are_pipelined_in_two_stages():
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=tol)
 
 
+def test_o_staging_runs_a_tile_further_ahead():
+    """512 rows (4 row tiles, straight): tile t+2's Oᵀ staging (the O projection's A
+    transposes) is issued before tile t+1's O projection, so VectorE meets its PSUM copies
+    before tile t+1's evacuation, which waits for those matmuls (stage_pipeline._straight_ahead):
+    between the first and second tiles' O projections run two tiles' Oᵀ transposes, not one.
+    Results close to float64 NumPy (the interpreter)."""
+    args = _inputs(512, 256, 256, 1024, seed=10)
+    g = nk.trace(back).trace(*args)
+    kern = nk.compile(g)
+    w_o = kern.nki.inputs[g.input_names.index("w_o")]
+    wo_tiles = {
+        op.access("dst").tensor
+        for op in kern.nki.body.walk()
+        if isinstance(op, DmaCopyOp) and _hbm_base(op.access("src").tensor) is w_o
+    }
+    o_locs = {
+        op.loc
+        for op in kern.nki.body.walk()
+        if isinstance(op, MatmulOp) and op.access("moving").tensor in wo_tiles
+    }
+    events = ""  # o: an O-projection matmul; t: a transpose of its A operand
+    for op in kern.nki.body.walk():
+        if isinstance(op, MatmulOp) and op.access("moving").tensor in wo_tiles:
+            events += "o"
+        elif isinstance(op, TransposeOp) and op.loc in o_locs:
+            events += "t"
+    first_t = len(events) - len(events.lstrip("t"))
+    after_first_o = events.lstrip("t").lstrip("o")
+    between = len(after_first_o) - len(after_first_o.lstrip("t"))
+    assert first_t > 0 and between == 2 * first_t, events
+    ins = dict(zip(g.input_names, args))
+    want = _reference(*args)
+    tol = 0.03 * np.abs(want).max()  # as in the partial-row-tile test above
+    np.testing.assert_allclose(kern.run(ins)["y"].astype(np.float64), want, rtol=0, atol=tol)
+
+
 def test_row_tiles_are_skewed_in_the_block_loop():
     """In the loop over row tiles of an intermediate block, a row tile's element-wise chain
     is emitted right after its up projections, before the next row tile's (each engine runs

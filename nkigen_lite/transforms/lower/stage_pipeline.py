@@ -24,7 +24,9 @@ stage 2 transposes: the O projection, rmsnorm and xᵀ of a decoder layer's MLP 
 order within a step is refined per engine: stage 1's instructions before its first matmul (tile
 t+1's operand staging), then stage 2's up to its first TensorE instruction (tile t's element-wise
 work, ready at once), then the rest of stage 1, then the rest of stage 2 — so VectorE finishes
-tile t before it meets tile t+1's PSUM evacuations, which wait for the matmuls.
+tile t before it meets tile t+1's PSUM evacuations, which wait for the matmuls. Emitted
+straight (``_straight_ahead``), tile t+2's stage 1 up to its first matmul goes one step further
+ahead, before tile t+1's matmuls.
 
 A loop qualifies when its body holds only allocations, deallocations, NKI instructions and
 nested loops (those only in stage 1), its iterations are independent (interleave.py's
@@ -195,15 +197,50 @@ def _pipelined(plan: _Plan, slots: int = SLOTS) -> list:
         new = ForiLoopOp([], {"lower": 0, "upper": blocks, "step": 1}, [], [Region([block])])
         new.loc = loop.loc
         out.append(new)
-    for t in range(blocks * SLOTS, n):
-        if t + 1 < n:
-            out += stage_pair(Affine.of(lo + (t + 1) * step), t + 1, Affine.of(lo + t * step), t)
-        else:
-            out += s2(Affine.of(lo + t * step), t)
+    rest = list(range(blocks * SLOTS, n))
+    if blocks == 0 and n > 2 and _both_tensor(plan):
+        s1s = [s1(Affine.of(lo + t * step), t) for t in rest[1:]]
+        out += _straight_ahead(s1s, lambda t: s2(Affine.of(lo + t * step), t), n)
+    else:
+        out += _straight_steps(rest, n, lambda t: Affine.of(lo + t * step), stage_pair, s2)
     for m in bufs:
         for v in m.values():
             out.append(DeallocOp([v]))
     return out
+
+
+def _straight_steps(ts: list, n: int, at, stage_pair, s2) -> list:
+    """The steps of trips ``ts`` after the loop: S1(t+1), S2(t), and S2 of the last trip
+    (``at(t)``: trip t's index)."""
+    out = []
+    for t in ts:
+        out += stage_pair(at(t + 1), t + 1, at(t), t) if t + 1 < n else s2(at(t), t)
+    return out
+
+
+def _both_tensor(plan: _Plan) -> bool:
+    """Stage 1 runs a matmul and stage 2 TensorE work (the MLP prologue's O projection and xᵀ)."""
+    return _first_matmul(plan.s1) < len(plan.s1) and _first_tensor(plan.s2) < len(plan.s2)
+
+
+def _straight_ahead(s1s: list, s2, n: int) -> list:
+    """The straight steps after S1(0) when both stages run TensorE work: tile t+2's stage 1 up
+    to its first matmul (its A operand's staging: Oᵀ transposes and their PSUM copies) goes
+    one step further ahead, before tile t+1's matmuls and the copies after them, so VectorE
+    meets tile t+2's Oᵀ copies before tile t+1's PSUM evacuation, which waits for the matmuls
+    (``s1s``: stage 1 of tiles 1..n-1, ``s2(t)``: stage 2 of tile t)."""
+    heads = [ops[: _first_matmul(ops)] for ops in s1s]
+    tails = [ops[_first_matmul(ops) :] for ops in s1s]
+    out = list(heads[0])
+    for t in range(n - 1):
+        b = s2(t)
+        head = _first_tensor(b)
+        used = {acc.tensor for op in b[:head] if isinstance(op, NkiOp) for acc in _accs(op)}
+        first = [op for op in b[:head] if not isinstance(op, AllocOp) or op.result in used]
+        taken = set(map(id, first))
+        out += (heads[t + 1] if t + 1 < len(heads) else []) + first + tails[t]
+        out += [op for op in b[:head] if id(op) not in taken] + b[head:]
+    return out + s2(n - 1)
 
 
 def pipeline_stages(graph: Graph, target: Target) -> int:
@@ -232,14 +269,12 @@ def prefers_stages(loop: ForiLoopOp) -> bool:
     """``loop`` (as lowered) is left to this pipeline rather than interleaved (interleave.py):
     it qualifies, its trips are emitted straight (at most ``2 * SLOTS``) and both stages run
     TensorE work (a decoder layer's MLP prologue: the O projection, rmsnorm and xᵀ per row
-    tile). Interleaving
-    all its trips instruction by instruction issues every tile's O projection before tile 0's
-    rmsnorm and xᵀ, so the MLP's first up projections wait for the last tile's whole chain;
-    here tile t's stage 2 follows tile t+1's stage 1."""
+    tile). Interleaving all its trips instruction by instruction issues every tile's O
+    projection before tile 0's rmsnorm and xᵀ, so the MLP's first up projections wait for the
+    last tile's whole chain; here tile t's stage 2 follows tile t+1's stage 1."""
     if loop.trip_count > 2 * SLOTS or not _qualifies(loop):
         return False
-    plan = _Plan(loop, _cut(list(loop.body)))
-    return _first_matmul(plan.s1) < len(plan.s1) and _first_tensor(plan.s2) < len(plan.s2)
+    return _both_tensor(_Plan(loop, _cut(list(loop.body))))
 
 
 def _qualifies(loop: ForiLoopOp) -> bool:
