@@ -178,3 +178,31 @@ def test_attention_output_feeds_the_o_projection_on_chip():
         isinstance(op, DmaCopyOp) and op.access("src").tensor.name_hint in ("o", "o_rows")
         for op in k.nki.body
     )
+
+
+@pytest.mark.parametrize(
+    ("fn", "table"),
+    [
+        (lambda t, ids: (t[ids], ids.sum(0)), (56, 1)),
+        (
+            lambda t, ids: (np.take_along_axis(t, np.argmax(t, -1, keepdims=True), -1), t.sum(0) + ids[0, 0]),
+            (7, 2, 4),
+        ),
+    ],
+    ids=["gather_with_column_sum_of_ids", "take_argmax_with_sum_over_axis_0"],
+)
+def test_a_value_held_transposed_is_not_read_as_rows(fn, table):
+    """A group that lays a small value out with a later axis on the partitions (a sum over
+    axis 0 puts axis 1 there) holds it transposed; a later gather must not take that tile as
+    the ids' rows (before: the (7, 2) gathered result came out transposed). Exact: the ops
+    move values, the sums are of small integers and multiples of 1/4."""
+    rng = np.random.default_rng(0)
+    t = (rng.integers(-8, 8, size=table) / 4).astype(np.float32)
+    ids = rng.integers(0, table[0], size=(7, 2)).astype(np.int32)
+    g = nk.trace(fn).trace(t, ids)
+    feed = dict(zip(g.input_names, (t, ids)))
+    k = nk.compile(g)
+    want = fn(t, ids)
+    for got in (k.run(feed), nk.simulate(k, feed)):
+        for name, w in zip(g.outputs, want):
+            np.testing.assert_array_equal(got[name], w, err_msg=name)

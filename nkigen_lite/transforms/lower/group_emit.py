@@ -355,4 +355,8 @@ class GroupEmitter(TileFrame):
         src = Access(src.tensor, (DimSlice(Affine.of(0), rows, 1),) + src.dims[1:])
         dst = self._window(self.store_views[v], inst)
         self.b.dma_copy(dst=dst, src=src)
-        note_stored(self.ctx, v, src, top_level=len(self.b._blocks) == 1)
+        # the tile is v's row-major image only when its partition then free dims are v's axes
+        # in order (a group laid out with a later axis on the partitions holds v transposed)
+        axes = [d for d in plan.p_dims + plan.f_dims if ve[d] > 1]
+        if axes == sorted(axes):
+            note_stored(self.ctx, v, src, top_level=len(self.b._blocks) == 1)
