@@ -5,7 +5,8 @@
   by the row size of the tensor ``.ap`` is called on); its access covers all of dim 0 (the
   indirect dim: only ``indirect_dim=0`` exists) with unit stride;
 - the other side is an SBUF tile (no PSUM: DMAs never touch it) with one row per partition;
-- ``index`` is an SBUF ``(P, 1)`` int32 / uint32 column on the same partitions;
+- ``index`` is an SBUF ``(P, 1)`` int32 / uint32 column on the same partitions (one free dim:
+  ``vector_offset`` takes a 2-D tensor);
 - each HBM row window has as many elements as a partition of the tile, in the same dtype (the
   software DGE moves raw rows; no casting indirect DMA is documented).
 """
@@ -57,11 +58,11 @@ def _indirect(ctx, op) -> None:
         raise ctx.fail(
             op, f"{tile_name} is in {t.space.value.upper()}; {op.name} moves rows to/from an SBUF tile"
         )
-    if idx.space is not SBUF or idx.free_size != 1 or idx.partitions != t.partitions:
+    if idx.space is not SBUF or idx.free_size != 1 or idx.partitions != t.partitions or len(idx.dims) != 2:
         raise ctx.fail(
             op,
             f"index must be an SBUF ({t.partitions}, 1) column, got {idx.partitions} partitions x "
-            f"{idx.free_size} elements in {idx.space.value.upper()}",
+            f"{idx.free_size} elements in {len(idx.dims) - 1} free dims in {idx.space.value.upper()}",
         )
     if idx.dims[0].offset != t.dims[0].offset:
         raise ctx.fail(op, f"index must start at the same partition as {tile_name}")

@@ -197,3 +197,21 @@ def test_embedding_workload_matches_its_float64_reference_three_ways():
     k = nk.compile(g)
     for got in (nk.run(g, ins, mode="float64")["y"], k.run(ins)["y"], nk.simulate(k, ins)["y"]):
         np.testing.assert_array_equal(np.asarray(got, np.float64), ref)  # bf16 rows move exactly
+
+
+@pytest.mark.parametrize("shape", [(256, 1, 1), (1, 128, 128)])
+def test_ids_held_in_a_tile_of_more_than_two_dims_are_loaded_as_a_column(shape):
+    """take_along_axis(s, argmax(s, -1, keepdims=True), -1) of a value a top-level group holds
+    in an SBUF tile of rank 3 or more: the gather's index is a (P, 1) column (the emitted
+    ``vector_offset`` takes a 2-D tensor; before: the held 4-D tile was passed and the simulator
+    refused it). Exact: values are moved."""
+
+    def fn(x):
+        s = x.sum(axis=0, keepdims=True) if shape[0] > 1 else x % 7
+        return np.take_along_axis(s, np.argmax(s, axis=-1, keepdims=True), axis=-1)
+
+    x = (np.arange(np.prod(shape)).reshape(shape) % 5).astype(np.float32)
+    k = nk.compile(fn, x)
+    want = fn(x)
+    for got in (k.run({"x": x})["y"], nk.simulate(k, {"x": x})["y"]):
+        np.testing.assert_array_equal(got, want)

@@ -119,6 +119,14 @@ def _bad(make):
             _bad(lambda b, x, y, idx: b.dma_scatter(dst=x, src=b.alloc((4, 6), nk.float32), index=idx)),
             "writes kernel input",
         ),
+        (  # vector_offset takes a 2-D (P, 1) tensor: a (4, 1, 1) tile is no column
+            _bad(
+                lambda b, x, y, idx: b.dma_gather(
+                    dst=b.alloc((4, 6), nk.float32), src=x, index=b.alloc((4, 1, 1), nk.int32)
+                )
+            ),
+            r"index must be an SBUF \(4, 1\) column, got 4 partitions x 1 elements in 2 free dims",
+        ),
     ],
 )
 def test_the_verifier_names_the_broken_rule(body, rule):

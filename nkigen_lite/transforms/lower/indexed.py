@@ -102,9 +102,9 @@ def lower_gather_rows(ctx: LowerContext, op: T.GatherRowsOp) -> None:
 
 def _ids_on_chip(ctx: LowerContext, ids, k: int) -> Access | None:
     """The ids as an SBUF ``(k, 1)`` int32 / uint32 column a top-level group left (onchip_rows.py),
-    when all of them fit one chunk."""
+    when all of them fit one chunk (a tile of more dims, even of size 1, is no column)."""
     acc = relaid_on_chip(ctx, ids, k) if k <= ctx.partitions else None
-    if acc is None or acc.free_size != 1 or acc.dtype.name not in ("i32", "u32"):
+    if acc is None or len(acc.dims) != 2 or acc.free_size != 1 or acc.dtype.name not in ("i32", "u32"):
         return None
     return acc
 
