@@ -60,9 +60,9 @@ def test_partial_keep_is_deterministic(monkeypatch):
 def test_qwen3_layer_seq_2048_keeps_two_heads_of_v():
     """Qwen3-0.6B at seq 2048: beside the front's 64 KiB of resident weights, q (64 KiB per
     partition) and k (32 KiB) fit whole and 2 of v's 8 KV heads (4 KiB each): v's other 6
-    heads (3 MiB) and the first 4 KV heads' O (4 MiB, attention_out.KEEP_SHARE) go through HBM;
-    traffic 1.53 -> 1.48 x minimum."""
+    heads (3 MiB) go through HBM, O not at all (attention_out.KEEP_SHARE); traffic 1.53 -> 1.48
+    x minimum, 1.27 with all of O kept."""
     kern = qwen3_layer_kernel(2048)
     moved = sorted((d["read"], d["write"]) for d in _scratch(kern).values())
-    assert moved == [(3 << 20, 3 << 20), (4 << 20, 4 << 20)], moved
-    assert kern.stats().hbm_traffic_ratio <= 1.481
+    assert moved == [(3 << 20, 3 << 20)], moved
+    assert kern.stats().hbm_traffic_ratio <= 1.274

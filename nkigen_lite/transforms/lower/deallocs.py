@@ -20,6 +20,7 @@ from .head_halves import split_head_chains
 from .interleave import interleave_loops
 from .load_hoist import hoist_loads
 from .rotation import plan_rotation
+from .stage_fit import keeps_pipeline
 from .stage_pipeline import pipeline_stages, prefers_stages
 from .straight_order import reorder_straight
 from .straight_variants import best_variant
@@ -65,7 +66,7 @@ class InsertDeallocs(Pass):
     def run(self, graph: Graph, ctx: PassContext) -> None:
         target = ctx.target or TRN2
         insert_deallocs(graph.body)
-        interleave_loops(graph, target, prefers_stages)
+        interleave_loops(graph, target, prefers_stages, lambda *a: keeps_pipeline(*a, target))
         pipeline_stages(graph, target)
         plan_rotation(graph, target)
         best_variant(

@@ -262,6 +262,13 @@ def _candidates_of(block: Block, live: tuple[int, int], out: list, qualifies) ->
 ROUNDS = 3  # pairing may repeat on the loop made (at most 8 iterations interleaved)
 
 
+def drop_ops(ops) -> None:
+    """Forget the operand uses of ``ops`` (a rewrite not kept, nested ops included)."""
+    for o in ops:
+        for inner in o.walk():
+            inner.drop_operand_uses()
+
+
 def replace_loop_if_fits(loop, ops: list, sbuf: int, banks: int, target: Target) -> bool:
     """Put ``ops`` (a rewrite of ``loop`` not yet in any block) in place of ``loop`` when their
     peak SBUF and PSUM, starting from the ``sbuf`` bytes and ``banks`` live around the loop, fit
@@ -272,9 +279,7 @@ def replace_loop_if_fits(loop, ops: list, sbuf: int, banks: int, target: Target)
         tmp.append(o)
     s, b = _peaks(tmp, {}, sbuf, banks)
     if s > target.sbuf_bytes_per_partition or b > target.psum_num_banks:
-        for o in tmp:
-            for inner in o.walk():
-                inner.drop_operand_uses()
+        drop_ops(tmp)
         return False
     parent = loop.parent
     for o in list(tmp):
@@ -286,10 +291,12 @@ def replace_loop_if_fits(loop, ops: list, sbuf: int, banks: int, target: Target)
     return True
 
 
-def interleave_loops(graph: Graph, target: Target, skip=lambda _loop: False) -> int:
+def interleave_loops(graph: Graph, target: Target, skip=lambda _loop: False, keep=None) -> int:
     """Interleave pairs of iterations of the qualifying loops (module docstring) but the loops
     as lowered (the first round) that ``skip(loop)`` leaves to another transform; the pair
-    loops made here are paired further as before. Returns how many loops were transformed."""
+    loops made here are paired further as before. ``keep(loop, ops, sbuf, banks)``, when given,
+    may refuse a rewrite ``ops`` of ``loop`` (stage_fit.py). Returns how many loops were
+    transformed."""
     done = 0
     for r in range(ROUNDS):
         found: list = []
@@ -299,6 +306,9 @@ def interleave_loops(graph: Graph, target: Target, skip=lambda _loop: False) -> 
             try:
                 ops = _interleaved(loop)
             except _Unsupported:
+                continue
+            if keep is not None and not keep(loop, ops, sbuf, banks):
+                drop_ops(ops)
                 continue
             if replace_loop_if_fits(loop, ops, sbuf, banks, target):
                 changed += 1

@@ -243,6 +243,12 @@ def _straight_ahead(s1s: list, s2, n: int) -> list:
     return out + s2(n - 1)
 
 
+def slot_tries(n: int) -> list:
+    """Buffers of the crossing tiles tried, in order, for a loop of ``n`` trips: straight code
+    (at most 2 * SLOTS trips: every trip in its own buffers) first when that differs."""
+    return [n, SLOTS] if n <= 2 * SLOTS and n != SLOTS else [SLOTS]
+
+
 def pipeline_stages(graph: Graph, target: Target) -> int:
     """Pipeline the qualifying loops (module docstring); returns how many were transformed."""
     found: list = []
@@ -251,10 +257,7 @@ def pipeline_stages(graph: Graph, target: Target) -> int:
     for loop, sbuf, banks in found:
         cut = _cut(list(loop.body))
         plan = _Plan(loop, cut)
-        # straight code (at most 2 * SLOTS trips): every trip in its own buffers when they fit
-        n = loop.trip_count
-        tries = [n, SLOTS] if n <= 2 * SLOTS and n != SLOTS else [SLOTS]
-        for slots in tries:
+        for slots in slot_tries(loop.trip_count):
             try:
                 ops = _pipelined(plan, slots)
             except _Unsupported:
