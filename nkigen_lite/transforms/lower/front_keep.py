@@ -21,10 +21,13 @@ partition — so no weight that was resident is streamed because of a kept buffe
 attention runs one straight-line block per KV head (q kept per KV head, attention_out.py), a k
 or v root that does not fit whole keeps its first KV heads' parts (one buffer each, copied by
 SBUF -> SBUF DMA) while they fit the room left; the other heads' columns are stored to HBM by
-one DMA per row tile and the attention loads those heads from there. If the measured peak then
-leaves a weight streamed, one head fewer is kept. At seq 2048 of Qwen3-0.6B (q 64 KiB, k and v
-32 KiB per partition beside 64 KiB of weights) q and k fit whole and 2 of v's 8 KV heads (4 KiB
-each) in the 13 KiB left; v's other 6 heads go through HBM.
+one DMA per row tile and the attention loads those heads from there. Those heads are sized
+without ``MARGIN_BYTES`` and their fit is measured instead: if the peak with every weight
+streamed leaves a weight out, the pipeline is emitted once more with every weight resident and
+its measured peak (the tiles as the verifier counts them) must fit SBUF; else one head fewer is
+kept. At seq 2048 of Qwen3-0.6B (q 64 KiB, k and v 32 KiB per partition beside 64 KiB of
+weights) q and k fit whole and 5 of v's 8 KV heads (4 KiB each) in the 21 KiB left (13 KiB
+with the margin: 2 heads); v's other 3 heads go through HBM.
 """
 
 from __future__ import annotations
@@ -213,7 +216,8 @@ def emit_front_keep(ctx, pipe: RowPipeline, kf: KeptFront, outputs: set, row_loc
     kept.sort(key=lambda r: kf.chains[r][0])
     groups = out_groups(kf.attention, p)
     kf.groups = groups or 0
-    partial = _partial_heads(kf, kept, shapes, groups, room)
+    # a partly kept root's heads are checked by measuring below, not against the margin
+    partial = _partial_heads(kf, kept, shapes, groups, room + MARGIN_BYTES)
     loops = pipe.members[0].loops
     mark = block.last
     while True:
@@ -237,6 +241,11 @@ def emit_front_keep(ctx, pipe: RowPipeline, kf: KeptFront, outputs: set, row_loc
         chosen = choose_resident(cands, peak, sbuf)
         if len(chosen) == len(cands) or not partial:
             break
+        erase_from(block, first)
+        ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
+        if _resident_fits(ctx, pipe, outputs, row_local, cands, matmuls, kf, loops, sbuf):
+            chosen, first = cands, None  # nothing of the pipeline left emitted
+            break
         # the last partly kept KV head does not fit beside every weight after all: one fewer
         erase_from(block, mark.next_op if mark is not None else block.first)
         ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
@@ -246,7 +255,8 @@ def emit_front_keep(ctx, pipe: RowPipeline, kf: KeptFront, outputs: set, row_loc
             del partial[last]
     fetch = [] if chosen else choose_prefetch(list(matmuls.values()), peak, sbuf)
     if chosen or fetch:  # one row tile: weights prefetched whole, as emit_pipeline does
-        erase_from(block, first)
+        if first is not None:
+            erase_from(block, first)
         ctx.homes, ctx._views, ctx._scratch = dict(saved[0]), dict(saved[1]), saved[2]
         resident = frozenset(op for op, em in matmuls.items() if em in chosen)
         fetched = frozenset(op for op, em in matmuls.items() if em in fetch)
@@ -264,6 +274,31 @@ def emit_front_keep(ctx, pipe: RowPipeline, kf: KeptFront, outputs: set, row_loc
     ctx.kept_rows[kf.attention] = rows
     kf.kept = kept
     return True
+
+
+def _resident_fits(ctx, pipe, outputs, row_local, cands, matmuls, kf, loops, sbuf: int) -> bool:
+    """True when the pipeline, emitted with every weight of ``cands`` resident beside the kept
+    buffers (allocated already), peaks within ``sbuf`` bytes per partition — measured, the tiles
+    counted as the verifier counts them. The emission is erased again (and ``ctx``'s homes
+    restored by the caller)."""
+    block = ctx.b._blocks[-1]
+    before = block.last
+    saved = (dict(ctx.homes), dict(ctx._views), ctx._scratch)
+    resident = frozenset(op for op, em in matmuls.items() if em in cands)
+    _emit_members(
+        ctx,
+        pipe,
+        outputs,
+        row_local,
+        resident,
+        extra=lambda tiles: [_KeepRows(ctx, loops, tiles, kf, ctx.partitions)],
+    )
+    first = before.next_op if before is not None else block.first
+    fits = first is not None and region_peak(first) <= sbuf
+    if first is not None:
+        erase_from(block, first)
+    ctx.homes, ctx._views, ctx._scratch = saved
+    return fits
 
 
 def _alloc_buffers(ctx, kf: KeptFront, kept: list, shapes: dict, groups) -> None:
