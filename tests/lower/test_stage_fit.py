@@ -64,7 +64,7 @@ def test_qwen3_layer_seq_2048_prologue_stays_pipelined(monkeypatch):
     """All of O on chip leaves the MLP prologue's row loop 165,892 B per partition beside it:
     paired twice its pipeline would not fit (239,668 B), paired once it does. Same bytes moved
     and instructions executed as with pairing unguarded, a shorter scheduled estimate
-    (1,831.0 -> 1,787.4 us when this test was written)."""
+    (1,736.7 -> 1,692.9 us when this test was written)."""
     kern = qwen3_layer_kernel(2048)
     monkeypatch.setattr(deallocs, "keeps_pipeline", lambda *a: True)
     plain = nk.compile(model_targets._qwen(2048))

@@ -35,9 +35,9 @@ from .matmul_chunks import ChunkTiles
 _LINKS = (T.ReshapeOp, T.TransposeOp)
 # of SBUF per partition O may hold past the attention: the MLP prologue after it (O projection,
 # residual, rmsnorm, xᵀ) needs the rest. Qwen3-0.6B layer at seq 2048 (O: 8 KiB per KV head),
-# KV heads' O kept / stored: 8 / 0 (this share) 1,787.4 µs, traffic 1.27x the minimum; 4 / 4
-# (1/6) 1,791.3 µs, 1.48x — all kept, the prologue's row loop is pipelined only when paired
-# once (stage_fit.py; paired twice, 1,831.0 µs)
+# KV heads' O kept / stored (on 3bc677e): 8 / 0 (this share) 1,693.1 µs, traffic 1.27x the
+# minimum; 4 / 4 (1/6) 1,689.0 µs, 1.48x — all kept, the prologue's row loop is pipelined only
+# when paired once (stage_fit.py; paired twice, 1,736.7 µs)
 KEEP_SHARE = 1 / 3
 
 

@@ -10,7 +10,7 @@ would be pipelined within SBUF and PSUM but the paired loop would not.
 Qwen3-0.6B layer at seq 2048 with all of O on chip (attention_out.py): the MLP prologue's row
 loop starts beside 165,892 B per partition; paired twice its pipeline would peak at 239,668 B
 (more than the 212,984 of a partition) and it stayed a loop of 4 interleaved row tiles
-(1,831.0 µs); paired once it is pipelined (1,787.4 µs).
+(1,736.7 µs on 3bc677e); paired once it is pipelined (1,693.1 µs).
 """
 
 from __future__ import annotations
