@@ -4,6 +4,7 @@ agreeing on the same shapes."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import nkigen_lite as nk
@@ -25,6 +26,10 @@ from nkigen_lite.transforms.lower.plan import default_roles as plan_default_role
         ((5, 40, 32), (None, None, None), ["P", "P", "F"]),  # 5*40 > 128: chunked (128 // 40 = 3)
         ((7, 64, 32), ("F", None, None), ["F", "P", "P"]),  # an F dim already: 32 whole, 64 chunked
         ((7, 64, 32), (None, "P", None), ["I", "P", "F"]),  # a P dim already: no more P
+        ((256, 129, 1), (None, None, None), ["P", "F", "F"]),  # a unit last dim is not the F dim
+        ((4, 64, 1, 1), (None, None, None, None), ["P", "F", "F", "F"]),
+        ((300, 1), (None, None), ["P", "F"]),  # one dim > 1 left: a column stays a column
+        ((1,), (None,), ["F"]),
         ((), (), []),
     ],
 )
@@ -48,7 +53,9 @@ def test_partition_tiles(p_extents, whole, chunk, rows):
     assert tile_rows(p_extents, 128) == rows
 
 
-@pytest.mark.parametrize("shape", [(64, 32), (4, 64, 32), (8, 16, 32), (3, 100, 7), (5, 40, 9), (300, 5)])
+@pytest.mark.parametrize(
+    "shape", [(64, 32), (4, 64, 32), (8, 16, 32), (3, 100, 7), (5, 40, 9), (300, 5), (256, 129, 1), (300, 1)]
+)
 def test_the_solver_and_the_planner_give_unconstrained_values_the_same_roles(shape):
     b = nk.Builder("g")
     x = b.add_input("x", shape, nk.float32)
@@ -61,3 +68,14 @@ def test_the_planner_keeps_reduced_dims_free():
     assert plan_default_roles((4, 64, 32), {1}, 128) == ("P", "F", "P")  # 4 * 32 rows
     assert plan_default_roles((4, 64, 64), {1}, 128) == ("P", "F", "P")  # 64 whole, 2 of 4
     assert plan_default_roles((4, 64, 128), {1}, 128) == ("I", "F", "P")
+
+
+def test_a_trailing_unit_dim_costs_no_loop():
+    """(256, 129, 1) elementwise takes the instructions of (256, 129) (before: the unit dim was
+    the free dim, 129 rows on the partitions and a loop of 256: 1,280 instead of 5 executed)."""
+
+    def counts(shape):
+        k = nk.compile(lambda a: a + a, np.ones(shape, np.int16))
+        return k.stats().instructions_dynamic
+
+    assert counts((256, 129, 1)) == counts((256, 129))

@@ -3,7 +3,8 @@
 many rows a partition tile holds.
 
 Default roles walk a value's (or a fusion group's domain's) dims from the last, skipping dims
-whose role is already fixed: the first one is F unless some dim is F already; then, unless
+whose role is already fixed: the first one is F unless some dim is F already (a dim of extent 1
+is F without counting as that one when two or more dims of extent > 1 are left); then, unless
 some dim is P already, dims go on the partitions while their extents multiply to at most the
 partitions, plus one more dim that is chunked when a chunk of at least 2 rows fits; the rest
 are I loops. So an unconstrained matrix is [P, F] and a batch of them [I, P, F].
@@ -19,16 +20,19 @@ class DefaultRoles:
     """The default role of each free dim, asked for from the last dim to the first (see the
     module docstring). ``has_f`` / ``has_p``: some dim is F / P already."""
 
-    def __init__(self, partitions: int, has_f: bool, has_p: bool):
+    def __init__(self, partitions: int, has_f: bool, has_p: bool, extents=()):
         self.partitions = partitions
         self.need_f = not has_f
         self.folding = not has_p
         self.rows = 1
+        # with two or more dims of extent > 1 to place, a unit dim does not count as the free
+        # dim: (256, 129, 1) is laid out as (256, 129), not as 256 loops of (129, 1) tiles
+        self.skip_units = sum(1 for e in extents if e > 1) >= 2
 
     def next(self, extent: int) -> str:
         """The role of the next free dim (walking outwards), of extent ``extent``."""
         if self.need_f:
-            self.need_f = False
+            self.need_f = extent == 1 and self.skip_units
             return "F"
         if not self.folding:
             return "I"
@@ -62,7 +66,9 @@ def is_column_reduction(shape, axes) -> bool:
 def default_roles(extents, fixed, partitions: int) -> list[str]:
     """Roles of dims of ``extents``: ``fixed[d]`` where it is not None, else the default."""
     roles = list(fixed)
-    policy = DefaultRoles(partitions, "F" in roles, "P" in roles)
+    policy = DefaultRoles(
+        partitions, "F" in roles, "P" in roles, [extents[d] for d in range(len(roles)) if roles[d] is None]
+    )
     for d in range(len(roles) - 1, -1, -1):
         if roles[d] is None:
             roles[d] = policy.next(extents[d])

@@ -308,7 +308,8 @@ class LayoutSolver:
     def _default(self, v: Value) -> None:
         """Give v's dims left free their default roles (policy.py, shared with the lowering)."""
         roles = self._roles(v, range(v.ndim))
-        policy = DefaultRoles(self.partitions, "F" in roles, "P" in roles)
+        free = [v.shape[d] for d in range(v.ndim) if self.cls.role_of(self.var(v, d)) is None]
+        policy = DefaultRoles(self.partitions, "F" in roles, "P" in roles, free)
         for d in range(v.ndim - 1, -1, -1):
             if self.cls.role_of(self.var(v, d)) is None:
                 self.cls.require(self.var(v, d), policy.next(v.shape[d]))
