@@ -138,3 +138,19 @@ def test_loads_with_a_runtime_index_stay():
         for op in grp.loads:
             src = op.access("src").tensor
             assert all(v is op.access("dst").tensor or v is src or v is _src_root(op) for v in op.operands)
+
+
+def test_an_hbm_view_two_hoisted_groups_load_from_is_placed_once():
+    """norm and einsum of one (1, 1) input: two hoisted load groups read through the same HBM
+    view, which was appended twice (before: BuildError "nki.hbm_view is already in a block" at
+    compile). Values vs float64 NumPy, f32 tolerance 1e-6 (one product, one square root)."""
+
+    def fn(a):
+        return np.linalg.norm(a, axis=-1), np.einsum("ki,kj->ij", a, a)
+
+    x = np.array([[1.5]], np.float32)
+    k = nk.compile(fn, x)
+    want = fn(x.astype(np.float64))
+    for got in (k.run({"a": x}), nk.simulate(k, {"a": x})):
+        for g, w in zip(got.values(), want):
+            np.testing.assert_allclose(g, w, rtol=1e-6)

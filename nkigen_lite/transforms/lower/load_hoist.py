@@ -320,10 +320,13 @@ def _order(ops: list, moves: list) -> list:
     op at its anchor (the first op at or after it that stays in place)."""
     members = {id(o) for g, _ in moves for o in g.ops}
     before: dict = {}
-    for g, k in moves:
+    placed: set = set()  # an op two groups share (an HBM view both load from) goes once, first
+    for g, k in sorted(moves, key=lambda m: m[1]):
         while id(ops[k]) in members:  # the first op at or after the anchor staying in place
             k += 1
-        before.setdefault(id(ops[k]), []).extend(g.ops)
+        mine = [o for o in g.ops if id(o) not in placed]
+        placed.update(map(id, mine))
+        before.setdefault(id(ops[k]), []).extend(mine)
     order = []
     for op in ops:
         if id(op) in members:
