@@ -254,7 +254,7 @@ def _trunc(b, x):
 
 
 def rint(b, x):
-    """Round half to even, from floor and exact comparisons."""
+    """Round half to even, from floor and exact comparisons; a zero result has x's sign."""
     v = b.as_value(x)
     if not v.dtype.is_float:
         out = from_numpy(np.rint(np.zeros(1, v.dtype.np_dtype)).dtype)
@@ -264,7 +264,9 @@ def rint(b, x):
     up = b.add(r, 1.0)
     odd = b.equal(b.sub(r, b.mul(b.floor(b.mul(r, 0.5)), 2.0)), 1.0)
     tie = b.where(odd, up, r)
-    return b.where(b.greater(d, 0.5), up, b.where(b.less(d, 0.5), r, tie))
+    out = b.where(b.greater(d, 0.5), up, b.where(b.less(d, 0.5), r, tie))
+    # a zero result keeps x's sign, as NumPy's (rint(-0.25) is -0.0; floor(x) + 1 gives +0.0)
+    return b.where(b.equal(out, 0.0), b.mul(v, 0.0), out)
 
 
 def _fmax_fmin(kind: str):

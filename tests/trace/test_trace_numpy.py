@@ -450,3 +450,21 @@ def test_clip_of_unsigned_by_a_bound_beyond_its_range_is_numpys():
         np.testing.assert_array_equal(nk.compile(g).run({"x": u})["y"], fn(u))
     with pytest.raises(nk.BuildError, match="-1 is out of bounds for uint8"):
         nk.trace(lambda x: np.clip(x, 0, -1)).trace(u)
+
+
+@pytest.mark.parametrize(
+    "fn", [np.round, np.rint, lambda x: 1 / np.round(x)], ids=["round", "rint", "1/round"]
+)
+def test_rounding_to_zero_keeps_the_sign_of_x(fn):
+    """np.round(-0.25) is -0.0 (so 1 / it is -inf): the zero result of a negative x keeps its
+    sign on the tensor interpreter, the NKI interpreter and the simulator (before: +0.0, and
+    x / np.round(y) gave +inf). Exact, signs compared too."""
+    x = np.array([-0.25, -0.5, -0.0, 0.0, 0.25, 0.5, -1.5, 2.5, -0.75, np.nan, -np.inf], np.float32)
+    with np.errstate(divide="ignore"):
+        want = fn(x)
+    g = nk.trace(fn).trace(x)
+    k = nk.compile(g)
+    feed = {g.input_names[0]: x}
+    for got in (nk.run(g, feed)["y"], k.run(feed)["y"], nk.simulate(k, feed)["y"]):
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
