@@ -57,7 +57,7 @@ def format_affine(a: Affine, name_of: NameOf) -> str:
 
 def _dim(d, name_of: NameOf) -> str:
     start = format_affine(d.offset, name_of)
-    if d.stride == 1:
+    if d.stride == 1 or d.size == 1:  # one element: any stride (a broadcast's 0) reads the same
         if d.offset.is_const:
             return f"{d.offset.const}:{d.offset.const + d.size}"
         return f"nl.ds({start}, {d.size})"

@@ -139,7 +139,7 @@ class _Walker:
         key = []
         for d in acc.dims:
             start = self.affine(d.offset)
-            if d.stride == 1:
+            if d.stride == 1 or d.size == 1:  # one element: a stride-0 (broadcast) dim of size 1 too
                 key.append(getattr(self.nb, T.DS)(start, d.size))
             else:
                 key.append(slice(start, start + (d.size - 1) * d.stride + 1, d.stride))
