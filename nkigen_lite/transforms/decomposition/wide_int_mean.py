@@ -132,7 +132,7 @@ class WideIntMean(DecompositionPattern):
             return False
         axes = op.attrs["axes"]
         n = math.prod(x.shape[a] for a in axes)
-        if n == 0 or sum_is_fp32_exact(x, n):
+        if n == 0 or not axes or sum_is_fp32_exact(x, n):  # no axes: x itself (MeanToSum)
             return False
         e = Emitter(rw)
         acc = e.cast(x, x.dtype if is_wide_int(x.dtype) else int32)
