@@ -75,11 +75,3 @@ def test_long_means_of_cancelling_values():
     y = np.stack([y, y[::-1] * -1])
     y[1, 0] = 3
     _check(lambda x: np.mean(x, axis=1), y, 1)
-
-
-@pytest.mark.parametrize("dtype", [np.int32, np.uint32])
-def test_mean_over_no_axes_is_the_value(dtype):
-    """``np.mean(x, axis=())``: each element's own mean, the value rounded once to f32 (the
-    exact-sum path had no first axis to chunk and failed to compile)."""
-    x = _values(dtype, 4, 8)
-    _check(lambda x: np.mean(x, axis=()), x, ())

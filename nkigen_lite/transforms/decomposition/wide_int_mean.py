@@ -135,8 +135,6 @@ class WideIntMean(DecompositionPattern):
         if n == 0 or not axes or sum_is_fp32_exact(x, n):  # no axes: x itself (MeanToSum)
             return False
         e = Emitter(rw)
-        if not axes:  # the mean of one element: the value, rounded once to the result dtype
-            return replace(rw, op, e.cast(x, op.result.dtype))
         acc = e.cast(x, x.dtype if is_wide_int(x.dtype) else int32)
         unit = float(UNIT)
         if n > MAX_COUNT:
