@@ -13,6 +13,7 @@ from ...ir.value import Value
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from .context import LowerContext
+from .destrided_load import load_destrided, span_view
 from .fold import FoldPlan
 from .frame import TileFrame, immediate_of
 from .groups import FusionGroup
@@ -86,6 +87,7 @@ class GroupEmitter(TileFrame):
         self.store_level = {v: max(self.levels[v], self._level_of_ext(self.ext(v))) for v in self.escaping}
         self.count_fixed_vector_work()
         self.load_views: dict[Value, Value] = {}
+        self.span_views: dict[Value, Value | None] = {}
         self.store_views: dict[Value, Value] = {}
 
     # ---- levels --------------------------------------------------------------------------------
@@ -183,6 +185,7 @@ class GroupEmitter(TileFrame):
         for u in self.externals:
             if u not in self.provided:
                 self.load_views[u] = self._aligned_view(self.ctx.home(u), False)
+                self.span_views[u] = span_view(self.ctx, self.load_views[u])
         for v in self.escaping:
             self.store_views[v] = self._aligned_view(self.ctx.home_for_store(v), True)
         for key in self.fold.const_columns():
@@ -258,7 +261,10 @@ class GroupEmitter(TileFrame):
             return
         self.new_tile(u, inst)
         dst = self.access(u, inst)
-        src = self._held(u, dst) or self._window(self.load_views[u], inst)
+        held = self._held(u, dst)
+        src = held or self._window(self.load_views[u], inst)
+        if held is None and load_destrided(self.b, dst, src, self.span_views.get(u)):
+            return
         self.b.dma_copy(dst=dst, src=src)
 
     def _held(self, u: Value, dst: Access) -> Access | None:
