@@ -47,6 +47,7 @@ from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from .context import LowerContext
 from .homes import HbmHome
+from .permute_copy import MAX_FREE, copy_permuted
 from .rules import item_rule
 from .topk_merge import NEG_BYTES, NEG_FLT_MAX, _finish_values, _merge, _tile, negated
 from .topk_nan import NAN_BYTES, first_nan_wins, fold_max, keys_max, nan_free_keys, nan_mode, ones8
@@ -123,12 +124,33 @@ def _rows_view(ctx: LowerContext, h: HbmHome, perm, rows: int, cols: int, copy_i
     (None when the view is ``h`` itself)."""
     v = h.transpose(perm).reshape((rows, cols))
     if v is not None:
+        if copy_in and _transposed(ctx, v):  # rows contiguous: transpose on chip once
+            tmp = ctx.alloc_hbm((rows, cols), h.base.type.dtype)
+            copy_permuted(ctx, v, tmp)
+            return tmp, None
         return v, None
     tmp = ctx.alloc_hbm((rows, cols), h.base.type.dtype)
     shaped = tmp.reshape(tuple(h.shape[p] for p in perm)).transpose(tuple(np.argsort(perm)))
     if copy_in:
         copy_home(ctx, h, shaped)
     return tmp, shaped
+
+
+def _transposed(ctx: LowerContext, v: HbmHome) -> bool:
+    """``v`` (rows, cols) runs along its rows (a topk over a non-last axis, ``np.argmax(x,
+    0)``): read as it stands, each element is one DMA descriptor; copy_permuted turns it into a
+    contiguous buffer through TensorE transposes (float data of 2 or 4 bytes, blocks of 128)."""
+    (rows, cols), dt, p = v.shape, v.base.type.dtype, ctx.partitions
+    return (
+        v.strides == (1, v.strides[1])
+        and v.strides[1] != 1
+        and rows > 1
+        and cols > 1
+        and dt.is_float
+        and dt.itemsize in (2, 4)
+        and (cols <= p or cols % p == 0)
+        and (rows <= MAX_FREE or rows % p == 0)
+    )
 
 
 @item_rule(T.TopkOp)
