@@ -5,7 +5,8 @@
 - reduce: reduced axes are F in the operand; kept dims share roles with the result (a
   keepdims size-1 dim is F);
 - matmul A(…,M,K) @ B(…,K,N) = C(…,M,N): K is P in A and B, M is F in A, N is F in B and C,
-  M is P in C, batch dims are I;
+  M is P in C, batch dims are I; A's requirements are *soft* (``OpConstraints.soft``): they do
+  not reach back into an elementwise producer whose dims are still free (see ``solver.py``);
 - transpose permutes roles; slice, concat keep them; reshape maps them through its groups of
   dims (1:1 groups share roles, split/merge groups are solved later, see ``solver.py``);
 - sources (full, constant, iota) and non-tensor ops (layout_convert) constrain nothing; a
@@ -32,11 +33,24 @@ from .policy import is_column_reduction
 
 @dataclass
 class OpConstraints:
-    """Requirements on result dims, per-operand constraints, and reshape groups to solve."""
+    """Requirements on result dims, per-operand constraints, reshape groups to solve, and the
+    operands whose requirements are soft (read through a layout_convert rather than imposed on
+    an elementwise producer left free, ``solver.py``)."""
 
     results: list[tuple[int, str]] = field(default_factory=list)
     operands: list[list[tuple]] = field(default_factory=list)
     reshape_groups: list[tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
+    soft: tuple[int, ...] = ()
+
+
+ELEMENTWISE_OPS = (T.UnaryOp, T.BinaryOp, T.WhereOp, T.CastOp)
+"""Tensor ops computing each result element from the aligned operand elements (their layout
+rule is ``_elementwise``)."""
+
+
+def is_elementwise(op) -> bool:
+    """True when ``op`` is an elementwise computation (see ``ELEMENTWISE_OPS``)."""
+    return isinstance(op, ELEMENTWISE_OPS)
 
 
 LAYOUT_RULES: dict[type, Callable[[Op, OpConstraints], None]] = table()
@@ -119,9 +133,11 @@ def _matmul(op: Op, c: OpConstraints) -> None:
                 cx.append(("res", d, k))
     c.results += [(k, "I") for k in range(batch_c)]
     c.operands = [ca, cb]
+    if len(a) >= 2:  # K on the partitions is A's transposed layout: a TensorE transpose
+        c.soft = (0,)
 
 
-@layout_rule(T.UnaryOp, T.BinaryOp, T.WhereOp, T.CastOp, T.BroadcastToOp)
+@layout_rule(*ELEMENTWISE_OPS, T.BroadcastToOp)
 def _elementwise(op: Op, c: OpConstraints) -> None:
     c.operands = [_aligned(op, i) for i in range(op.num_operands)]
 

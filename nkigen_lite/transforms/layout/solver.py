@@ -11,6 +11,15 @@ first. A new conversion's dims that the op leaves free get their defaults at onc
 below). So every disagreement between two users becomes an explicit conversion the lowering
 sees, and users that agree share it.
 
+Soft requirements (``OpConstraints.soft``: a matmul's A, whose K-on-partitions layout is a
+transpose of how A is stored) are not imposed on an elementwise producer whose dims are still
+all free: the op reads it through a conversion (an existing one, else a new one), and the
+producer keeps the layout its own inputs and users give it (by default rows on the partitions,
+its contiguous dim free), loading and storing whole rows; the lowering transposes the tile on
+the Tensor engine. Otherwise ``(a * 2.0) @ b`` would load ``a`` and store the product with
+element-wise (one element per descriptor) transposing DMAs. A soft conversion whose source
+ends with the same roles as its result is a no-op and is removed once roles are known.
+
 Knobs ``{"<value name>": {"partition_dim": d, "tile_size": t}}`` seed the solver: the named
 value's dim d is P and its other free dims take their defaults (applied where the value is
 defined, before its users), and its partition tiles have t rows. Names are graph input names,
@@ -38,7 +47,7 @@ from ...ir.printer import Printer
 from ...ir.value import Value
 from .analysis import LayoutAnalysis
 from .classes import RoleClasses
-from .constraints import op_constraints
+from .constraints import is_elementwise, op_constraints
 from .ops import LayoutConvertOp
 from .policy import DefaultRoles, tile_rows
 
@@ -89,6 +98,7 @@ class LayoutSolver:
         self.vars: dict[int, list[int]] = {}
         self.values: list[Value] = []
         self.converted: dict[int, list[Value]] = {}
+        self.soft_conversions: list[Op] = []  # made for soft requirements (maybe no-ops)
         self.pending: list[tuple[Op, tuple[int, ...], tuple[int, ...]]] = []
         self.analysis = LayoutAnalysis(graph, partitions)
         self.knobs = self._parse_knobs(knobs or {})
@@ -178,9 +188,14 @@ class LayoutSolver:
         self.cls.rollback()
         return False
 
-    def _candidates(self, v: Value) -> list[int]:
-        """0 = the value itself, k = its k-th existing conversion, -1 = a new conversion."""
-        return list(range(1 + len(self.converted.get(id(v), [])))) + [-1]
+    def _candidates(self, v: Value, soft: bool = False) -> list[int]:
+        """0 = the value itself, k = its k-th existing conversion, -1 = a new conversion; not 0
+        when ``soft`` and v is an elementwise result whose dims have no role yet (see the
+        module docstring)."""
+        out = list(range(1 + len(self.converted.get(id(v), [])))) + [-1]
+        if soft and is_elementwise(v.defining_op) and all(r is None for r in self._roles(v, range(v.ndim))):
+            return out[1:]
+        return out
 
     def _vars_for(self, v: Value, k: int) -> list[int]:
         if k == -1:
@@ -214,8 +229,9 @@ class LayoutSolver:
         n = len(operands)
         choice: tuple[int, ...] | None = None
         chosen: list = [None] * n
+        candidates = [self._candidates(v, i in c.soft) for i, v in enumerate(operands)]
         if n <= MAX_SEARCH_OPERANDS:
-            combos = itertools.product(*[self._candidates(v) for v in operands])
+            combos = itertools.product(*candidates)
             for t in sorted(combos, key=lambda t: (t.count(-1), sum(k != 0 for k in t), t)):
                 chosen = [self._vars_for(v, k) for v, k in zip(operands, t)]
                 if self._try(op, c, chosen, range(n)):
@@ -224,7 +240,7 @@ class LayoutSolver:
         else:
             picks = []
             for i, v in enumerate(operands):
-                for k in self._candidates(v):
+                for k in candidates[i]:
                     chosen[i] = self._vars_for(v, k)
                     if self._try(op, c, chosen, [i]):
                         picks.append(k)
@@ -238,6 +254,8 @@ class LayoutSolver:
             if k == -1:  # settle the new layout now, so later users cannot collapse it
                 cv = self._convert(v, chosen[i], before=op)
                 self._default(cv)
+                if i in c.soft:
+                    self.soft_conversions.append(cv.defining_op)
                 op.set_operand(i, cv)
             elif k > 0:
                 op.set_operand(i, self.converted[id(v)][k - 1])
@@ -345,7 +363,22 @@ class LayoutSolver:
             p = [d for d, r in enumerate(roles) if r == "P"]
             if p and self.cls.find(self.var(v, p[0])) in named:
                 self.analysis.tile_knobs[v] = named[self.cls.find(self.var(v, p[0]))]
+        self._drop_noop_conversions()
         return self.analysis
+
+    def _drop_noop_conversions(self) -> None:
+        """Remove soft conversions whose source has the same roles and tile as their result."""
+        a = self.analysis
+        for conv in self.soft_conversions:
+            src, dst = conv.operand(0), conv.result
+            if a.roles[src] != a.roles[dst] or a.partition_tile[src] != a.partition_tile[dst]:
+                continue
+            if dst in a.tile_knobs:
+                continue
+            dst.replace_all_uses_with(src)
+            conv.erase()
+            a.conversions.remove(conv)
+            del a.roles[dst], a.partition_tile[dst]
 
 
 def solve_layout(graph: Graph, partitions: int, knobs: Mapping | None = None) -> LayoutAnalysis:

@@ -148,6 +148,45 @@ graph @shared(%x: tensor<128x64xf32>, %w1: tensor<64x32xf32>, %w2: tensor<64x16x
 // CHECK: return s = %s
 
 // -----
+// an elementwise producer of a matmul's left operand keeps rows on the partitions (loads and
+// stores whole rows); the matmul reads it through a conversion (TensorE transposes), instead
+// of K on the partitions reaching back into the multiply (element-wise transposing DMAs)
+graph @scaled_lhs(%a: tensor<256x512xf32>, %b: tensor<512x256xf32>) {
+  %c = tensor.full {value = 2.0} : tensor<f32>
+  %s = tensor.mul %a, %c : tensor<256x512xf32>
+  %e = tensor.exp %s : tensor<256x512xf32>
+  %m = tensor.matmul %e, %b : tensor<256x256xf32>
+  return y = %m
+}
+// CHECK: %e_conv = tensor.layout_convert %e : tensor<256x512xf32>
+// CHECK-NEXT: %m = tensor.matmul %e_conv, %b
+// CHECK: //   %a 
+// CHECK-SAME: [P, F]
+// CHECK: //   %s 
+// CHECK-SAME: [P, F]
+// CHECK-NEXT: //   %e 
+// CHECK-SAME: [P, F]
+// CHECK: conversion %e_conv = layout_convert %e: [P, F] -> [F, P]
+
+// -----
+// ... a producer whose natural layout already has K on the partitions (its input is stored
+// transposed) and the right operand (K on the partitions is B's natural layout) need none
+graph @scaled_natural(%a: tensor<512x256xf32>, %b: tensor<512x256xf32>) {
+  %t = tensor.transpose %a {perm = [1, 0]} : tensor<256x512xf32>
+  %c = tensor.full {value = 2.0} : tensor<f32>
+  %s = tensor.mul %t, %c : tensor<256x512xf32>
+  %r = tensor.mul %b, %c : tensor<512x256xf32>
+  %m = tensor.matmul %s, %r : tensor<256x256xf32>
+  return y = %m
+}
+// CHECK-NOT: layout_convert
+// CHECK: //   %s 
+// CHECK-SAME: [F, P]
+// CHECK-NEXT: //   %r 
+// CHECK-SAME: [P, F]
+// CHECK-NOT: conversion
+
+// -----
 // batched matmul: batch dims are iterated
 graph @bmm(%a: tensor<4x128x64xf32>, %b: tensor<4x64x32xf32>) {
   %c = tensor.matmul %a, %b : tensor<4x128x32xf32>
