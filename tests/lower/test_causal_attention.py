@@ -88,25 +88,28 @@ def test_blocks_above_the_diagonal_are_skipped_and_only_diagonal_blocks_masked()
     """Qwen3-0.6B attention at seq 512 (16 / 8 heads, head dim 128, 4 query tiles): query tile
     t reads key chunks 0..t only, so P V runs 16·(1+2+3+4) = 160 chunk products instead of 256,
     and exp covers 160·128 key columns per row instead of 256·128; the mask is built once and
-    added to the 128 x 128 diagonal block of each (head, tile) only."""
+    added to the 128 x 128 diagonal block of each (head, tile) only, by one identity matmul into
+    the scores' PSUM bank (no VectorE add): each (head, tile) is one row max and one exp."""
     args = layer_inputs(512, 16, 8, 128, 1024)
     kern = nk.compile(layer_attention, *args)
     tiles, chunk_products = 4, 16 * (1 + 2 + 3 + 4)
     matmuls = _count(kern, MatmulOp)
     score_matmuls = 16 * tiles  # at most 512 keys: one PSUM bank per (head, tile)
-    assert matmuls == score_matmuls + chunk_products
+    mask_matmuls = [
+        (op, m)
+        for op, m in _attention_ops(kern, MatmulOp)
+        if op.access("stationary").tensor.name_hint.startswith("identity")
+    ]
+    assert sum(m for _, m in mask_matmuls) == 16 * tiles
+    assert all(op.attrs["accumulate"] and op.access("dst").free_size == 128 for op, _ in mask_matmuls)
+    assert matmuls == score_matmuls + 16 * tiles + chunk_products
     transposes = _count(kern, TransposeOp)
     assert transposes == 8 * 4 + 16 * 4 + chunk_products  # Kᵀ, Qᵀ, Pᵀ per chunk
-    exp_cols = sum(
-        m * op.access("dst").free_size
-        for op, m in _attention_ops(kern, ActivationOp)
-        if op.attrs["op"] == "exp"
-    )
-    assert exp_cols == chunk_products * 128
-    assert _count(kern, AffineSelectOp) == 1
-    adds = _attention_ops(kern, TensorTensorOp)
-    assert sum(m for _, m in adds) == 16 * tiles
-    assert all(op.access("dst").free_size == 128 for op, _ in adds)
+    exps = [(op, m) for op, m in _attention_ops(kern, ActivationOp) if op.attrs["op"] == "exp"]
+    assert sum(m * op.access("dst").free_size for op, m in exps) == chunk_products * 128
+    assert sum(m for _, m in exps) == 16 * tiles
+    assert _count(kern, AffineSelectOp) == 2  # the identity and the mask tile
+    assert _count(kern, TensorTensorOp) == 0
 
 
 def test_k_and_v_read_once_and_no_hbm_copies():
@@ -147,3 +150,47 @@ def test_unsupported_operands_are_a_clear_error():
     b.set_outputs({"o": b.causal_attention(q, k, v, scale=0.125, mask_value=-10.0)})
     with pytest.raises(BuildError, match="tensor.causal_attention.*mask_value <= -10000"):
         nk.compile(b.graph)
+
+
+def _f16_attention(hd: int):
+    """The op built by hand in f16: 2 query heads over 1 KV head, seq 256, scale 1/√hd."""
+    b = nk.Builder("causal_f16")
+    q = b.add_input("q", (2, 256, hd), nk.float16)
+    k = b.add_input("k", (1, 256, hd), nk.float16)
+    v = b.add_input("v", (1, 256, hd), nk.float16)
+    b.set_outputs(
+        {"o": b.causal_attention(q, k, v, scale=float(np.float32(1 / np.sqrt(hd))), mask_value=-1e4)}
+    )
+    return nk.compile(b.graph)
+
+
+def _f16_reference(q, k, v):
+    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
+    k, v = np.repeat(k, 2, axis=0), np.repeat(v, 2, axis=0)
+    s = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+    s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, s - 1e4)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("hd, in_psum", [(16, True), (128, False)], ids=["mask-in-f16", "f16-overflow"])
+def test_f16_mask_by_identity_matmul_or_fp32_add(hd, in_psum):
+    """f16: mask/scale = -1e4·√16 = -40,000 is an f16 value, accumulated into PSUM by the
+    identity matmul; -1e4·√128 = -113,137 overflows f16 (0 × inf would be NaN in the matmul), so
+    it is added in fp32 by VectorE. Both against float64 on the interpreter and the simulator."""
+    kern = _f16_attention(hd)
+    idents = [
+        op
+        for op, _ in _attention_ops(kern, MatmulOp)
+        if op.access("stationary").tensor.name_hint == "identity"
+    ]
+    assert bool(idents) == in_psum
+    assert (_count(kern, TensorTensorOp) == 0) == in_psum
+    rng = np.random.default_rng(hd)
+    feeds = {
+        n: rng.standard_normal(s).astype(np.float16)
+        for n, s in (("q", (2, 256, hd)), ("k", (1, 256, hd)), ("v", (1, 256, hd)))
+    }
+    ref = _f16_reference(feeds["q"], feeds["k"], feeds["v"])
+    assert_close(kern.run(feeds)["o"], ref, nk.float16, what="f16 causal attention, interpreter")
+    assert_close(nk.simulate(kern, feeds)["o"], ref, nk.float16, what="f16 causal attention, simulator")

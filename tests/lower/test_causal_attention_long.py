@@ -10,7 +10,7 @@ import pytest
 
 import nkigen_lite as nk
 from nkigen_lite.ir.errors import BuildError
-from nkigen_lite.nki.ops import ActivationOp, AffineSelectOp, MatmulOp, TensorTensorOp
+from nkigen_lite.nki.ops import ActivationOp, AffineSelectOp, MatmulOp
 from nkigen_lite.testing import assert_close
 from nkigen_lite.transforms.lower import causal_attention_long as long_kernel
 from nkigen_lite.transforms.lower.causal_attention_dispatch import refusal
@@ -60,8 +60,9 @@ def test_long_attention_matches_float64(monkeypatch, block, seq, heads, kv, hd):
 def test_blocks_past_the_diagonal_are_neither_loaded_nor_computed(monkeypatch):
     """4 / 2 heads, head dim 64, seq 640, blocks of 256 keys (5 tiles): tile t's scores cover
     keys 0 .. 128(t+1) only (Σ = 128·15 per row and head), K and V cross HBM once, the mask is
-    one affine_select added to the 5 diagonal chunks per head, and α is computed once per later
-    block: tiles 2, 3 have 2 blocks, tile 4 has 3 → 4 per head."""
+    one affine_select (beside the identity's) accumulated into the 5 diagonal chunks per head by an
+    identity matmul, and α is computed once per later block: tiles 2, 3 have 2 blocks, tile 4
+    has 3 → 4 per head."""
     monkeypatch.setattr(long_kernel, "KEY_BLOCK", 256)
     args = _inputs(640, 4, 2, 64, seed=1)
     kern = nk.compile(layer_attention, *args)
@@ -71,6 +72,7 @@ def test_blocks_past_the_diagonal_are_neither_loaded_nor_computed(monkeypatch):
         m * op.access("moving").free_size
         for op, m in _attention_ops(kern, MatmulOp)
         if op.access("dst").tensor.name_hint.startswith("scores")
+        and not op.access("stationary").tensor.name_hint.startswith("identity")
     )
     assert score_cols == 4 * 128 * (1 + 2 + 3 + 4 + 5)
     exp_cols = sum(
@@ -79,13 +81,14 @@ def test_blocks_past_the_diagonal_are_neither_loaded_nor_computed(monkeypatch):
         if op.attrs["op"] == "exp" and op.access("dst").tensor.name_hint.startswith("probs")
     )
     assert exp_cols == 4 * 128 * (1 + 2 + 3 + 4 + 5)
-    assert _count(kern, AffineSelectOp) == 1
+    assert _count(kern, AffineSelectOp) == 2
     mask_adds = [
         (op, m)
-        for op, m in _attention_ops(kern, TensorTensorOp)
-        if op.access("dst").tensor.name_hint.startswith("scores_diag")
+        for op, m in _attention_ops(kern, MatmulOp)
+        if op.access("stationary").tensor.name_hint.startswith("identity")
     ]
     assert sum(m for _, m in mask_adds) == 4 * 5
+    assert all(op.attrs["accumulate"] and op.access("moving").free_size == 128 for op, _ in mask_adds)
     assert _rescales(kern) == 4 * 4
 
 

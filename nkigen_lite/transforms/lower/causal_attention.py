@@ -11,16 +11,21 @@ query head and query tile t of up to 128 rows the keys run to the tile's last ro
 are entirely at or below the diagonal (no mask), chunk t is the diagonal one (``S + mask/scale``
 against one constant tile built once by GpSimd ``affine_select`` for the whole kernel), chunks
 after t are skipped (with a mask <= ``SKIP_MASK`` their probabilities are ``exp(mask + ...)``, 0
-in fp32). The tile's scores stay in PSUM (at most ``MAX_KEYS`` keys: four banks of fp32):
-``-max`` by negated row reduces read from PSUM, ``P = exp(scale·S - scale·max)`` written in the
-16-bit dtype by ScalarE with the row sums fused, ``Pᵀ`` by bf16 TensorE transposes (8 chunks per
-PSUM bank, evacuated by ScalarE and VectorE in turn), ``O = Pᵀᵀ V`` accumulated in PSUM and ``O
-· 1/Σ`` cast while leaving it; the R heads of a tile are stored by one DMA. Units (query head,
-tile) are emitted as a software pipeline — per step the scores of unit u+1, the ``Pᵀ`` and ``P
-V`` of unit u, the softmax of unit u+1, the output of unit u — and the loop body is then
-reordered by the list schedule of emit_order.py (within the PSUM banks and 3/4 of SBUF), so each
-engine's in-order stream takes the work that is ready first (attention alone, 16/8 heads at seq
-2048: 1,733 -> 804 µs scheduled; at seq 512 unrolled over the KV heads: 161.9 -> 108.8 µs).
+in fp32). The diagonal chunk's mask is accumulated into the scores' PSUM bank by a TensorE
+matmul of a 16-bit identity and a 16-bit mask tile (mask16.py; an f16 mask/scale beyond the f16
+range is added in fp32 by VectorE instead), so each bank is one row max and one exp (VectorE,
+the busiest engine in the layer's attention, no longer adds the mask, reduces the diagonal chunk
+on its own or sums two row-sum parts). The tile's scores stay in PSUM (at most ``MAX_KEYS``
+keys: four banks of fp32): ``-max`` by negated row reduces read from PSUM, ``P = exp(scale·S -
+scale·max)`` written in the 16-bit dtype by ScalarE with the row sums fused, ``Pᵀ`` by bf16
+TensorE transposes (8 chunks per PSUM bank, evacuated by ScalarE and VectorE in turn), ``O = Pᵀᵀ
+V`` accumulated in PSUM and ``O · 1/Σ`` cast while leaving it; the R heads of a tile are stored
+by one DMA. Units (query head, tile) are emitted as a software pipeline — per step the scores of
+unit u+1, the ``Pᵀ`` and ``P V`` of unit u, the softmax of unit u+1, the output of unit u — and
+the loop body is then reordered by the list schedule of emit_order.py (within the PSUM banks and
+3/4 of SBUF), so each engine's in-order stream takes the work that is ready first (attention
+alone, 16/8 heads at seq 2048: 1,733 -> 804 µs scheduled; at seq 512 unrolled over the KV heads:
+161.9 -> 108.8 µs).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from .attention_units import attention_dims
 from .context import LowerContext
 from .emit_order import list_order
 from .homes import HbmHome
+from .mask16 import mask_value_16
 from .views import copy_home
 
 P = 128  # partitions
@@ -168,20 +174,38 @@ class _Emitter:
 
     # ---- once per kernel -------------------------------------------------------------------
     def mask_tile(self):
-        """mask/scale where key j > row p of a diagonal chunk, 0 elsewhere (fp32, added to the
-        unscaled scores)."""
+        """(identity, mask): where key j > row p of a diagonal chunk the mask tile holds
+        mask/scale, 0 elsewhere, added to the unscaled scores. 16-bit when the dtype carries the
+        mask (mask16.py), with the 16-bit identity its matmul into PSUM reads; else fp32 (added
+        by VectorE) and no identity. Built once per kernel by GpSimd."""
         b = self.b
-        t = b.alloc((P, P), F32, name="causal_bias")
+        value = mask_value_16(float(np.float32(self.mask_value / self.scale)), True, self.dt)
+        ident = None
+        if value is not None:
+            ident = b.alloc((P, P), self.dt, name="identity")
+            w = _acc(ident, (0, P), (0, P))
+            b.memset(dst=w, value=1.0, engine="gpsimd")
+            b.affine_select(
+                dst=w,
+                pattern=[[-1, P]],
+                channel_multiplier=1,
+                on_true_tile=w,
+                on_false_value=0.0,
+                cmp_op="equal",
+            )
+        else:
+            value = float(np.float32(self.mask_value / self.scale))
+        t = b.alloc((P, P), F32 if ident is None else self.dt, name="causal_bias")
         b.memset(dst=_acc(t, (0, P), (0, P)), value=0.0, engine="gpsimd")
         b.affine_select(
             dst=_acc(t, (0, P), (0, P)),
             pattern=[[1, P]],
             channel_multiplier=-1,
             on_true_tile=_acc(t, (0, P), (0, P)),
-            on_false_value=float(np.float32(self.mask_value / self.scale)),
+            on_false_value=value,
             cmp_op="less_equal",
         )
-        return t
+        return ident, t
 
     # ---- once per KV head ------------------------------------------------------------------
     def load(self, g):
@@ -257,7 +281,9 @@ class _Emitter:
         """A generator (one yield, after the matmuls) returning (parts, rows): S of query head
         ``j``, tile ``t`` over keys [lo, stop) (``lo`` a multiple of 128; ``stop`` defaults to
         the tile's last row) in PSUM banks; when the range reaches the tile's last row, its
-        diagonal chunk + mask/scale in SBUF. ``parts``: (tile, column, width, key - lo)."""
+        diagonal chunk + mask/scale: accumulated into the bank by an identity matmul (16-bit
+        mask), else added into an SBUF tile by VectorE (fp32 mask). ``parts``: (tile, column,
+        width, key - lo)."""
         b, d = self.b, self.d
         r0 = t * P
         mt = min(P, self.m - r0)
@@ -270,15 +296,25 @@ class _Emitter:
             s = b.alloc((P, BANK), F32, "psum", name="scores")
             b.nc_matmul(dst=_acc(s, rows, (0, w)), stationary=q_cols, moving=_acc(k_t, (0, d), (b0, w)))
             banks.append((s, b0, w))
+        ident, bias = mask
+        diagonal = keys == r0 + mt  # the range reaches the tile's last row
+        if diagonal and ident is not None:  # mask/scale added in PSUM by an identity matmul
+            s_last, b_last, _ = banks[-1]
+            b.nc_matmul(
+                dst=_acc(s_last, rows, (r0 - b_last, mt)),
+                stationary=_acc(ident, rows, rows),
+                moving=_acc(bias, rows, (0, mt)),
+                accumulate=True,
+            )
         yield  # the previous unit's P V goes here, between this unit's scores and its softmax
-        if keys < r0 + mt:  # no diagonal chunk in the range
+        if not diagonal or ident is not None:
             return [(s, 0, w, b0 - lo) for s, b0, w in banks], mt
         s_last, b_last, _ = banks[-1]
         y = b.alloc((P, P), F32, name="scores_diag")
         b.tensor_tensor(
             dst=_acc(y, rows, (0, mt)),
             data1=_acc(s_last, rows, (r0 - b_last, mt)),
-            data2=_acc(mask, rows, (0, mt)),
+            data2=_acc(bias, rows, (0, mt)),
             op="add",
         )
         parts = [(s, 0, w - (mt if s is s_last else 0), b0 - lo) for s, b0, w in banks]

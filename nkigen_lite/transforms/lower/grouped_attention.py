@@ -47,6 +47,7 @@ from .grouped_dma_transpose import (
     q_source,
     qt_columns,
 )
+from .mask16 import mask_value_16
 
 P = 128  # partitions
 MAX_HEAD_DIM = 128  # q / k feature dim on the partitions for Q Kᵀ
@@ -232,21 +233,8 @@ class _Kernel:
 
     def mask_value_16(self) -> float | None:
         """The value of the masked entries in a 16-bit mask tile, or None when the mask is added
-        in fp32 instead: fp32 kernels, and masks the 16-bit dtype cannot carry -- a value not
-        exactly representable, unless the mask is at most ``SKIP_MASK`` (its entries'
-        probabilities are taken as 0, as for the skipped key chunks): then the 16-bit value at or
-        below it (bf16: -1e4·8 = -80,000 -> -80,384) -- never an f16 overflow."""
-        if not self.fast:
-            return None
-        with np.errstate(over="ignore"):
-            v = np.array([self.mask_off], np.float32).astype(self.dt.np_dtype)
-        if float(v[0]) == self.mask_off:
-            return float(v[0])
-        if self.mask > SKIP_MASK:
-            return None
-        if float(v[0]) > self.mask_off:  # one 16-bit step further from zero (negative: +1 in bits)
-            v = (v.view(np.uint16) + np.uint16(1)).view(v.dtype)
-        return float(v[0]) if np.isfinite(float(v[0])) else None
+        in fp32 instead (fp32 kernels; mask16.py)."""
+        return mask_value_16(self.mask_off, self.mask <= SKIP_MASK, self.dt) if self.fast else None
 
     def identity(self):
         """The 16-bit identity [P, P] the mask matmul's stationary operand reads (GpSimd, once)."""
