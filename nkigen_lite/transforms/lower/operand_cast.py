@@ -9,10 +9,17 @@ loads convert on the way — a casting DMA into the f32 staging tile, or a 16-bi
 TensorE transpose whose PSUM → SBUF copy casts (matmul.py). Widening is exact, so the values
 the Tensor engine sees are the cast's values bit for bit.
 
+The same holds for an integer matmul operand widened from a narrower integer or bool
+(``a.astype(np.int32) @ b``, the int32 matmul WideIntMatmul forms for a narrow result or leaves
+when the ranges keep it exact): a cast from int8 / uint8 / int16 / uint16 / bool to int32 or f32
+read only by matmuls is an operand cast, its storage loaded by the matmul's casting DMAs (the
+integer values are exact in fp32).
+
 When both operands of a matmul are operand casts of the same 16-bit dtype the matmul runs in
 that dtype (``narrow_matmul_dtypes``): the products of two 16-bit floats are exact in fp32 and
 PSUM accumulates in fp32, so this computes what the f32 matmul of the widened values computes,
-at the 16-bit rate.
+at the 16-bit rate. Operand casts from integers run in bf16 when both come from 8-bit integers
+or bool (every value within [-255, 255] is a bf16 value), else in f32.
 """
 
 from __future__ import annotations
@@ -42,15 +49,22 @@ def _only_matmul_operands(v: Value, depth: int = 0) -> bool:
 
 
 def is_operand_cast(op: Op) -> bool:
-    """True for a 16-bit float -> f32 cast read only (through views) as matmul operands."""
+    """True for a 16-bit float -> f32 cast, or a narrower integer / bool -> int32 / f32 cast,
+    read only (through views) as matmul operands."""
     if not isinstance(op, T.CastOp):
         return False
     src, dst = op.operand(0).type.dtype, op.result.type.dtype
-    return src.name in NARROW and dst.name == "f32" and _only_matmul_operands(op.result)
+    widens = src.name in NARROW and dst.name == "f32"
+    widens = widens or (_narrow_int(src) and dst.name in ("i32", "f32"))
+    return widens and _only_matmul_operands(op.result)
+
+
+def _narrow_int(dt) -> bool:
+    return dt.is_bool or (dt.is_int and dt.itemsize < 4)
 
 
 def _source_dtype(v: Value):
-    """The 16-bit dtype ``v`` was widened from by an operand cast (through views), else None."""
+    """The dtype ``v`` was widened from by an operand cast (through views), else None."""
     op = v.defining_op
     for _ in range(8):
         if op is None:
@@ -65,9 +79,14 @@ def _source_dtype(v: Value):
 
 def narrow_matmul_dtypes(op: T.MatmulOp):
     """(dtype, dtype) to stage both operands in when both are operand casts from the same
-    16-bit float, else None."""
+    16-bit float (that dtype), or both from narrow integers (bf16 when both are 8-bit or bool,
+    else f32), else None."""
     a, b = (_source_dtype(v) for v in op.operands)
-    if a is None or a is not b:
+    if a is None or b is None:
+        return None
+    if _narrow_int(a) and _narrow_int(b):
+        return (get_dtype("bf16" if a.itemsize == b.itemsize == 1 else "f32"),) * 2
+    if a is not b:
         return None
     return get_dtype(a.name), get_dtype(b.name)
 
