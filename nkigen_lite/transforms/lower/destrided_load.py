@@ -1,5 +1,6 @@
 """Loads of a small-step slice on the last axis (``x[:, ::2]``, ``x[..., 1::2]`` of an
-interleaved RoPE) as contiguous loads plus an on-chip strided copy.
+interleaved RoPE) as contiguous loads plus an on-chip strided copy; HBM -> HBM copies of one
+(``y = x[:, ::2]`` as an output) through SBUF the same way.
 
 An HBM window whose innermost dim steps over ``s > 1`` elements moves one element per DMA
 descriptor. When ``s`` elements take at most ``MAX_STEP_BYTES``, reading the contiguous span
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from ...ir.types import row_major_strides
 from ...nki.ops import HbmViewOp
-from ...nki.types import Access, DimSlice, MemorySpace
+from ...nki.types import Access, Affine, DimSlice, MemorySpace
 from .homes import HbmHome
 
 MAX_STEP_BYTES = 64  # element-wise descriptors cost more than reading this many bytes per element
@@ -76,4 +77,48 @@ def load_destrided(b, dst: Access, src: Access, wide_view) -> bool:
         b.dma_copy(dst=whole, src=Access(wide_view, src.dims[:-1] + (DimSlice(first, span, 1),)))
         out = DimSlice(out_last.offset + c * out_last.stride, w, out_last.stride)
         b.tensor_copy(dst=Access(dst.tensor, lead + (out,)), src=Access(wide, full + (DimSlice(0, w, step),)))
+    return True
+
+
+def copy_destrided(ctx, src: HbmHome, dst: HbmHome) -> bool:
+    """HBM -> HBM copy of a small-step last-axis slice (``y = x[:, ::2]``) through SBUF: per
+    block of up to 128 rows of the second-to-last dim (and instance of the dims before it), the
+    span loads and strided copies of ``load_destrided``, then one contiguous store. False
+    (nothing emitted) when it does not apply."""
+    shape, dt = src.shape, src.base.type.dtype
+    rank = len(shape)
+    if rank < 2 or tuple(dst.shape) != tuple(shape) or dst.base.type.dtype is not dt or dst.strides[-1] != 1:
+        return False
+    n, step = shape[-1], src.strides[-1]
+    if n < 2 or step < 2 or step * dt.itemsize > MAX_STEP_BYTES or n * dt.itemsize > CHUNK_BYTES:
+        return False
+    sv, dv = ctx.view(src), ctx.view(dst)
+    wide_view = span_view(ctx, sv)
+    if wide_view is None:
+        return False
+    b, p = ctx.b, ctx.partitions
+    rows = shape[-2]
+
+    def body(lead, r0, pr):
+        t = b.alloc((pr, n), dt, "sbuf", name="strided")
+        tile = Access(t, (DimSlice(0, pr, 1), DimSlice(0, n, 1)))
+        window = lead + (DimSlice(r0, pr, 1), DimSlice(0, n, 1))
+        load_destrided(b, Access(t, tile.dims), Access(sv, window), wide_view)
+        b.dma_copy(dst=Access(dv, window), src=tile)
+
+    def nest(d, lead):
+        if d == rank - 2:
+            full, rem = divmod(rows, p)
+            if full == 1:
+                body(lead, 0, p)
+            elif full > 1:
+                with b.fori_loop(0, full) as i:
+                    body(lead, Affine.of(i) * p, p)
+            if rem:
+                body(lead, full * p, rem)
+            return
+        with b.fori_loop(0, shape[d]) as i:
+            nest(d + 1, lead + (DimSlice(Affine.of(i), 1, 1),))
+
+    nest(0, ())
     return True

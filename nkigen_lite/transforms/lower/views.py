@@ -13,6 +13,7 @@ from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from ..layout.ops import LayoutConvertOp
 from .context import LowerContext
+from .destrided_load import copy_destrided
 from .homes import HbmHome
 from .permute_copy import copy_permuted
 from .rules import item_rule
@@ -26,8 +27,9 @@ def is_layout_convert(op: Op) -> bool:
 
 def copy_home(ctx: LowerContext, src: HbmHome, dst: HbmHome) -> None:
     """HBM -> HBM DMA of a whole value (row-major element pairing); a permuting copy goes
-    through TensorE transposes instead (permute_copy.py)."""
-    if copy_permuted(ctx, src, dst):
+    through TensorE transposes instead (permute_copy.py), a small-step last-axis slice through
+    contiguous loads and strided engine copies (destrided_load.py)."""
+    if copy_permuted(ctx, src, dst) or copy_destrided(ctx, src, dst):
         return
     ctx.b.dma_copy(dst=Access.whole(ctx.view(dst)), src=Access.whole(ctx.view(src)))
 
