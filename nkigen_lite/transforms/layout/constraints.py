@@ -5,8 +5,9 @@
 - reduce: reduced axes are F in the operand; kept dims share roles with the result (a
   keepdims size-1 dim is F);
 - matmul A(…,M,K) @ B(…,K,N) = C(…,M,N): K is P in A and B, M is F in A, N is F in B and C,
-  M is P in C, batch dims are I; A's requirements are *soft* (``OpConstraints.soft``): they do
-  not reach back into an elementwise producer whose dims are still free (see ``solver.py``);
+  M is P in C, batch dims are I; the requirements on 2-D+ operands are *soft*
+  (``OpConstraints.soft``): they do not reach back into an elementwise producer (seen through
+  transposes) whose dims are still free (see ``solver.py``);
 - transpose permutes roles; slice, concat keep them; reshape maps them through its groups of
   dims (1:1 groups share roles, split/merge groups are solved later, see ``solver.py``);
 - sources (full, constant, iota) and non-tensor ops (layout_convert) constrain nothing; a
@@ -51,6 +52,14 @@ rule is ``_elementwise``)."""
 def is_elementwise(op) -> bool:
     """True when ``op`` is an elementwise computation (see ``ELEMENTWISE_OPS``)."""
     return isinstance(op, ELEMENTWISE_OPS)
+
+
+def elementwise_through_transposes(v) -> bool:
+    """True when ``v`` is an elementwise result, or a transpose (of a transpose ...) of one."""
+    op = v.defining_op
+    while isinstance(op, T.TransposeOp):
+        op = op.operand(0).defining_op
+    return is_elementwise(op)
 
 
 LAYOUT_RULES: dict[type, Callable[[Op, OpConstraints], None]] = table()
@@ -133,8 +142,8 @@ def _matmul(op: Op, c: OpConstraints) -> None:
                 cx.append(("res", d, k))
     c.results += [(k, "I") for k in range(batch_c)]
     c.operands = [ca, cb]
-    if len(a) >= 2:  # K on the partitions is A's transposed layout: a TensorE transpose
-        c.soft = (0,)
+    # K on the partitions is A's transposed layout (and B's when B is a transposed view)
+    c.soft = tuple(i for i, shape in enumerate((a, b)) if len(shape) >= 2)
 
 
 @layout_rule(*ELEMENTWISE_OPS, T.BroadcastToOp)

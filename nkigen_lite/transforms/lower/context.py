@@ -50,6 +50,9 @@ class LowerContext:
     kept_out: dict = field(default_factory=dict)
     # value -> SBUF access holding its row-major image, rows on the partitions (onchip_rows.py)
     on_chip: dict = field(default_factory=dict)
+    # value -> storage order of its scratch buffer, None for row-major (scratch_order.py; set
+    # by the driver)
+    scratch_order: Callable[[Value], tuple[int, ...] | None] | None = None
 
     # ---- source locations ----------------------------------------------------------------
     def name(self, v: Value) -> str:
@@ -83,12 +86,18 @@ class LowerContext:
         return HbmHome.whole(base)
 
     def home_for_store(self, v: Value) -> HbmHome:
-        """The home a produced value is stored to (pre-assigned, or fresh scratch)."""
+        """The home a produced value is stored to (pre-assigned, or fresh scratch, row-major
+        unless scratch_order.py orders it as the tiles that fill it)."""
         if v not in self.homes:
             name = None
             if v in self.spilled:
                 name, self._spills = f"spill{self._spills}", self._spills + 1
-            self.homes[v] = self.alloc_hbm(v.type.shape, v.type.dtype, name=name)
+            order = None if name is not None or self.scratch_order is None else self.scratch_order(v)
+            if order is None:
+                self.homes[v] = self.alloc_hbm(v.type.shape, v.type.dtype, name=name)
+            else:  # stored in the order of its tiles (scratch_order.py)
+                h = self.alloc_hbm(tuple(v.type.shape[d] for d in order), v.type.dtype)
+                self.homes[v] = h.transpose(tuple(order.index(d) for d in range(len(order))))
         return self.homes[v]
 
     def view(self, h: HbmHome) -> Value:

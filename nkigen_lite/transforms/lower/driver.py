@@ -60,6 +60,7 @@ from .row_sequence import emit_row_pair, find_row_pairs
 from .row_split import emit_row_split, find_row_splits
 from .rules import ITEM_RULES, item_rule, rule_for
 from .scatter_first import scatter_first
+from .scratch_order import scratch_order
 from .spread_reduce import SpreadReduce, emit_spread_reduce, find_spread_reduces
 from .view_chains import place_view_chains
 from .views import VIEW_OPS, copy_home, is_layout_convert, plan_concats
@@ -94,6 +95,7 @@ def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict, lnc: i
         return layout.roles.get(v) if layout is not None else None
 
     ctx = LowerContext(target, b, roles_of, Printer(graph))
+    ctx.scratch_order = lambda v: scratch_order(v, roles_of(v))
     ctx.lnc = lnc
     if layout is not None:
         ctx.tile_knobs = dict(layout.tile_knobs)
