@@ -12,6 +12,7 @@ from ...ir.value import Value
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from ..layout.ops import LayoutConvertOp
+from .concat_last import concat_last_on_chip
 from .context import LowerContext
 from .destrided_load import copy_destrided
 from .homes import HbmHome
@@ -60,12 +61,26 @@ def lower_concat(ctx: LowerContext, op: T.ConcatOp) -> None:
     """Copy the operands not already stored in place into their slice of the result."""
     h = ctx.home_for_store(op.result)
     ax, start = op.attrs["axis"], 0
+    if ax == len(h.shape) - 1 and _none_in_place(ctx, op, h):
+        if concat_last_on_chip(ctx, [ctx.home(u) for u in op.operands], h):
+            return
     for u in op.operands:
         n = u.type.shape[ax]
         part = h.sub(ax, start, n)
         if ctx.homes.get(u) != part:
             copy_home(ctx, ctx.home(u), part)
         start += n
+
+
+def _none_in_place(ctx: LowerContext, op: T.ConcatOp, h: HbmHome) -> bool:
+    """No operand of the concat was stored straight into its slice of the result ``h``."""
+    ax, start = op.attrs["axis"], 0
+    for u in op.operands:
+        n = u.type.shape[ax]
+        if ctx.homes.get(u) == h.sub(ax, start, n):
+            return False
+        start += n
+    return True
 
 
 @item_rule(*VIEW_OPS, LayoutConvertOp)
