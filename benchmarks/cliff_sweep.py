@@ -51,6 +51,12 @@ def kv_write(cache, x, pos):
     return cache
 
 
+def rope_interleaved(x, c, s):
+    """RoPE on interleaved pairs (GPT-J / Meta Llama style): x (S, H, D), c / s (S, H or 1, D/2)."""
+    a, b = x[..., ::2], x[..., 1::2]
+    return np.stack([a * c - b * s, a * s + b * c], -1).reshape(x.shape)
+
+
 def moe_route(x, w_router, b_router):
     """gpt-oss routing: top-4 of the raw logits, then softmax over the picked four."""
     lv, li = nk.topk(x @ w_router + b_router, 4)
@@ -123,6 +129,7 @@ CASES = [
     ("split 3 ways + sum", lambda x: sum(np.split(x, 4, axis=-1)), [((2048, 4096), F32)]),
     ("x[::2] row step", lambda x: x[::2] + 0.0, [((2048, 4096), F32)]),
     ("x[:, ::2] column step", lambda x: x[:, ::2] + 0.0, [((2048, 4096), F32)]),
+    ("x[:, ::2] + x[:, 1::2]", lambda x: x[:, ::2] + x[:, 1::2], [((2048, 4096), F32)]),
     ("x[:, 1:-1] interior", lambda x: x[:, 1:-1] * 2.0, [((2048, 4096), F32)]),
     ("np.flip last axis", lambda x: np.flip(x, -1) + 0.0, [((64, 4096), F32)]),
     ("np.repeat axis 0 (GQA)", lambda k: np.repeat(k, 4, axis=0) + 0.0, [((8, 2048, 128), BF16)]),
@@ -151,6 +158,11 @@ CASES = [
         [((2048, 2048), F32), ((2048, 2048), F32)],
     ),
     # model pieces
+    (
+        "RoPE interleaved (2048,32,128)",
+        rope_interleaved,
+        [((2048, 32, 128), BF16), ((2048, 1, 64), F32), ((2048, 1, 64), F32)],
+    ),
     (
         "RoPE (1,2048,16,128) q / (…,8,…) k",
         rope,
