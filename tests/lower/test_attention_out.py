@@ -87,9 +87,9 @@ def _inputs(seq: int, seed: int) -> list[np.ndarray]:
 
 @pytest.fixture(autouse=True)
 def _many_units(monkeypatch):
-    """O stays on chip only when the KV heads are not all one list-scheduled block (more than
-    ``MAX_UNROLLED_UNITS`` units: attention_out.out_groups); 4 here, so that 256 rows of 4
-    heads (8 units) take the path the Qwen3 layer takes at seq 2048."""
+    """One list-scheduled block per KV head (more than ``MAX_UNROLLED_UNITS`` units); 4 here,
+    so that 256 rows of 4 heads (8 units) take the path the Qwen3 layer takes at seq 2048
+    (``test_o_kept_with_every_kv_head_in_one_block``: the path at seq 512)."""
     monkeypatch.setattr(causal_attention, "MAX_UNROLLED_UNITS", 4)
 
 
@@ -157,6 +157,18 @@ def test_layer_keeps_o_on_chip_and_matches_float64():
     assert_close(_run(kern, args), _reference(args), nk.bfloat16, what="layer, O kept", **TOL)
 
 
+def test_o_kept_with_every_kv_head_in_one_block(monkeypatch):
+    """8 units (4 heads x 2 query tiles) at most ``MAX_UNROLLED_UNITS``: every KV head is one
+    list-scheduled block (the Qwen3-0.6B layer's path at seq 512) and O stays on chip all the
+    same (it was written to HBM and read back: 2 x 256 KiB); results match float64."""
+    monkeypatch.undo()  # MAX_UNROLLED_UNITS as compiled: 64
+    seq = 256
+    args = _inputs(seq, seed=5)
+    kern = nk.compile(layer, *args)
+    assert _scratch(kern) == {}, bytes_by_tensor(kern.nki)
+    assert_close(_run(kern, args), _reference(args), nk.bfloat16, what="layer, O kept, one block", **TOL)
+
+
 @pytest.mark.parametrize("share, stored", [(0.0, 2), (1.0 / 212_984 * 1024, 1)])
 def test_first_kv_heads_stored_when_sbuf_is_short(monkeypatch, share, stored):
     """With room for no / one KV head's O tile (1 KiB per partition at 256 rows) the first
@@ -204,8 +216,9 @@ def test_a_reader_from_hbm_gets_o_stored(monkeypatch):
         # one row tile: q, k, v and O stay on chip (the front's pipeline has no row loop; was
         # 1.12, 3 MiB of them written and read back: tests/lower/test_front_keep_one_tile.py)
         (128, 1.02, 0),
-        # 64 units (8 KV heads x 2 x 4 tiles): one list-scheduled block, O through HBM as before
-        (512, 1.16, 4 << 20),
+        # 64 units (8 KV heads x 2 x 4 tiles): one list-scheduled block; O stays on chip too
+        # (was 1.16, O's 2 MiB written and read back)
+        (512, 1.05, 0),
         # was 1.74: v (2 x 4 MiB) and O (2 x 8 MiB); all of O stays on chip (attention_out.
         # KEEP_SHARE; 1.48 -> 1.27 with the first 4 KV heads' O stored) and 3 of v's 8 KV heads
         # do not fit beside the front's resident weights (front_keep.py: 1.27 -> 1.195)

@@ -41,7 +41,6 @@ from ...nki.types import Access, Affine
 from ...nki.types import ds as _ds
 from ...tensor import ops as T
 from ...tensor.composites_causal_attention import CausalAttentionOp
-from . import causal_attention
 from .attention_out import match_out_chain
 from .causal_attention_dispatch import is_long
 from .homes import HbmHome
@@ -65,15 +64,10 @@ def out_groups(op, partitions: int) -> int | None:
     m, d = q.type.shape[-2:]
     if is_long(k.type.shape):  # the online-softmax kernel writes O per key block: not here
         return None
-    few = math.prod(q.type.shape[:-2]) * -(-m // partitions) <= causal_attention.MAX_UNROLLED_UNITS
-    if few and m > partitions:
-        # few units (every KV head in one list-scheduled block): measured slower there, not
-        # diagnosed further — Qwen3 layer, 4 / 2 heads (TP 4) at seq 2048: 947.7 -> 1,200.2 µs
-        # (one block per KV head: 965.4); 16 / 8 heads at seq 512 gained (472.5 -> 463.2 µs;
-        # one block per KV head: 486.9). One query tile (seq <= 128) keeps O: stored, it
-        # waits on the DMA queues behind the MLP's weights (Qwen3-0.6B seq 128 on 58a5c44:
-        # 175.3 -> 125.4 µs)
-        return None
+    # few units (every KV head in one list-scheduled block) with several query tiles were once
+    # measured slower (4 / 2 heads at seq 2048: 947.7 -> 1,200.2 µs) and excluded;
+    # with the diagonal mask in PSUM they gain (Qwen3-0.6B layer seq 512: 357.7 -> 352.8 µs;
+    # TP = 2 / 4 ranks at seq 512: 267.8 / 221.0 -> 264.1 / 214.5, TP = 4 at 2048: 816.7 -> 794.8)
     if d != op.result.type.shape[-1] or d % partitions or m % partitions or match_out_chain(op) is None:
         return None
     return math.prod(op.operands[1].type.shape[:-2])
