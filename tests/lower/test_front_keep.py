@@ -118,11 +118,12 @@ def test_qwen3_layer_keeps_what_fits(seq, kept):
     """The Qwen3-0.6B layer: at seq 512 q, k and v stay on chip; at seq 2048 the buffers of q
     (64 KiB per partition) and k (32 KiB) fit beside the resident weights, v (32 KiB) does not:
     its first 5 KV heads stay on chip, the other 3 are written and read once
-    (tests/lower/test_front_keep_partial.py). O goes through HBM at seq 512; at seq 2048
-    attention_out.py keeps all of it on chip (tests/lower/test_attention_out.py)."""
+    (tests/lower/test_front_keep_partial.py). attention_out.py keeps all of O on chip at both
+    (tests/lower/test_attention_out.py; at seq 512 it went through HBM, 2 MiB written and
+    read)."""
     kern = qwen3_layer_kernel(seq)
     scratch = _scratch(kern)
     v_bytes = seq * 1024 * 2 * 3 // 8
-    want = ([seq * 2048 * 2] if seq == 512 else []) + ([v_bytes] if "v" not in kept else [])
+    want = [v_bytes] if "v" not in kept else []
     assert sorted(d["write"] for d in scratch.values()) == sorted(want), scratch
     assert sorted(d["read"] for d in scratch.values()) == sorted(want), scratch

@@ -14,7 +14,7 @@ import pytest
 
 import nkigen_lite as nk
 from nkigen_lite.nki.ops import DmaCopyOp
-from nkigen_lite.transforms.lower import deallocs, driver, load_hoist
+from nkigen_lite.transforms.lower import deallocs, driver, front_keep, load_hoist
 
 from .qwen3_kernels import model_targets, qwen3_layer_kernel, qwen3_layer_kernel_unhoisted
 
@@ -32,10 +32,25 @@ def _front_stored(hoist: bool) -> nk.Kernel:
         return nk.compile(model_targets._qwen(128))
 
 
+@functools.lru_cache(maxsize=2)
+def _o_stored(hoist: bool) -> nk.Kernel:
+    """The layer at seq 512 with O going through HBM (``front_keep.out_groups`` off, as before
+    O stayed on chip with every KV head in one list-scheduled block): Wo's loads then wait
+    behind the attention's and load_hoist.py's moves pay; ``hoist`` False: without them. The
+    default kernel at seq 512 keeps O on chip and needs no move."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(front_keep, "out_groups", lambda *a: None)
+        if not hoist:
+            m.setattr(deallocs, "hoist_loads", lambda *a: 0)
+        return nk.compile(model_targets._qwen(512))
+
+
 def _kernels(seq: int) -> tuple[nk.Kernel, nk.Kernel]:
     """(hoisted, unhoisted) layer kernels whose loads load_hoist.py moves at ``seq``."""
     if seq == 128:
         return _front_stored(True), _front_stored(False)
+    if seq == 512:
+        return _o_stored(True), _o_stored(False)
     return qwen3_layer_kernel(seq), qwen3_layer_kernel_unhoisted(seq)
 
 
