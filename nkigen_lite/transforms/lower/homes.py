@@ -31,6 +31,16 @@ class HbmHome:
     def __hash__(self) -> int:
         return hash((id(self.base), self.offset, self.shape, self.strides))
 
+    def same_elements(self, other: HbmHome) -> bool:
+        """True when ``other`` addresses the same elements in the same order: equal but for the
+        strides of extent-1 dims, which address nothing (``x.transpose`` moving a unit dim)."""
+        return (
+            self.base is other.base
+            and self.offset == other.offset
+            and self.shape == other.shape
+            and all(a == b for a, b, n in zip(self.strides, other.strides, self.shape) if n > 1)
+        )
+
     @staticmethod
     def whole(base: Value) -> HbmHome:
         shape = base.type.shape

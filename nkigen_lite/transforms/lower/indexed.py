@@ -163,7 +163,7 @@ def lower_scatter_rows(ctx: LowerContext, op: T.ScatterRowsOp) -> None:
         work = ctx.alloc_hbm((n, row), dt)
         if home is None:
             ctx.homes[op.result] = work.reshape(tuple(dst.shape))
-    if ctx.home(dst) != work.reshape(tuple(dst.shape)):  # in place (IO aliasing): rows only
+    if not ctx.home(dst).same_elements(work.reshape(tuple(dst.shape))):  # in place: rows only
         copy_home(ctx, ctx.home(dst), work.reshape(tuple(dst.shape)))
     idc = _ids_on_chip(ctx, ids, k) or _id_column(ctx, ids)
     fc = _row_chunk(row, dt.itemsize)

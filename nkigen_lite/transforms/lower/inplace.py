@@ -59,9 +59,23 @@ def scattered_update(x: Value, v: Value) -> Value | None:
     return s if readers == {op} else None
 
 
+def _unit_transpose(op) -> bool:
+    """A transpose that only moves extent-1 dims: the elements keep their row-major order (the
+    ``cache[:, pos] = x`` trace moves the unit batch dim behind the positions and back)."""
+    if not isinstance(op, T.TransposeOp):
+        return False
+    shape = op.operand(0).type.shape
+    moved = [d for d in op.attrs["perm"] if shape[d] > 1]
+    return moved == sorted(moved)
+
+
+def _reshaping(op) -> bool:
+    return is_layout_convert(op) or isinstance(op, T.ReshapeOp) or _unit_transpose(op)
+
+
 def _through_reshapes(u: Value) -> Value:
     op = u.defining_op
-    while op is not None and (is_layout_convert(op) or isinstance(op, T.ReshapeOp)):
+    while op is not None and _reshaping(op):
         u = op.operand(0)
         op = u.defining_op
     return u
@@ -74,7 +88,7 @@ def finish_aliased_outputs(ctx, graph, outputs: dict, aliases: dict[str, str]) -
     final = {}
     for name, inp in aliases.items():
         h, dst = ctx.home(outputs[name]), ctx.homes[graph.input(inp)]
-        if h != dst:
+        if not h.same_elements(dst):
             ctx.at(f"output {name}")
             copy_home(ctx, h, dst)
         final[name] = dst.base
@@ -123,7 +137,7 @@ def _readers(x: Value, through_reshapes: bool = False) -> set:
     while todo:
         u = todo.pop()
         for use in u.uses:
-            if is_layout_convert(use.op) or (through_reshapes and isinstance(use.op, T.ReshapeOp)):
+            if is_layout_convert(use.op) or (through_reshapes and _reshaping(use.op)):
                 todo.append(use.op.result)
             else:
                 out.add(use.op)
