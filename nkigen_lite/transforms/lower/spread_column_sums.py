@@ -27,6 +27,7 @@ from .spread_timing import arrivals
 
 BULK_RATIOS = (1.0, 0.7, 0.5, 0.3)  # each chunk this fraction of the one before
 BULK_CHUNKS = (1, 2, 3, 4)  # chunks before the last block
+EVERY_SPLIT_UNITS = 32  # bulks of at most this many units also try every non-increasing split
 
 
 def pieces(start: int, count: int, cols: int, block: int) -> list[tuple[int, int, int]]:
@@ -46,9 +47,25 @@ def _unit(cols: int, block: int) -> int:
     return block if cols % block == 0 else cols
 
 
+def _splits(units: int, parts: int, most: int):
+    """Every non-increasing list of at most ``parts`` positive numbers, each at most ``most``,
+    summing to ``units``, largest first."""
+    if units == 0:
+        yield []
+        return
+    if parts == 0:
+        return
+    for first in range(min(units, most), 0, -1):
+        for rest in _splits(units - first, parts - 1, first):
+            yield [first, *rest]
+
+
 def _candidates(rows: int, cols: int, block: int):
     """Plans (elements per chunk): ``nb`` chunks, each ``r`` times the one before, then the
-    last row's last block (one chunk when there is nothing before it)."""
+    last row's last block (one chunk when there is nothing before it); for a bulk of at most
+    ``EVERY_SPLIT_UNITS`` units also every non-increasing split of it into at most
+    ``max(BULK_CHUNKS)`` chunks (the best need not be geometric: 1024×256 f32 takes 4, 2.5 and
+    1 KiB per partition before the last block)."""
     n = rows * cols
     last = cols - (cols - 1) // block * block
     rest = n - last
@@ -65,6 +82,12 @@ def _candidates(rows: int, cols: int, block: int):
             if min(sizes) <= 0:
                 continue
             plan = tuple(sizes + [last])
+            if plan not in seen:
+                seen.add(plan)
+                yield list(plan)
+    if rest % unit == 0 and rest // unit <= EVERY_SPLIT_UNITS:
+        for split in _splits(rest // unit, max(BULK_CHUNKS), rest // unit):
+            plan = tuple([u * unit for u in split] + [last])
             if plan not in seen:
                 seen.add(plan)
                 yield list(plan)
