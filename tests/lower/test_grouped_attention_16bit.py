@@ -5,9 +5,10 @@ cycles). Results match float64 NumPy (computed independently in test_grouped_att
 ``_reference``) on the NKI interpreter and the simulator within the output dtype's tolerance
 (bf16 / f16: nkigen_lite.testing.tolerance), and the hi / lo pair keeps the fp32 value product's
 accuracy: the bf16 result is the correctly rounded float64 one for > 99% of elements (a single
-bf16 Pᵀ: about 65%). Every unit here takes the hi / lo pair: the fp32 value product some last
-units may take instead (lower/grouped_fp32_tail.py) is switched off; test_grouped_dma_transpose.py
-checks it."""
+bf16 Pᵀ: about 65%). Every unit here takes the hi / lo pair and the exp's row sum: the fp32 value
+product some last units may take instead and the row sums from ``Pᵀ V``
+(lower/grouped_fp32_tail.py) are switched off; test_grouped_dma_transpose.py and
+test_grouped_row_sum.py check them."""
 
 import ml_dtypes
 import numpy as np
@@ -25,7 +26,7 @@ BF16 = ml_dtypes.bfloat16
 
 @pytest.fixture(autouse=True)
 def _no_fp32_tail(monkeypatch):
-    monkeypatch.setattr(grouped_fp32_tail, "FP32_TAILS", (0,))
+    monkeypatch.setattr(grouped_fp32_tail, "TAIL_VARIANTS", ((0, None),))
 
 
 def _ops(kern, cls):

@@ -53,20 +53,20 @@ def test_head_dim_64_keeps_tensor_engine_transposes():
 
 def test_last_unit_groups_take_an_fp32_value_product():
     """lower/grouped_fp32_tail.py: the issue's causal GQA (16 / 8 heads, s128 bf16) runs ``Pᵀ V``
-    of its last 3 head pairs (6 units, one key chunk each) as one fp32 matmul against V widened
-    on GpSimd (the two V tiles of KV heads 4-7), the other 10 units as hi / lo bf16 pairs; the
+    of its last 5 head pairs (10 units, one key chunk each) as one fp32 matmul against V widened
+    on GpSimd (the three V tiles of KV heads 2-7), the other 6 units as hi / lo bf16 pairs; the
     cost model schedules that kernel no longer than the all-hi / lo one. float64 reference on
     the interpreter and the simulator, bf16 output tolerance."""
 
     args = _inputs(16, 8, 128, 128, seed=11)
     kern = nk.compile(gqa_repeat, *args)
     fp32_pv = [op for op in _ops(kern, MatmulOp) if op.access("stationary").dtype is nk.float32]
-    assert len(fp32_pv) == 6
+    assert len(fp32_pv) == 10
     assert all(op.access("moving").dtype is nk.float32 for op in fp32_pv)
     lo = [op for op in _ops(kern, TensorTensorOp) if op.attrs["op"] == "subtract"]
-    assert len(lo) == 10
+    assert len(lo) == 6
     widen = [op for op in _ops(kern, TensorCopyOp) if op.engine == "gpsimd"]
-    assert len(widen) == 2 and all(op.access("dst").dtype is nk.float32 for op in widen)
+    assert len(widen) == 3 and all(op.access("dst").dtype is nk.float32 for op in widen)
     ref = _reference(*args)
     feeds = dict(zip(("q", "k", "v"), args))
     assert_close(kern.run(feeds)["y"], ref, nk.bfloat16, what="GQA, fp32 tail, interpreter")

@@ -104,7 +104,7 @@ def supported(q_shape, k_shape, v_shape, dtype, attrs) -> bool:
 class _Kernel:
     """Builds the kernel (module docstring) for one operand signature."""
 
-    def __init__(self, types, attrs, fp32_tail: int = 0):
+    def __init__(self, types, attrs, fp32_tail: int = 0, sum_tail: int | None = None):
         qt, kt, vt = types
         self.dt = qt.dtype
         self.heads, self.groups = qt.shape[-3], kt.shape[-3]
@@ -140,6 +140,12 @@ class _Kernel:
         self.split = self.fast
         # the last ``fp32_tail`` unit groups of a 16-bit kernel: one fp32 Pᵀ V instead (grouped_fp32_tail.py)
         self.fp32_tail = fp32_tail if self.split else 0
+        # with ``sum_tail`` set, the unit groups before the last ``sum_tail`` take each row's sum
+        # of P from ``Pᵀ V`` (a column of ones appended to V, ``v_tile``) instead of the exp's
+        # accumulator, which costs ScalarE 64 cycles per exp (grouped_fp32_tail.py); 16-bit
+        # kernels whose pair of slots' outputs and sums fit one PSUM bank
+        fits = 2 * (self.dv + 1) * F32.itemsize <= TRN2.psum_bank_bytes
+        self.sum_tail = sum_tail if self.split and fits else None
         self.v32: dict[int, object] = {}  # id of a 16-bit V tile -> its fp32 copy (``widened``)
 
     def make_views(self, q, k, v) -> None:
@@ -178,7 +184,7 @@ class _Kernel:
                 b.dma_copy(
                     dst=_acc(kn, (0, kc), (0, hk), (0, d)), src=_acc(self.kv, (c0, kc), (g0, hk), (0, d))
                 )
-            vn = b.alloc((P, hk, dv), self.dt, name="v_nat")
+            vn = self.v_tile(hk, kc)
             v_dma = (_acc(vn, (0, kc), (0, hk), (0, dv)), _acc(self.vv, (c0, kc), (g0, hk), (0, dv)))
             self.v_dmas.append(v_dma)  # issued after the next Q load: V is needed last
             chunks.append((c0, kc, kn, vn))
@@ -254,6 +260,16 @@ class _Kernel:
             self.ident = t
         return self.ident
 
+    def v_tile(self, heads: int, kc: int):
+        """A V tile [P, heads, dv] for ``kc`` keys; with ``sum_tail`` set, one more column of ones
+        (a GpSimd memset), so that ``Pᵀ V`` also gives each row's sum of P in column dv."""
+        b, dv = self.b, self.dv
+        if self.sum_tail is None:
+            return b.alloc((P, heads, dv), self.dt, name="v_nat")
+        vn = b.alloc((P, heads, dv + 1), self.dt, name="v_nat")
+        b.memset(dst=_acc(vn, (0, kc), (0, heads), (dv, 1)), value=1.0, engine="gpsimd")
+        return vn
+
     def widened(self, vn, kc: int):
         """The fp32 copy of the 16-bit V tile ``vn`` (its first ``kc`` keys) for an fp32 ``Pᵀ V``
         (exact), made once, on ``V_WIDEN_ENGINE``."""
@@ -312,11 +328,42 @@ class _Kernel:
         yield
         return [_acc(q_t, (0, d), (x, 1), rows) for x in range(r)]
 
-    def head(self, us: list[Unit], split: bool):
+    def value_products(self, chunks, p_ts, rows, r: int, split: bool, by_pv: bool) -> list:
+        """``O = P V`` of each of ``r`` slots into PSUM over the key ``chunks`` (Pᵀ parts ``p_ts``:
+        hi / lo when ``split``, else fp32 against V widened in a 16-bit kernel); the slots' O
+        windows, which with ``by_pv`` lie in one PSUM tile whose column dv holds the row sums."""
+        b, dv = self.b, self.dv
+        pvs = []
+        w = dv + 1 if by_pv else dv  # with V's ones column: O and the row sum l
+        pv_all = b.alloc((P, r, w), F32, "psum", name="pv") if by_pv else None
+        for x in range(r):
+            if by_pv:
+                dst = _acc(pv_all, rows, (x, 1), (0, w))
+            else:
+                dst = _acc(b.alloc((P, dv), F32, "psum", name="pv"), rows, (0, dv))
+            first = True
+            for c, (vn, slot, kc) in enumerate(chunks):
+                if self.split and not split:  # an fp32 Pᵀ V in a 16-bit kernel
+                    vn = self.widened(vn, kc)
+                for part in p_ts[x, c]:
+                    b.nc_matmul(
+                        dst=dst,
+                        stationary=_acc(part, (0, kc), rows),
+                        moving=_acc(vn, (0, kc), (slot, 1), (0, w)),
+                        accumulate=not first,
+                    )
+                    first = False
+            pvs.append(_acc(pv_all, rows, (x, 1), (0, dv)) if by_pv else dst)
+        return pvs
+
+    def head(self, us: list[Unit], split: bool, by_pv: bool = False):
         """Emit the instructions of units ``us`` (one KV head, one query tile; ``r`` slots side
         by side in each tile, so the column steps -- exp bias, 1/l -- are one instruction for
         all of them) one stage per ``next()`` (see ``build``); ``Pᵀ V`` as hi / lo 16-bit
-        matmuls when ``split``, else one fp32 matmul (V widened for a 16-bit kernel)."""
+        matmuls when ``split``, else one fp32 matmul (V widened for a 16-bit kernel). ``by_pv``:
+        the exp accumulates no row sum; the slots' ``Pᵀ V`` share one PSUM tile whose column dv
+        (V's ones column) is the row sum l of the P the products used (hi + lo: within 2^-16
+        of the exp's fp32 sum), and 1/l is taken from there after the products."""
         b, dv, r = self.b, self.dv, len(us)
         g, m0, mt = us[0].g, us[0].m0, us[0].mt
         keys = self.n
@@ -370,7 +417,7 @@ class _Kernel:
         )
         yield
         p = b.alloc((P, r, kst), F32, name="probs")
-        total = b.alloc((P, r, 1), F32, name="row_sum")
+        total = None if by_pv else b.alloc((P, r, 1), F32, name="row_sum")
         for x in range(r):
             b.activation(
                 dst=_acc(p, rows, (x, 1), (0, keys)),
@@ -378,11 +425,14 @@ class _Kernel:
                 data=_acc(s, rows, (x, 1), (0, keys)),
                 bias=_acc(bias, rows, (x, 1), col),
                 scale=self.scale,
-                reduce_res=_acc(total, rows, (x, 1), col),
+                reduce_res=None if by_pv else _acc(total, rows, (x, 1), col),
             )
         yield
         recip = b.alloc((P, r, 1), F32, name="recip")
-        b.activation(dst=_acc(recip, rows, slots, col), op="reciprocal", data=_acc(total, rows, slots, col))
+        if not by_pv:
+            b.activation(
+                dst=_acc(recip, rows, slots, col), op="reciprocal", data=_acc(total, rows, slots, col)
+            )
         chunks = self.vt[g][: -(-keys // P)]
         transposed = []
         for x in range(r):
@@ -396,30 +446,19 @@ class _Kernel:
         for x, c, ps_t in transposed:
             p_ts[x, c] = self.evacuate_pt(ps_t, chunks[c][2], rows, split)
         yield
-        pvs = []
-        for x in range(r):
-            pv = b.alloc((P, dv), F32, "psum", name="pv")
-            first = True
-            for c, (vn, slot, kc) in enumerate(chunks):
-                if self.split and not split:  # an fp32 Pᵀ V in a 16-bit kernel
-                    vn = self.widened(vn, kc)
-                for part in p_ts[x, c]:
-                    b.nc_matmul(
-                        dst=_acc(pv, rows, (0, dv)),
-                        stationary=_acc(part, (0, kc), rows),
-                        moving=_acc(vn, (0, kc), (slot, 1), (0, dv)),
-                        accumulate=not first,
-                    )
-                    first = False
-            pvs.append(pv)
+        pvs = self.value_products(chunks, p_ts, rows, r, split, by_pv)
         yield
+        if by_pv:  # the row sums: column dv of the products (V's ones column)
+            l_acc = _acc(pvs[0].tensor, rows, slots, (dv, 1))
+            b.activation(dst=_acc(recip, rows, slots, col), op="reciprocal", data=l_acc)
+            yield
         # one engine for the slots: they write one output tile, and a write after another
         # engine's write waits for its drain (perf/latency.py)
         eng = self.bal.engine(r * dv)
         for x, (u, pv) in enumerate(zip(us, pvs)):
             b.tensor_scalar(
                 dst=u.out,
-                data=_acc(pv, rows, (0, dv)),
+                data=pv,
                 op0="multiply",
                 operand0=_acc(recip, rows, (x, 1), col),
                 engine=eng,
@@ -489,7 +528,9 @@ class _Kernel:
         running = []
         groups = self.unit_groups(units)
         for i, us in enumerate(groups):
-            running.append((self.head(us, self.split and i < len(groups) - self.fp32_tail), us[-1].store))
+            split = self.split and i < len(groups) - self.fp32_tail
+            by_pv = self.sum_tail is not None and i < len(groups) - self.sum_tail
+            running.append((self.head(us, split, by_pv), us[-1].store))
             running = advance(b, running)
         while running:
             running = advance(b, running)

@@ -11,6 +11,12 @@ widened on GpSimd once per V tile, exact) for those units shortens the tail. Eac
 ``FP32_TAILS`` builds the kernel once; the shortest scheduled estimate (perf/schedule.py) wins,
 ties to the smaller count, so the result is never slower under the model than all hi / lo.
 Numerics: the fp32 product is the one the hi / lo pair approximates (an error <= 2^-16 of P).
+
+The same search picks how many unit groups take their row sums from ``Pᵀ V`` (grouped_attention.py
+``sum_tail``): the exp's accumulated row sum costs ScalarE 64 cycles per exp (a third of a
+128-key exp), while a column of ones appended to V makes the value product also give each row's
+sum at no TensorE cost (129 moving columns instead of 128); but 1/l then waits for the product,
+one more step in the unit's chain, so the last ``sum_tail`` groups keep the exp's sum.
 """
 
 from __future__ import annotations
@@ -18,9 +24,12 @@ from __future__ import annotations
 from ...nki.target import TRN2
 from ...perf.schedule import Scheduler
 
-# unit groups at the end with an fp32 Pᵀ V, tried in turn (issue 12's causal GQA, 16 / 8 heads
-# s128 d128 bf16, with 0 / 1 / 2 / 3 / 4 / 5: 13.56 / 13.69 / 13.49 / 13.37 / 13.37 / 13.41 us)
-FP32_TAILS = (0, 1, 2, 3)
+# (fp32 tail, sum tail) pairs tried in turn: unit groups at the end with an fp32 Pᵀ V, and at the
+# end keeping the exp's row sum (None: every group keeps it). Issue 12's causal GQA (16 / 8 heads,
+# s128 d128 bf16): fp32 tails 0-3 with the exp's sums 13.57 / 13.39 / 13.36 / 13.31 us; with
+# the sums from Pᵀ V but for the last 3 groups, fp32 tails 3 / 4 / 5: 13.34 / 13.48 / 13.15 us
+# (sum tails 0-8 x fp32 tails 0-7 span 13.15-14.08 us; 0: 13.61-14.08)
+TAIL_VARIANTS = ((0, None), (1, None), (2, None), (3, None), (3, 3), (4, 3), (5, 3))
 
 
 def scheduled_ns(graph) -> float:
@@ -31,14 +40,14 @@ def scheduled_ns(graph) -> float:
 
 
 def build_shortest(kernel_cls, types, attrs):
-    """The kernel graph of ``kernel_cls(types, attrs, fp32_tail=t)`` for the ``t`` in
-    ``FP32_TAILS`` the cost model schedules shortest (only 0 when the kernel has no hi / lo
-    split: f32)."""
+    """The kernel graph of ``kernel_cls(types, attrs, fp32_tail=t, sum_tail=u)`` for the ``(t, u)``
+    in ``TAIL_VARIANTS`` the cost model schedules shortest, ties to the earlier (f32 kernels,
+    which have no hi / lo split, build once)."""
     best = None
-    for tail in FP32_TAILS:
-        kern = kernel_cls(types, attrs, fp32_tail=tail)
-        if tail and not kern.fp32_tail:
-            break
+    for tail, sums in TAIL_VARIANTS:
+        kern = kernel_cls(types, attrs, fp32_tail=tail, sum_tail=sums)
+        if (tail and not kern.fp32_tail) or (sums is not None and kern.sum_tail is None):
+            continue
         graph = kern.build()
         t = scheduled_ns(graph)
         if best is None or t < best[0]:

@@ -95,7 +95,7 @@ class PairKernel(_Kernel):
                 dst=_acc(kn, (0, P), (0, npr), (0, 2), (0, d)),
                 src=_acc(self.kp, (0, 2), (c0 // 2, HALF), (pr0, npr), (0, 2), (0, d)),
             )
-            vn = b.alloc((P, 2 * npr, dv), self.dt, name="v_nat")
+            vn = self.v_tile(2 * npr, P)
             v_dma = (
                 _acc(vn, (0, P), (0, 2 * npr), (0, dv)),
                 _acc(self.vp, (0, 2), (c0 // 2, HALF), (g0, 2 * npr), (0, dv)),
