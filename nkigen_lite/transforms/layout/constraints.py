@@ -7,7 +7,7 @@
 - matmul A(…,M,K) @ B(…,K,N) = C(…,M,N): K is P in A and B, M is F in A, N is F in B and C,
   M is P in C, batch dims are I; the requirements on 2-D+ operands are *soft*
   (``OpConstraints.soft``): they do not reach back into an elementwise producer (seen through
-  transposes) whose dims are still free (see ``solver.py``);
+  transposes, reshapes, slices, concats) whose dims are still free (see ``solver.py``);
 - transpose permutes roles; slice, concat keep them; reshape maps them through its groups of
   dims (1:1 groups share roles, split/merge groups are solved later, see ``solver.py``);
 - sources (full, constant, iota) and non-tensor ops (layout_convert) constrain nothing; a
@@ -54,12 +54,19 @@ def is_elementwise(op) -> bool:
     return isinstance(op, ELEMENTWISE_OPS)
 
 
-def elementwise_through_transposes(v) -> bool:
-    """True when ``v`` is an elementwise result, or a transpose (of a transpose ...) of one."""
+VIEW_OPS = (T.TransposeOp, T.ReshapeOp, T.SliceOp, T.ConcatOp)
+"""Ops that only move data: the solver sees an elementwise result through them (``soft``)."""
+
+
+def elementwise_through_views(v, depth: int = 0) -> bool:
+    """True when ``v`` is an elementwise result, or a transpose / reshape / slice / concat (of
+    ...) of one (a concat: of at least one part)."""
     op = v.defining_op
-    while isinstance(op, T.TransposeOp):
-        op = op.operand(0).defining_op
-    return is_elementwise(op)
+    if is_elementwise(op):
+        return True
+    if not isinstance(op, VIEW_OPS) or depth >= 8:
+        return False
+    return any(elementwise_through_views(u, depth + 1) for u in op.operands)
 
 
 LAYOUT_RULES: dict[type, Callable[[Op, OpConstraints], None]] = table()

@@ -13,13 +13,14 @@ sees, and users that agree share it.
 
 Soft requirements (``OpConstraints.soft``: a matmul's A, whose K-on-partitions layout is a
 transpose of how A is stored, and B, which may be a transposed view) are not imposed on an
-elementwise producer (or a transpose of one) whose dims are still all free: the op reads it
-through a conversion (an existing one, else a new one), and the producer keeps the layout its
-own inputs and users give it (by default rows on the partitions, its contiguous dim free),
-loading and storing whole rows; the lowering transposes the tile on the Tensor engine.
-Otherwise ``(a * 2.0) @ b`` would load ``a`` and store the product with element-wise (one
-element per descriptor) transposing DMAs. A soft conversion whose source ends with the same
-roles as its result is a no-op and is removed once roles are known.
+elementwise producer (or a transpose, reshape, slice or concat of one) whose dims are still
+all free: the op reads it through a conversion (an existing one, else a new one), and the
+producer keeps the layout its own inputs and users give it (by default rows on the
+partitions, its contiguous dim free), loading and storing whole rows; the lowering transposes
+the tile on the Tensor engine. Otherwise ``(a * 2.0) @ b`` would load ``a`` and store the
+product with element-wise (one element per descriptor) transposing DMAs. A soft conversion
+whose source ends with the same roles as its result is a no-op and is removed once roles are
+known.
 
 Knobs ``{"<value name>": {"partition_dim": d, "tile_size": t}}`` seed the solver: the named
 value's dim d is P and its other free dims take their defaults (applied where the value is
@@ -48,7 +49,7 @@ from ...ir.printer import Printer
 from ...ir.value import Value
 from .analysis import LayoutAnalysis
 from .classes import RoleClasses
-from .constraints import elementwise_through_transposes, op_constraints
+from .constraints import elementwise_through_views, op_constraints
 from .ops import LayoutConvertOp
 from .policy import DefaultRoles, tile_rows
 
@@ -192,13 +193,9 @@ class LayoutSolver:
     def _candidates(self, v: Value, soft: bool = False) -> list[int]:
         """0 = the value itself, k = its k-th existing conversion, -1 = a new conversion; not 0
         when ``soft`` and v is an elementwise result whose dims have no role yet (see the
-        module docstring; a transpose of such a result counts as one)."""
+        module docstring; a view of such a result counts as one)."""
         out = list(range(1 + len(self.converted.get(id(v), [])))) + [-1]
-        if (
-            soft
-            and elementwise_through_transposes(v)
-            and all(r is None for r in self._roles(v, range(v.ndim)))
-        ):
+        if soft and elementwise_through_views(v) and all(r is None for r in self._roles(v, range(v.ndim))):
             return out[1:]
         return out
 
