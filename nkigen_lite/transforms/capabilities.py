@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from ..nki.ops import alu
 from ..nki.target import TRN2
 from ..tensor import ops as T
-from ..tensor.composites_index import ArgminOp
+from ..tensor.composites_index import ArgminOp, CumsumOp
 from ..tensor.ops import Needs
 from .lower.argmin import argmin_refusal
+from .lower.cumsum import cumsum_refusal
 from .lower.custom import has_own_lowering
 from .lower.topk import native_topk_refusal
 
@@ -48,9 +49,11 @@ class Capabilities:
         """True when the tensor op instance ``op`` runs natively (its ``capability()``), is a
         composite op with a lowering of its own (``register_composite_lowering``), or is a
         tensor.topk or tensor.argmin the top-8 lowering takes (transforms/lower/topk.py,
-        argmin.py)."""
+        argmin.py), or a tensor.cumsum the on-chip lowering takes (cumsum.py)."""
         if isinstance(op, ArgminOp):  # before the own-lowering check: refused ones expand
             return argmin_refusal(op, self.target) is None
+        if isinstance(op, CumsumOp):  # floats along the last axis, on chip (lower/cumsum.py)
+            return cumsum_refusal(op) is None
         if isinstance(op, T.CompositeOp) and has_own_lowering(type(op)):
             return True
         if isinstance(op, T.TopkOp):  # the top-8 instructions, when the native path takes it

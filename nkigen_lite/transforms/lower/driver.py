@@ -23,6 +23,7 @@ from . import (
     argmin,  # noqa: F401  (registers tensor.argmin's native lowering)
     causal_attention_dispatch,  # noqa: F401  (registers tensor.causal_attention's lowering)
     collective,  # noqa: F401  (registers the collectives' item rule)
+    cumsum,  # noqa: F401  (registers tensor.cumsum's on-chip lowering)
     custom,  # noqa: F401  (registers the custom-kernel rule)
     decode_attention,  # noqa: F401  (registers tensor.decode_attention's lowering)
     flash_attention,  # noqa: F401  (registers tensor.flash_attention's lowering)

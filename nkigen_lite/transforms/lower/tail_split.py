@@ -100,7 +100,21 @@ class _Cone:
             and v.type.shape == shape
             and v.type.space is MemorySpace.SBUF
             and _columns(acc) == _columns(dst)
+            and self._aligned_reads(v)
         )
+
+    def _aligned_reads(self, v) -> bool:
+        """Every read of ``v`` covers its reader's own destination columns (a shifted read,
+        ``t[:, s:] + t[:, :-s]`` of a prefix sum, would cross the halves)."""
+        for r in self.readers.get(v, []):
+            if r is self.store or not isinstance(r, ELEMENTWISE):
+                continue
+            cols = _columns(r.access("dst"))
+            for name, _ in r.access_attrs():
+                acc = r.access(name)
+                if acc.tensor is v and name not in r.writes and _columns(acc) != cols:
+                    return False
+        return True
 
     def grow(self, tile) -> bool:
         """Collect the cone of ``tile``; False when a writer cannot be split."""
