@@ -40,6 +40,7 @@ def test_first_kv_heads_kept_when_sbuf_is_short(monkeypatch, room, stored):
     monkeypatch.setattr(causal_attention, "MAX_UNROLLED_UNITS", 4)  # one block per KV head
     monkeypatch.setattr(front_keep, "keep_room", lambda sbuf, peak, weights: room)
     monkeypatch.setattr(front_keep, "MARGIN_BYTES", 0)  # partly kept heads: the room as set
+    monkeypatch.setattr(front_keep, "EXTRA_HEADS", 0)  # no head tried beyond it
     args = _inputs(SEQ, seed=11)
     kern = nk.compile(layer, *args)
     moved = sorted((d["read"], d["write"]) for d in _scratch(kern).values())

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
-from nkigen_lite.nki.ops import DmaCopyOp, HbmViewOp, MatmulOp
+from nkigen_lite.nki.ops import ActivationOp, DmaCopyOp, HbmViewOp, MatmulOp
 from nkigen_lite.perf.layout import contiguous_run
 from nkigen_lite.perf.traffic import bytes_by_tensor
+from nkigen_lite.transforms.lower import pipeline_skew
 from tests.trace.numpy_workloads import rmsnorm, rope
 
 BF16 = ml_dtypes.bfloat16
@@ -115,10 +116,11 @@ def _hbm_base(v):
 
 
 def test_row_tiles_are_skewed():
-    """4 row tiles emitted straight in skewed steps (pipeline_skew.py): tile t+1's h load is
-    issued before tile t's q store, and tile t's q store before tile t+3's h load (a loop, even
-    one whose iterations are interleaved, loads every h before storing any q)."""
-    k = nk.compile(front, *_inputs(512))
+    """6 row tiles emitted straight in skewed steps (pipeline_skew.py): tile t+1's h load is
+    issued before tile t's q store, and tile t's q store before tile t+4's h load (a loop, even
+    one whose iterations are interleaved, loads every h before storing any q; the rmsnorm of h
+    runs two tiles ahead of the per-head norms, so 4 tiles load every h first)."""
+    k = nk.compile(front, *_inputs(768))
     h = k.nki.inputs[NAMES.index("h")]
     q = next(iter(k.nki.outputs.values()))
     events = []
@@ -131,10 +133,43 @@ def test_row_tiles_are_skewed():
                     events.append("h")
                 elif dst is q:
                     events.append("q")
-    assert events.count("h") == 4 and events.count("q") == 4, events
-    for t in range(3):
+    assert events.count("h") == 6 and events.count("q") == 6, events
+    for t in range(5):
         assert _nth(events, "h", t + 1) < _nth(events, "q", t), events
-    assert _nth(events, "q", 0) < _nth(events, "h", 3), events
+    assert _nth(events, "q", 0) < _nth(events, "h", 4), events
+
+
+def test_next_rmsnorm_runs_ahead_of_the_norms():
+    """4 row tiles (pipeline_skew._hoist_heads): the rmsnorm of h for tile t+2 is emitted right
+    after tile t+1's xᵀ, before the per-head norms of tile t, so that TensorE finds every tile's
+    x normalised when its projections end (was: tile t+2's rmsnorm after tile t's norms, behind
+    them on ScalarE and GpSimd). Order of the h squares (2-D) and q's per-head squares."""
+    k = nk.compile(front, *_inputs(512))
+    events = []
+    for op in k.nki.body:
+        if isinstance(op, ActivationOp) and op.attrs["op"] == "square":
+            dims = op.access("dst").dims
+            if len(dims) == 2:
+                events.append("h")
+            elif dims[1].size == HEADS:
+                events.append("q")
+    assert events.count("h") == 4, events
+    for t in range(2):
+        assert _nth(events, "h", t + 2) < _nth(events, "q", t), events
+
+
+def test_hoist_refuses_a_conflict():
+    """A head is not moved past an op writing a value it reads, nor past one reading a value
+    it writes (pipeline_skew._conflict); two loads of h into tiles of their own commute."""
+    k = nk.compile(front, *_inputs(512))
+    h = k.nki.inputs[NAMES.index("h")]
+    loads = [op for op in k.nki.body if isinstance(op, DmaCopyOp) and _hbm_base(op.access("src").tensor) is h]
+    load = loads[0]
+    readers = [u.op for u in load.access("dst").tensor.uses if u.op is not load]
+    assert readers
+    assert pipeline_skew._conflict(readers, [load])
+    assert pipeline_skew._conflict([load], readers)
+    assert not pipeline_skew._conflict([load], [loads[1]])
 
 
 def test_projection_read_first_runs_first():
