@@ -106,8 +106,7 @@ def wide_matmul(e: Emitter, a, b):
             for i in range(s + 1):
                 q = _matmul(e, _piece(e, da[i], ka, start, stop), _piece(e, db[s - i], kb, start, stop))
                 p = q if p is None else e.add(p, q)
-            lim = (s + 1) * (stop - start) * 128 * 128
-            part = e.minimum(e.maximum(e.cast(p, int32), -lim), lim)  # no-op: states the range
+            part = e.cast(p, int32)  # its range follows from the digits' (int_range.py)
             t = part if t is None else e.add(t, part)
         sums.append(t)
     # Horner from the top shift: r = (r * 2**8 + T_s) kept to its low 32 - 8s bits (signed),
