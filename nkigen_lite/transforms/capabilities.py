@@ -19,7 +19,7 @@ from ..tensor.composites_index import ArgminOp, CumsumOp
 from ..tensor.ops import Needs
 from .lower.argmin import argmin_refusal
 from .lower.cumsum import cumsum_refusal
-from .lower.custom import has_own_lowering
+from .lower.custom import own_lowering_takes
 from .lower.topk import native_topk_refusal
 
 
@@ -47,14 +47,14 @@ class Capabilities:
 
     def native(self, op) -> bool:
         """True when the tensor op instance ``op`` runs natively (its ``capability()``), is a
-        composite op with a lowering of its own (``register_composite_lowering``), or is a
+        composite op with a lowering of its own that takes it (``register_composite_lowering``), or is a
         tensor.topk or tensor.argmin the top-8 lowering takes (transforms/lower/topk.py,
         argmin.py), or a tensor.cumsum the on-chip lowering takes (cumsum.py)."""
         if isinstance(op, ArgminOp):  # before the own-lowering check: refused ones expand
             return argmin_refusal(op, self.target) is None
         if isinstance(op, CumsumOp):  # floats along the last axis, on chip (lower/cumsum.py)
             return cumsum_refusal(op) is None
-        if isinstance(op, T.CompositeOp) and has_own_lowering(type(op)):
+        if isinstance(op, T.CompositeOp) and own_lowering_takes(op):
             return True
         if isinstance(op, T.TopkOp):  # the top-8 instructions, when the native path takes it
             return native_topk_refusal(op, self.target) is None

@@ -79,21 +79,37 @@ def lower_custom_kernel(ctx: LowerContext, op: Op) -> None:
     inline_body(ctx, op, op.body(), op.attrs["outputs"], f"custom kernel {op.attrs['kernel']}")
 
 
+_TAKES: dict[type, Callable] = {}
+"""The ``takes(operand types, attrs)`` predicate of each composite lowering registered with one."""
+
+
 def has_own_lowering(op_cls: type) -> bool:
     """True when a lowering rule is registered for exactly this (composite) op class."""
     return op_cls in ITEM_RULES
 
 
-def register_composite_lowering(op_cls: type, make_body: Callable) -> None:
+def own_lowering_takes(op: Op) -> bool:
+    """True when ``op``'s class has a lowering of its own that takes its operand types and
+    attributes (decompose keeps it; otherwise it expands into its definition)."""
+    takes = _TAKES.get(type(op))
+    return has_own_lowering(type(op)) and (
+        takes is None or takes([v.type for v in op.operands], dict(op.attrs))
+    )
+
+
+def register_composite_lowering(op_cls: type, make_body: Callable, takes: Callable | None = None) -> None:
     """Lower the composite op ``op_cls`` (from ``nk.define_op``) by inlining the NKI kernel
     ``make_body(operand types, attrs)`` returns (one HBM input per operand, one output) instead
-    of expanding it: decompose keeps an op with a lowering of its own."""
+    of expanding it: decompose keeps an op with a lowering of its own, unless ``takes(operand
+    types, attrs)`` is given and false (the op then expands into its definition)."""
     if not (isinstance(op_cls, type) and issubclass(op_cls, T.CompositeOp)) or op_cls is T.CompositeOp:
         raise BuildError(
             f"register_composite_lowering: {op_cls!r} is not a composite op class (nk.define_op)"
         )
     if not callable(make_body):
         raise BuildError(f"register_composite_lowering({op_cls.name}): make_body must be a function")
+    if takes is not None:
+        _TAKES[op_cls] = takes
 
     @item_rule(op_cls)
     def _lower(ctx: LowerContext, op: Op) -> None:

@@ -307,4 +307,4 @@ def gathered_matmul_body(types, attrs):
     return _Kernel(types, attrs).build()
 
 
-register_composite_lowering(GatheredMatmulOp, gathered_matmul_body)
+register_composite_lowering(GatheredMatmulOp, gathered_matmul_body, takes=supported)
