@@ -90,12 +90,17 @@ def _int(v, depth: int, memo: dict) -> tuple[int, int]:
 
 
 def _and_range(op, depth: int, memo: dict) -> tuple[int, int] | None:
-    """x & y: within [0, the smaller high] when an operand is non-negative; with a negative
+    """x & y: within [0, the smaller high] when an operand is non-negative; x & -2**s (x
+    rounded down to a multiple of 2**s) within x's ends rounded down; with another negative
     constant mask c of a signed result, at most c's bits below the sign bit."""
     ranges = [_int(u, depth - 1, memo) for u in op.operands]
     highs = [r[1] for r in ranges if r[0] >= 0]
     if highs:
         return 0, min(highs)
+    for c, other in ((ranges[0], ranges[1]), (ranges[1], ranges[0])):
+        m = c[0]
+        if c[0] == c[1] and m < 0 and (-m & (-m - 1)) == 0 and op.result.dtype.is_signed:
+            return other[0] & m, other[1] & m  # -m a power of two: the and rounds down
     consts = [r[0] for r in ranges if r[0] == r[1]]
     if consts and op.result.dtype.is_signed:
         lo, _ = dtype_range(op.result.dtype)

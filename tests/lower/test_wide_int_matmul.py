@@ -102,8 +102,26 @@ def test_provably_small_integer_matmuls_keep_one_fp32_matmul():
     widened = lambda a, b: a.astype(np.int32) @ b.astype(np.int32)  # noqa: E731
     assert _matmuls(widened, a, b) == 1
     a2 = np.ones((4, 1040), np.int8)
-    assert _matmuls(widened, a2, np.ones((1040, 4), np.int8)) == 5 * 10  # 5 chunks x 10 digit pairs
+    assert _matmuls(widened, a2, np.ones((1040, 4), np.int8)) == 2  # 2 chunks of 1024 x 1 digit pair
     assert _matmuls(lambda a, b: a @ b, np.ones((4, 256), np.int32), np.ones((256, 4), np.int32)) == 10
+
+
+@pytest.mark.parametrize(
+    "dta, dtb, k, want",
+    [
+        (np.int16, np.int16, 1024, 2 * 4),  # 2 digits each: 4 pairs, 2 chunks of 512
+        (np.int32, np.int8, 1024, 4),  # 4 digits x 1: 4 pairs, 1 chunk of 1024
+        (np.uint16, np.int16, 300, 3 * 2),  # 3 digits x 2: 6 pairs, 1 chunk of 512
+        (np.int32, np.int32, 300, 2 * 10),  # 4 x 4 digits: 10 pairs, 2 chunks of 256
+    ],
+)
+def test_digits_follow_the_operand_ranges(dta, dtb, k, want):
+    """Fails before: every 32-bit operand was split into 4 digits (10 pairs per K chunk of 256).
+    The results stay exact (three ways)."""
+    widened = lambda a, b: a.astype(np.int32) @ b.astype(np.int32)  # noqa: E731
+    a, b = _values(dta, (3, k), near_top=True), _values(dtb, (k, 5), near_top=True)
+    assert _matmuls(widened, a, b) == want
+    _three_ways(widened, a, b, _want(a.astype(np.int32), b.astype(np.int32)))
 
 
 @settings(deadline=None)

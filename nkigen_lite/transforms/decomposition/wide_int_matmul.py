@@ -64,20 +64,41 @@ def _scaled(e: Emitter, x, mask: int, shift: int):
     return e.mul(u, 1.0 / (1 << shift)) if shift else u
 
 
-def _digits(e: Emitter, x, transpose: bool):
-    """The four balanced base-256 digits of the int32 / uint32 value ``x`` (mod 2**32), each
-    an f32 value in [-128, 128] read through a bf16 cast (so the matmul runs at the bf16
-    rate): ``y = (x & 0xFFFFFF) + BIAS`` (below 2**25, no wrap), ``d_i = byte_i(y) - 128`` for
-    i < 3, and ``d_3`` = the signed top byte of x plus y's carry (bit 24). ``transpose`` reads
-    them through a layout_convert (a TensorE transpose) instead of letting the matmul's layout
-    reach back into their computation (an element-wise transposing load of the operand)."""
-    y = e.add(e.bitwise_and(x, (1 << 24) - 1), BIAS)
-    out = [e.sub(_scaled(e, y, 255 << (LIMB_BITS * i), LIMB_BITS * i), 128.0) for i in range(LIMBS - 1)]
-    top = 3 * LIMB_BITS
-    sign_bit = -(1 << 31) if x.dtype.is_signed else 1 << 31  # the and gives -2**31 / 2**31
-    sign = _scaled(e, x, sign_bit, top)
-    low7 = e.add(_scaled(e, x, 127 << top, top), _scaled(e, y, 1 << top, top))
-    out.append(e.add(low7, sign) if x.dtype.is_signed else e.sub(low7, sign))
+def digit_count(interval: tuple[int, int]) -> int:
+    """How many balanced base-256 digits represent every integer of ``interval`` exactly: the
+    fewest n < 4 whose top digit ``floor(x / 256**(n-1))`` (plus the carry of the digits below
+    when n > 1) stays within [-128, 128], else 4 (then the digits are of x mod 2**32)."""
+    lo, hi = interval
+    for n in range(1, LIMBS):
+        s = LIMB_BITS * (n - 1)
+        if lo >> s >= -128 and (hi >> s) + (n > 1) <= 128:
+            return n
+    return LIMBS
+
+
+def _digits(e: Emitter, x, transpose: bool, n: int = LIMBS):
+    """The ``n`` balanced base-256 digits of the int32 / uint32 value ``x`` (mod 2**32 when n
+    is 4; n < 4 only for an int32 x within ``digit_count``'s interval), each an f32 value in
+    [-128, 128] read through a bf16 cast (so the matmul runs at the bf16 rate). With
+    ``s = 8 (n - 1)``: ``y = (x & (2**s - 1)) + BIAS`` (the low s bits; below 2**25, no wrap),
+    ``d_i = byte_i(y) - 128`` for i < n - 1, and the top digit is x's bits from s up (signed)
+    plus y's carry (bit s); one digit is x itself. ``transpose`` reads them through a
+    layout_convert (a TensorE transpose) instead of letting the matmul's layout reach back into
+    their computation (an element-wise transposing load of the operand)."""
+    top = LIMB_BITS * (n - 1)
+    if n == 1:
+        out = [e.cast(x, float32)]
+    else:
+        y = e.add(e.bitwise_and(x, (1 << top) - 1), BIAS & ((1 << top) - 1))
+        out = [e.sub(_scaled(e, y, 255 << (LIMB_BITS * i), LIMB_BITS * i), 128.0) for i in range(n - 1)]
+        carry = _scaled(e, y, 1 << top, top)
+        if n < LIMBS:  # x & -2**s: x's multiple of 2**s below it, exact in f32 (8 significant bits)
+            out.append(e.add(_scaled(e, x, -(1 << top), top), carry))
+        else:
+            sign_bit = -(1 << 31) if x.dtype.is_signed else 1 << 31  # the and gives -2**31 / 2**31
+            sign = _scaled(e, x, sign_bit, top)
+            low7 = e.add(_scaled(e, x, 127 << top, top), carry)
+            out.append(e.add(low7, sign) if x.dtype.is_signed else e.sub(low7, sign))
     result = []
     for d in out:
         d = e.cast(e.cast(d, bfloat16), float32)
@@ -85,25 +106,36 @@ def _digits(e: Emitter, x, transpose: bool):
     return result
 
 
-def _chunks(k: int):
-    """(start, stop) pieces of a contraction of ``k`` elements, CHUNK each."""
-    return [(s, min(k, s + CHUNK)) for s in range(0, k, CHUNK)]
+def _chunks(k: int, pairs: int):
+    """(start, stop) pieces of a contraction of ``k`` elements: CHUNK each when up to four
+    digit pairs share a shift, 2 or 4 times that when at most ``pairs`` = 2 or 1 do (each
+    fp32 sum still within 2**24)."""
+    step = CHUNK * (LIMBS // pairs)
+    return [(s, min(k, s + step)) for s in range(0, k, step)]
 
 
 def _piece(e: Emitter, x, axis: int, start: int, stop: int):
     return x if stop - start == x.shape[axis] else e.slice_axis(x, axis, start, stop)
 
 
+def _operand_digits(e: Emitter, x, transpose: bool):
+    """``x``'s digits, as few as its value range allows (``digit_count``)."""
+    n = digit_count(int_range(x))
+    if n < LIMBS:
+        x = e.cast(x, int32)  # the range fits int32: the cast keeps the value
+    return _digits(e, x, transpose, n)
+
+
 def wide_matmul(e: Emitter, a, b):
     """The exact int32 ``a @ b`` mod 2**32 of int32 / uint32 operands."""
-    da, db = _digits(e, a, a.ndim >= 2), _digits(e, b, False)
+    da, db = _operand_digits(e, a, a.ndim >= 2), _operand_digits(e, b, False)
     ka, kb = a.ndim - 1, (b.ndim - 2 if b.ndim >= 2 else 0)
     sums = []
-    for s in range(LIMBS):
+    for s in range(min(LIMBS, len(da) + len(db) - 1)):
         t = None
-        for start, stop in _chunks(a.shape[-1]):
+        for start, stop in _chunks(a.shape[-1], min(len(da), len(db))):
             p = None  # sum over the pairs i + j = s: every partial sum within 2**24, exact
-            for i in range(s + 1):
+            for i in range(max(0, s - len(db) + 1), min(s, len(da) - 1) + 1):
                 q = _matmul(e, _piece(e, da[i], ka, start, stop), _piece(e, db[s - i], kb, start, stop))
                 p = q if p is None else e.add(p, q)
             part = e.cast(p, int32)  # its range follows from the digits' (int_range.py)
@@ -111,8 +143,10 @@ def wide_matmul(e: Emitter, a, b):
         sums.append(t)
     # Horner from the top shift: r = (r * 2**8 + T_s) kept to its low 32 - 8s bits (signed),
     # so every step fits int32; only the last add (of T_0) wraps
+    if len(sums) == 1:
+        return sums[0]
     r = None
-    for s in range(LIMBS - 1, 0, -1):
+    for s in range(len(sums) - 1, 0, -1):
         r = sums[s] if r is None else e.add(e.mul(r, 1 << LIMB_BITS), sums[s])
         half = 1 << (31 - LIMB_BITS * s)
         r = e.sub(e.bitwise_and(e.add(r, half), 2 * half - 1), half)
