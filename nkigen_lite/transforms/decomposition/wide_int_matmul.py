@@ -19,6 +19,10 @@ fits its dtype, the one fp32 matmul stays. Otherwise:
   signed bits (add, and, subtract) so that every step fits int32; only the last add of ``T0``
   is the wrapping int32 add (lower/wide_int_arith.py).
 
+An operand whose range (int_range.py) needs fewer digits gets fewer (``digit_count``: one for
+|x| <= 128, two for int16, three for uint16), so fewer pairs: int16 x int16 is 4 pairs, int32 x
+int8 4; with at most 2 (1) pairs per shift the K chunks are 512 (1024).
+
 Degenerate matmuls (K = 1, small batched matrix-vector products) are DegenerateMatmul's
 (contraction.py): elementwise products and sums, which wrap already.
 """
