@@ -3,8 +3,9 @@
 A file starts with ``// RUN: pass1,pass2`` and holds cases separated by ``// -----``. Each case
 is a graph followed (or preceded) by CHECK lines. The output checked is the IR after the passes,
 followed by the layout analysis as ``// `` comments when the layout pass ran. Every case is also
-run through the tensor interpreter before and after the passes on random inputs, in float64
-and faithful mode, within the output dtype's tolerance (constant folding rounds a folded
+run through the tensor interpreter before and after the passes on random inputs (a case with
+collectives on ``world`` ranks, each with its own inputs: nk.run_ranks), in float64 and faithful
+mode, within the output dtype's tolerance (constant folding rounds a folded
 constant to its dtype, as the ops it replaces would, so even the float64 mode may move by a
 rounding of the dtype).
 """
@@ -19,6 +20,7 @@ import numpy as np
 
 import nkigen_lite as nk
 from nkigen_lite.ir.passes import PassContext
+from nkigen_lite.parallel.collective_ops import CollectiveOp
 from nkigen_lite.testing import assert_close
 from nkigen_lite.testing.filecheck import check
 from nkigen_lite.transforms.layout import LayoutAnalysis
@@ -85,11 +87,15 @@ def run_case(case: Case) -> dict:
     layout = result.ctx.get(LayoutAnalysis)
     if layout is not None:
         out += "".join(f"// {line}\n" for line in str(layout).splitlines())
-    feed = random_inputs(before)
+    world = max((op.attrs["world"] for op in before.walk() if isinstance(op, CollectiveOp)), default=1)
+    feeds = [random_inputs(before, seed) for seed in range(world)]
     for mode in ("float64", "faithful"):
-        ref = nk.run(before, feed, mode)
-        got = nk.run(result.graph, feed, mode)
-        for name, v in before.outputs.items():
-            assert_close(got[name], ref[name], v.dtype, what=f"{case.id} {mode} {name}")
+        refs, gots = (
+            nk.run_ranks(g, feeds, world=world, mode=mode) if world > 1 else [nk.run(g, feeds[0], mode)]
+            for g in (before, result.graph)
+        )
+        for r, (ref, got) in enumerate(zip(refs, gots)):
+            for name, v in before.outputs.items():
+                assert_close(got[name], ref[name], v.dtype, what=f"{case.id} {mode} rank {r} {name}")
     check(out, case.text)
     return result.ctx

@@ -17,6 +17,7 @@ from .reductions import MeanToSum, ProdByTree, ReduceKeepdims, VarStdTwoPass
 from .rounding import CeilByFloorOrTrunc, FloorByTrunc
 from .trig import ArctanRangeReduction, CosViaSin, SinRangeReduction
 from .wide_int_cast import WideIntCast
+from .wide_int_collective import WideIntCollectiveSum
 from .wide_int_extreme import WideIntExtreme
 from .wide_int_matmul import WideIntMatmul
 from .wide_int_mean import WideIntMean
@@ -32,6 +33,7 @@ PATTERN_CLASSES = (
     ProdByTree,
     WideIntExtreme,
     WideIntSum,
+    WideIntCollectiveSum,
     WideIntCast,
     DivToMulReciprocal,
     IntegerPowToMul,

@@ -395,6 +395,23 @@ graph @wide_matmul(%a: tensor<4x300xi32>, %b: tensor<300x3xi32>, %c: tensor<4x30
 // CHECK-NEXT: return m = %add_27, n = %cast_38
 
 // -----
+// an integer sum across ranks (the collective saturates where NumPy wraps): an i32 operand's
+// 16-bit limbs, (x & -65536) / 65536 and x & 65535, each all_reduced in i32, the low total's
+// carry moved into the high one, joined mod 2**32; an i8 one summed in i32 and cast back
+graph @wide_all_reduce(%x: tensor<4x8xi32>, %y: tensor<4x8xi8>) {
+  %s = tensor.all_reduce %x {world = 2} : tensor<4x8xi32>
+  %t = tensor.all_reduce %y {world = 2} : tensor<4x8xi8>
+  return s = %s, t = %t
+}
+// CHECK: %all_reduce = tensor.all_reduce %cast_1 {world = 2} : tensor<4x8xi32>
+// CHECK-NEXT: %all_reduce_1 = tensor.all_reduce %bitwise_and_1 {world = 2} : tensor<4x8xi32>
+// CHECK: %bitwise_or = tensor.bitwise_or %cast_5, %bitwise_and_4 : tensor<4x8xi32>
+// CHECK-NEXT: %cast_6 = tensor.cast %y {dtype = i32} : tensor<4x8xi32>
+// CHECK-NEXT: %all_reduce_2 = tensor.all_reduce %cast_6 {world = 2} : tensor<4x8xi32>
+// CHECK-NEXT: %cast_7 = tensor.cast %all_reduce_2 {dtype = i8} : tensor<4x8xi8>
+// CHECK-NEXT: return s = %bitwise_or, t = %cast_7
+
+// -----
 // an i32 var: the deviations from the mean (WideIntMean) cast to i32, per 16-bit limb (each
 // difference exact in f32), then the f32 two-pass; an i16 std (exact in f32) is the two-pass
 graph @wide_var(%x: tensor<4x30xi32>, %y: tensor<4x30xi16>) {
