@@ -58,15 +58,18 @@ VIEW_OPS = (T.TransposeOp, T.ReshapeOp, T.SliceOp, T.ConcatOp)
 """Ops that only move data: the solver sees an elementwise result through them (``soft``)."""
 
 
-def elementwise_through_views(v, depth: int = 0) -> bool:
+def elementwise_through_views(v) -> bool:
     """True when ``v`` is an elementwise result, or a transpose / reshape / slice / concat (of
-    ...) of one (a concat: of at least one part)."""
-    op = v.defining_op
-    if is_elementwise(op):
-        return True
-    if not isinstance(op, VIEW_OPS) or depth >= 8:
-        return False
-    return any(elementwise_through_views(u, depth + 1) for u in op.operands)
+    ...) of one (a concat: of at least one part). Each view op is visited once."""
+    todo, seen = [v], set()
+    while todo:
+        op = todo.pop().defining_op
+        if is_elementwise(op):
+            return True
+        if isinstance(op, VIEW_OPS) and id(op) not in seen:
+            seen.add(id(op))
+            todo.extend(op.operands)
+    return False
 
 
 LAYOUT_RULES: dict[type, Callable[[Op, OpConstraints], None]] = table()
