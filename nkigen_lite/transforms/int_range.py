@@ -152,8 +152,10 @@ def _rounded(lo: float, hi: float, dtype) -> tuple[float, float]:
     if math.isnan(lo) or math.isnan(hi):
         return _UNBOUNDED
     lo, hi = np.nextafter(lo, -math.inf), np.nextafter(hi, math.inf)
-    with np.errstate(over="ignore"):
-        return float(np.float64(lo).astype(dtype.np_dtype)), float(np.float64(hi).astype(dtype.np_dtype))
+    with np.errstate(over="ignore", invalid="ignore"):
+        lo, hi = float(np.float64(lo).astype(dtype.np_dtype)), float(np.float64(hi).astype(dtype.np_dtype))
+    # a dtype without infinities (fp8 e4m3fn) gives NaN past its range: unbounded there
+    return (-math.inf if math.isnan(lo) else lo), (math.inf if math.isnan(hi) else hi)
 
 
 def _corners(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:

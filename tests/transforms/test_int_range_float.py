@@ -125,3 +125,14 @@ def test_half_precision_cast_matmul_is_exact():
     h.flat[:3] = [1.0, 2.0, 3.0]  # no NaN / inf: h * 2 in f16 is computed the same everywhere
     want = _cast(h * np.float16(2), np.int32).astype(np.int64) @ b.astype(np.int64)
     _exact(lambda h, b: (h * 2).astype(np.int32) @ b.astype(np.int32), want.astype(np.int32), h=h, b=b)
+
+
+def test_a_dtype_without_infinities_leaves_the_range_unbounded():
+    """Fails before (ValueError): 1000 rounds to NaN in fp8 e4m3fn, which has no infinity."""
+    b = nk.Builder("g")
+    x = b.add_input("x", (4, 4), nk.float32)
+    clipped = b.minimum(b.maximum(x, -1000.0), 1000.0)
+    y = b.cast(b.cast(clipped, nk.float8_e4m3fn), nk.int32)
+    assert int_range(y) == (-(2**31), 2**31 - 1)
+    small = b.cast(b.cast(b.minimum(b.maximum(x, -100.0), 100.0), nk.float8_e4m3fn), nk.int32)
+    assert int_range(small) == (-96, 96)  # 100 is a tie between 96 and 104: to even
