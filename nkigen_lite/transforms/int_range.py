@@ -148,12 +148,18 @@ def _truncated(interval: tuple[float, float], dtype) -> tuple[int, int]:
 
 def _rounded(lo: float, hi: float, dtype) -> tuple[float, float]:
     """[lo, hi] (float64 bounds, possibly rounded) widened by one float64 step each way and
-    rounded to ``dtype``: holds every value of the exact interval rounded to nearest in it."""
+    rounded to ``dtype``: holds every value of the exact interval rounded to nearest in it (in
+    a dtype other than f32 also rounded through fp32 first: widened by one more ulp)."""
     if math.isnan(lo) or math.isnan(hi):
         return _UNBOUNDED
     lo, hi = np.nextafter(lo, -math.inf), np.nextafter(hi, math.inf)
     with np.errstate(over="ignore", invalid="ignore"):
         lo, hi = float(np.float64(lo).astype(dtype.np_dtype)), float(np.float64(hi).astype(dtype.np_dtype))
+    if dtype.name != "f32":  # computed in fp32, then rounded again: one more ulp each way
+        step = 2.0**-dtype.mantissa_bits
+        with np.errstate(over="ignore", invalid="ignore"):
+            lo = float(np.float64(lo - abs(lo) * step).astype(dtype.np_dtype))
+            hi = float(np.float64(hi + abs(hi) * step).astype(dtype.np_dtype))
     # a dtype without infinities (fp8 e4m3fn) gives NaN past its range: unbounded there
     return (-math.inf if math.isnan(lo) else lo), (math.inf if math.isnan(hi) else hi)
 
