@@ -17,6 +17,7 @@ from ...ir.op import Op
 from ...ir.printer import Printer
 from ...ir.value import Value
 from ...nki.builder import Builder as NkiBuilder
+from ...nki.ops import AllocOp
 from ...nki.target import TRN2, Target
 from ...tensor import ops as T
 from . import (
@@ -131,7 +132,12 @@ def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict, lnc: i
     for name in (n for n in outputs if n not in aliases):  # aliased ones last (after all reads)
         v = outputs[name]
         h = ctx.home(v)
-        if h.is_whole_base and h.base.name_hint == name and id(h.base) not in claimed:
+        if (
+            h.is_whole_base
+            and id(h.base) not in claimed
+            and (h.base.name_hint == name or _own_scratch(h.base))
+        ):
+            h.base.name_hint = name  # a scratch copy made for this value alone (np.repeat's)
             final[name] = h.base
             claimed.add(id(h.base))
             continue
@@ -145,6 +151,11 @@ def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict, lnc: i
     b.graph.dce()  # views a lowering family prepared but did not use
     drop_unread_scratch(b.graph)  # values read back from SBUF instead (onchip_rows.py)
     return b.graph, ctx.constants
+
+
+def _own_scratch(base: Value) -> bool:
+    """An HBM scratch buffer the lowering allocated (not a kernel input, spill or constant)."""
+    return isinstance(base.defining_op, AllocOp) and (base.name_hint or "").startswith("scratch")
 
 
 def _place_reshaped_outputs(ctx: LowerContext, outputs: dict, producers: set) -> None:
