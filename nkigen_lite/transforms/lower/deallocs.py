@@ -16,6 +16,7 @@ from ...nki.types import TileType
 from . import lead_load, scale_last, straight_order
 from .balance_windows import balance_in_windows
 from .engine_balance import ScheduleOracle, balance_engines
+from .head_columns import split_head_columns
 from .head_halves import split_head_chains
 from .interleave import interleave_loops
 from .load_hoist import hoist_loads
@@ -57,7 +58,8 @@ class InsertDeallocs(Pass):
     (stage_pipeline.py), give loop-body tiles rotating buffers where SBUF and PSUM still fit
     (rotation.py), store the last tile of a straight-line kernel in column halves when that is
     shorter (tail_split.py), split per-head chains in halves of the heads where that is shorter
-    (head_halves.py), move elementwise instructions to engines that shorten the scheduled time
+    (head_halves.py), put per-head columns on ScalarE one head at a time where that is shorter
+    (head_columns.py), move elementwise instructions to engines that shorten the scheduled time
     (engine_balance.py) and reorder straight-line kernels by a list schedule when that is
     shorter (straight_order.py)."""
 
@@ -82,6 +84,7 @@ class InsertDeallocs(Pass):
         )
         hoist_loads(graph, target, ScheduleOracle(graph, target))
         split_head_chains(graph, target)
+        split_head_columns(graph, target)
         balance_engines(graph, target, None, ScheduleOracle(graph, target), True)  # staged kernels
         balance_in_windows(graph, target, ScheduleOracle(graph, target))  # above its cap
 

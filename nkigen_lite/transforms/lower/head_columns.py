@@ -1,0 +1,209 @@
+"""Per-head statistics of a row-tiled front on ScalarE, one head at a time.
+
+A decoder layer's front normalises q and k per head: over a ``[rows, heads, D]`` tile, the sum
+of squares of each head (ScalarE ``square``, then a VectorE ``tensor_reduce`` over D) and the
+product by each head's ``rsqrt`` (a ``tensor_tensor`` reading the ``[rows, heads, 1]`` column
+tile broadcast over D: VectorE or GpSimd, on the SBUF bus they share). At seq 2048 VectorE and
+that bus bound the front's row tiles while ScalarE idles (docs/lowering.md, "Per-head columns
+on ScalarE"). ScalarE only applies per-partition columns, so here one head's column is one
+instruction:
+
+- a ``tensor_tensor`` multiply of a full ``[P, H, D]`` input by a ``[P, H, 1]`` tile broadcast
+  over D (stride 0) becomes H ``tensor_scalar`` multiplies, head h's column ``[P, 1]`` as
+  ``operand0`` (the same fp32 product of the same elements: results bit for bit the same);
+- a ``tensor_reduce`` add over D of a tile only a ``square`` activation of the same shape writes
+  (and only that reduce reads) becomes H ``square`` activations with ``reduce_res`` (the
+  activation's fp32 accumulator) into head h's column, the reduce gone. The sum runs in
+  ScalarE's accumulation order instead of VectorE's: fp32 sums of the same terms.
+
+Only at top level of kernels with matmuls above ``engine_balance.MAX_STAGED_INSTRUCTIONS``
+static instructions (those ``balance_windows.py`` balances next, moving the new
+``tensor_scalar`` instructions between ScalarE and VectorE where that is shorter; a decoder
+layer at seq 2048), and kept only when the kernel's scheduled time drops: two schedules of
+the kernel, so the pass stays linear in its size.
+"""
+
+from __future__ import annotations
+
+from ...ir.graph import Graph
+from ...nki.access import pack
+from ...nki.ops import ActivationOp, DeallocOp, NkiOp, TensorReduceOp, TensorScalarOp, TensorTensorOp
+from ...nki.target import Target
+from ...nki.types import Access, DimSlice, TileType
+from .engine_balance import MAX_STAGED_INSTRUCTIONS, ScheduleOracle, elementwise_kernel
+
+ENGINE = "scalar"  # where the per-head instructions are put (the balance may move them)
+
+
+def _head(acc: Access, h: int) -> Access:
+    """Head ``h`` (dim 1) of a ``[P, H, ...]`` access."""
+    d = acc.dims[1]
+    return Access(acc.tensor, (acc.dims[0], DimSlice(d.offset + h * d.stride, 1, 1)) + acc.dims[2:])
+
+
+def _column_of(acc: Access, like: Access) -> bool:
+    """``acc`` reads a ``[P, H, 1]`` tile broadcast over the last dim of ``like``'s shape."""
+    t = acc.tensor.type
+    if not isinstance(t, TileType) or len(acc.dims) != 3 or len(t.shape) != 3 or t.shape[2] != 1:
+        return False
+    d1, d2 = acc.dims[1], acc.dims[2]
+    return d2.stride == 0 and d1.stride == 1 and acc.shape == like.shape and like.dims[2].stride == 1
+
+
+def _full(acc: Access) -> bool:
+    t = acc.tensor.type
+    return isinstance(t, TileType) and len(acc.dims) == 3 and acc.dims[2].stride == 1
+
+
+def column_multiply(op, target: Target) -> tuple[str, str] | None:
+    """(full input, column input) of a per-head column multiply this pass rewrites, or None."""
+    if not isinstance(op, TensorTensorOp) or op.attrs["op"] != "multiply":
+        return None
+    dst = op.access("dst")
+    if not _full(dst) or dst.dims[1].stride != 1:
+        return None
+    for full, col in (("data1", "data2"), ("data2", "data1")):
+        a, c = op.access(full), op.access(col)
+        if _full(a) and a.dims[1].stride == 1 and _column_of(c, dst) and c.dtype.name == "f32":
+            names = {x.dtype.name for x in (dst, a)}
+            if names <= target.dtypes_of(ENGINE) and all(x.dtype.is_float for x in (dst, a)):
+                return full, col
+    return None
+
+
+def square_sum(op) -> ActivationOp | None:
+    """The ``square`` activation whose tile a per-head ``tensor_reduce`` add over D reads (the
+    reduce rewritten with it), or None."""
+    if not isinstance(op, TensorReduceOp) or op.attrs["op"] != "add" or op.attrs["negate"]:
+        return None
+    src, dst = op.access("data"), op.access("dst")
+    st = src.tensor.type
+    if tuple(op.attrs["axis"]) != (2,) or not isinstance(st, TileType) or len(st.shape) != 3:
+        return None
+    if not src.is_whole() or not dst.is_whole() or dst.dtype.name != "f32" or dst.tensor.type.shape[2] != 1:
+        return None
+    users = [u.op for u in src.tensor.uses if not isinstance(u.op, DeallocOp)]
+    writers = [u for u in users if u is not op]
+    if len(writers) != 1 or not isinstance(writers[0], ActivationOp):
+        return None
+    sq = writers[0]
+    if sq.parent is not op.parent or sq.attrs["op"] != "square" or sq.attrs["reduce_res"] is not None:
+        return None
+    if sq.attrs["bias"] is not None or sq.attrs["scale"] != 1.0 or sq.access("dst").tensor is not src.tensor:
+        return None
+    if not sq.access("dst").is_whole() or not _full(sq.access("data")):
+        return None
+    return sq
+
+
+def _build(cls, items: list, loc):
+    operands, attrs = pack(items)
+    new = cls(operands, attrs)
+    new.loc = loc
+    return new
+
+
+def _split_multiply(op, full: str, col: str) -> list:
+    dst, a, c = op.access("dst"), op.access(full), op.access(col)
+    out = []
+    for h in range(dst.shape[1]):
+        cd = c.dims
+        column = Access(c.tensor, (cd[0], DimSlice(cd[1].offset + h, 1, 1), DimSlice(0, 1, 1)))
+        out.append(
+            _build(
+                TensorScalarOp,
+                [
+                    ("dst", _head(dst, h)),
+                    ("data", _head(a, h)),
+                    ("op0", "multiply"),
+                    ("operand0", column),
+                    ("reverse0", False),
+                    ("op1", None),
+                    ("operand1", None),
+                    ("reverse1", False),
+                    ("engine", ENGINE),
+                ],
+                op.loc,
+            )
+        )
+    return out
+
+
+def _split_square(sq, red) -> list:
+    dst, data, res = sq.access("dst"), sq.access("data"), red.access("dst")
+    out = []
+    for h in range(dst.shape[1]):
+        rd = res.dims
+        column = Access(res.tensor, (rd[0], DimSlice(rd[1].offset + h, 1, 1), rd[2]))
+        out.append(
+            _build(
+                ActivationOp,
+                [
+                    ("dst", _head(dst, h)),
+                    ("data", _head(data, h)),
+                    ("op", "square"),
+                    ("bias", None),
+                    ("scale", 1.0),
+                    ("reduce_res", column),
+                    ("engine", ENGINE),
+                ],
+                sq.loc,
+            )
+        )
+    return out
+
+
+def plan(block, target: Target) -> list:
+    """(ops replaced, new ops, the op they go before) per rewrite, in program order."""
+    plans = []
+    for op in block:
+        cm = column_multiply(op, target)
+        if cm is not None:
+            plans.append(([op], _split_multiply(op, *cm), op))
+            continue
+        sq = square_sum(op)
+        if sq is not None:  # at the reduce: its result's allocation follows the square
+            plans.append(([sq, op], _split_square(sq, op), op))
+    return plans
+
+
+def searched(instrs: list) -> bool:
+    """A kernel with matmuls above the whole-kernel engine search (balance_windows.py)."""
+    return not elementwise_kernel(instrs) and len(instrs) > MAX_STAGED_INSTRUCTIONS
+
+
+def apply(block, plans: list) -> None:
+    """Put each plan's new instructions in place of the ops it replaces."""
+    for old, new, at in plans:
+        for n in new:
+            block.insert_before(at, n)
+        for o in old:
+            block.remove(o)
+
+
+def split_head_columns(graph: Graph, target: Target) -> int:
+    """Rewrite the per-head column instructions of ``graph`` (module docstring) when that
+    shortens its scheduled time; returns how many instructions were replaced (0: none)."""
+    block = graph.body
+    instrs = [op for op in block.walk() if isinstance(op, NkiOp)]
+    if not searched(instrs):
+        return 0
+    plans = plan(block, target)
+    if not plans:
+        return 0
+    before = list(block)
+    base = ScheduleOracle(graph, target).makespan()
+    apply(block, plans)
+    if ScheduleOracle(graph, target).makespan() < base:
+        for old, _, _ in plans:
+            for o in old:
+                o.drop_operand_uses()
+        return sum(len(old) for old, _, _ in plans)
+    for _, new, _ in plans:
+        for n in new:
+            n.erase()
+    for op in list(block):
+        block.remove(op)
+    for op in before:
+        block.append(op)
+    return 0

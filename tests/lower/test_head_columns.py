@@ -1,0 +1,121 @@
+"""Per-head columns on ScalarE, one head at a time (lower/head_columns.py): the per-head
+``rsqrt`` products of q's and k's norms become one ``tensor_scalar`` per head reading that
+head's ``[P, 1]`` column, and their sums of squares one ``square`` activation per head with
+``reduce_res``. On the 4 / 2-head layer of tests/lower/test_attention_out.py (one row tile)
+the rewrite is applied to the compiled kernel: the NKI interpreter and the simulator give
+results within bf16 tolerance (``TOL``) of float64 NumPy. On the Qwen3-0.6B layer at seq 2048
+(the kernel the pass runs on) the counts of the rewritten instructions."""
+
+from __future__ import annotations
+
+import pytest
+
+import nkigen_lite as nk
+from nkigen_lite.nki.ops import ActivationOp, TensorReduceOp, TensorScalarOp, TensorTensorOp
+from nkigen_lite.nki.target import TRN2
+from nkigen_lite.nki.verify import verify as nki_verify
+from nkigen_lite.testing import assert_close
+from nkigen_lite.transforms.lower import deallocs, head_columns
+
+from .qwen3_kernels import qwen3_layer_kernel
+from .test_attention_out import HEADS, KV, NAMES, TOL, _inputs, _reference, _run, layer
+
+
+def _per_head_products(body) -> list:
+    return [
+        op
+        for op in body
+        if isinstance(op, TensorScalarOp)
+        and op.access("operand0") is not None
+        and len(op.access("dst").dims) == 3
+    ]
+
+
+def _per_head_squares(body) -> list:
+    return [
+        op
+        for op in body
+        if isinstance(op, ActivationOp)
+        and op.attrs["reduce_res"] is not None
+        and len(op.access("dst").dims) == 3
+    ]
+
+
+@pytest.fixture(scope="module")
+def rewritten():
+    """The one-tile layer compiled without the pass (nor head_halves.py), then rewritten by
+    its plan."""
+    args = _inputs(128, seed=11)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(deallocs, "split_head_columns", lambda *a: 0)
+        m.setattr(deallocs, "split_head_chains", lambda *a: False)  # whole-head instructions
+        kern = nk.compile(layer, *args)
+    before = [op for op in kern.nki.body if isinstance(op, (TensorTensorOp, TensorReduceOp))]
+    plans = head_columns.plan(kern.nki.body, TRN2)
+    head_columns.apply(kern.nki.body, plans)
+    for old, _, _ in plans:
+        for o in old:
+            o.drop_operand_uses()
+    nki_verify(kern.nki)
+    return kern, args, before, plans
+
+
+def test_plan_rewrites_the_per_head_norms(rewritten):
+    """q's and k's rsqrt products (4 and 2 heads) and their squares-and-sums are rewritten:
+    6 tensor_scalar and 6 square activations, one per head, on ScalarE; the sums' reduces
+    are gone. The input's and the post-attention norms (per row, 2-D) are not touched."""
+    kern, _, before, plans = rewritten
+    body = list(kern.nki.body)
+    products, squares = _per_head_products(body), _per_head_squares(body)
+    assert len(products) == HEADS + KV and len(squares) == HEADS + KV
+    assert {op.engine for op in products + squares} == {"scalar"}
+    assert all(op.access("operand0").free_size == 1 for op in products)
+    assert all(op.access("dst").shape[1] == 1 for op in products + squares)
+    reduces = [op for op in body if isinstance(op, TensorReduceOp)]
+    assert all(op not in reduces for old, _, _ in plans for op in old)
+    assert len(plans) == 4
+    assert sum(isinstance(op, TensorReduceOp) for op in before) - 2 == len(reduces)
+
+
+def test_rewritten_layer_matches_float64(rewritten):
+    kern, args, _, _ = rewritten
+    want = _reference(args)
+    assert_close(_run(kern, args), want, nk.bfloat16, what="head columns, interpreter", **TOL)
+    got = next(iter(nk.simulate(kern, dict(zip(NAMES, args))).values()))
+    assert_close(got, want, nk.bfloat16, what="head columns, simulator", **TOL)
+
+
+def test_what_is_rewritten():
+    """A multiply by a column broadcast over D is rewritten, whichever operand holds it; one by
+    a full tile (RoPE's cos, broadcast over the heads) is not; nor is a sum whose square also
+    feeds another reader."""
+    args = _inputs(128, seed=3)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(deallocs, "split_head_columns", lambda *a: 0)
+        m.setattr(deallocs, "split_head_chains", lambda *a: False)  # whole-head instructions
+        kern = nk.compile(layer, *args)
+    tts = [op for op in kern.nki.body if isinstance(op, TensorTensorOp) and op.attrs["op"] == "multiply"]
+    found = [op for op in tts if head_columns.column_multiply(op, TRN2) is not None]
+    assert len(found) == 2  # q's and k's rsqrt products
+    for op in found:
+        full, col = head_columns.column_multiply(op, TRN2)
+        assert op.access(col).dims[2].stride == 0 and op.access(full).dims[2].stride == 1
+    sums = [op for op in kern.nki.body if head_columns.square_sum(op) is not None]
+    assert len(sums) == 2
+
+
+def test_layer_at_seq_2048_runs_per_head_columns_on_scalar():
+    """The Qwen3-0.6B layer at seq 2048 (16 / 8 heads, 16 row tiles): per row tile 16 + 8
+    per-head products and 16 + 8 per-head squares (ScalarE or, where the engine balance moved
+    them, VectorE for the products); no per-head sum is left to VectorE's tensor_reduce."""
+    kern = qwen3_layer_kernel(2048)
+    body = list(kern.nki.body)
+    products, squares = _per_head_products(body), _per_head_squares(body)
+    assert len(products) == 16 * (16 + 8), len(products)
+    assert len(squares) == 16 * (16 + 8), len(squares)
+    assert {op.engine for op in squares} == {"scalar"}
+    assert {op.engine for op in products} <= {"scalar", "vector"}
+    per_head_reduces = [
+        op for op in body if isinstance(op, TensorReduceOp) and len(op.access("data").dims) == 3
+    ]
+    assert per_head_reduces == []
