@@ -1,17 +1,24 @@
-"""tensor.cumsum of floats along a contiguous axis, on chip.
+"""tensor.cumsum of floats along the last axis, on chip.
 
 The composite's expansion (tensor/composites_index.py) adds in log2(n) doubling steps, each a
 concat of ``y[:s]`` and ``y[s:] + y[:n-s]``; lowered op by op every step is stored to HBM
-scratch and read back (cumsum(-1) of 8x2048 f32: 16x the minimum traffic, 459x the roofline).
-Here each block of up to 128 rows is loaded once, the same doubling steps run between two SBUF
-tiles (step ``s``: a copy of the first ``s`` columns on ScalarE, the add of the rest on
-VectorE), and the result is stored once. The adds are the expansion's, in the same order and in
-fp32 (a 16-bit float input is widened first and the sums rounded back), so the values are
-bit-identical to the tensor interpreter's.
+scratch and read back (cumsum(-1) of 8x2048 f32: 16x the minimum traffic, 459x the roofline;
+1x151936, top-p sampling over a vocabulary: 26x, 5.8 ms). Here each block of up to 128 rows is
+loaded once, the same doubling steps run between two SBUF tiles (step ``s``: a copy of the
+first ``s`` columns on ScalarE, the add of the rest on VectorE), and the result is stored once.
+These adds are the expansion's, in the same order and in fp32 (a 16-bit float input is widened
+first and the sums rounded back): bit-identical to the tensor interpreter.
+
+A long row (``segments``) is spread over up to 128 partitions instead, a segment of it per
+partition (the row-major reshape, so loads and stores stay contiguous): each segment is scanned
+as above, the segment totals are moved onto one partition by a TensorE transpose, scanned
+there, and each segment adds the total of the segments before it (an exclusive prefix sum moved
+back by a second transpose). The sums are then grouped differently from the expansion's (within
+fp32 rounding of it, not bit-identical); 1x151936 f32: 5.8 ms -> 53 us.
 
 decompose keeps a cumsum this path takes (capabilities.py asks ``cumsum_refusal``) and expands
-the others: integer cumsums (their exact wrapping adds are wide-integer arithmetic), axes that
-are not contiguous in memory, and rows too long for two fp32 tiles in SBUF.
+the others: integer cumsums (their exact wrapping adds are wide-integer arithmetic), axes other
+than the last, and rows whose segments do not fit two fp32 tiles in SBUF.
 """
 
 from __future__ import annotations
@@ -28,6 +35,22 @@ from .rules import item_rule
 MAX_ROW_BYTES = 65536  # per partition, of one fp32 tile (two are live)
 
 
+SPREAD_PER_ROW = 1024  # elements per row (per row of the kernel) from which spreading pays
+
+
+def segments(rows: int, n: int, p: int = 128) -> int:
+    """Partitions per row: a long row (at least ``SPREAD_PER_ROW`` elements per row of the
+    kernel, or too long for one tile) is spread over the largest divisor ``g`` of ``n`` up to
+    ``p``, one block per row (per row about 15 us of carries and latency, against ~23 ns per
+    element of a row scanned on one partition); else 1, rows side by side. The segments must fit
+    an fp32 tile; 0 if they do not."""
+    spread = n * 4 > MAX_ROW_BYTES or (rows < p // 2 and n >= SPREAD_PER_ROW * rows)
+    for g in range(min(p, n) if spread else 1, 0, -1):
+        if n % g == 0 and (n // g) * 4 <= MAX_ROW_BYTES:
+            return g
+    return 0
+
+
 def cumsum_refusal(op) -> str | None:
     """Why the on-chip path cannot take ``op`` (a tensor.cumsum), or None."""
     x = op.operand(0).type
@@ -37,8 +60,9 @@ def cumsum_refusal(op) -> str | None:
         return f"{x.dtype} sums are not fp32 adds"
     if op.attrs["axis"] % x.rank != x.rank - 1:
         return "the axis is not the last"
-    if x.shape[-1] * 4 > MAX_ROW_BYTES:
-        return f"rows of {x.shape[-1]:,} elements exceed {MAX_ROW_BYTES:,} bytes of fp32 per partition"
+    n = x.shape[-1]
+    if segments(math.prod(x.shape) // n, n) == 0:
+        return f"rows of {n:,} elements split into no segments of at most {MAX_ROW_BYTES:,} bytes of fp32"
     return None
 
 
@@ -58,38 +82,81 @@ def lower_cumsum(ctx: LowerContext, op: CumsumOp) -> None:
     dst = ctx.home_for_store(y).reshape((rows, n))
     if src is None or dst is None or src.strides[1] != 1 or dst.strides[1] != 1:
         raise BuildError(f"lowering: {op.name}: the rows of its operand and result must be contiguous")
+    g = segments(rows, n, ctx.partitions)
+    seg = n // g
+    if g > 1:  # each row over g partitions: rows of the (rows * g, seg) row-major reshape
+        src, dst = src.reshape((rows * g, seg)), dst.reshape((rows * g, seg))
     sv, dv = ctx.view(src), ctx.view(dst)
-    b, p = ctx.b, ctx.partitions
+    b = ctx.b
     xdt, ydt = x.type.dtype, y.type.dtype
+    per = g if g > 1 else ctx.partitions  # partitions of one block: one spread row, or rows
 
     def block(r0, pr: int) -> None:
-        rows_at = (DimSlice(r0, pr, 1), DimSlice(0, n, 1))
-        cur = b.alloc((pr, n), float32, "sbuf", name="csum")
+        rows_at = (DimSlice(r0, pr, 1), DimSlice(0, seg, 1))
+        cur = b.alloc((pr, seg), float32, "sbuf", name="csum")
         if xdt is float32:
             b.dma_copy(dst=cur, src=Access(sv, rows_at))
         else:
-            raw = b.alloc((pr, n), xdt, "sbuf", name="csum_in")
+            raw = b.alloc((pr, seg), xdt, "sbuf", name="csum_in")
             b.dma_copy(dst=raw, src=Access(sv, rows_at))
             b.tensor_copy(dst=cur, src=raw, engine="scalar")
-        s = 1
-        while s < n:
-            nxt = b.alloc((pr, n), float32, "sbuf", name="csum")
-            b.tensor_copy(dst=_cols(nxt, pr, 0, s), src=_cols(cur, pr, 0, s), engine="scalar")
-            b.tensor_tensor(
-                _cols(nxt, pr, s, n - s), _cols(cur, pr, s, n - s), _cols(cur, pr, 0, n - s), "add"
-            )
-            cur, s = nxt, s * 2
+        cur = _scan(b, cur, (pr,), seg)
+        if g > 1:
+            cur = _add_carries(b, cur, pr, seg)
         if ydt is not float32:
-            out = b.alloc((pr, n), ydt, "sbuf", name="csum_out")
+            out = b.alloc((pr, seg), ydt, "sbuf", name="csum_out")
             b.tensor_copy(dst=out, src=cur, engine="scalar")
             cur = out
         b.dma_copy(dst=Access(dv, rows_at), src=cur)
 
-    full, rem = divmod(rows, p)
+    total = rows * g
+    full, rem = divmod(total, per)
     if full == 1:
-        block(0, p)
+        block(0, per)
     elif full > 1:
         with b.fori_loop(0, full) as i:
-            block(Affine.of(i) * p, p)
+            block(Affine.of(i) * per, per)
     if rem:
-        block(full * p, rem)
+        block(full * per, rem)
+
+
+def _scan(b, cur, lead: tuple, n: int):
+    """Inclusive prefix sums along the last dim of the fp32 tile ``cur`` (shape ``lead + (n,)``)
+    in doubling steps between two tiles; returns the tile holding them."""
+    full = tuple(DimSlice(0, k, 1) for k in lead)
+    s = 1
+    while s < n:
+        nxt = b.alloc(lead + (n,), float32, "sbuf", name="csum")
+        b.tensor_copy(
+            dst=Access(nxt, full + (DimSlice(0, s, 1),)),
+            src=Access(cur, full + (DimSlice(0, s, 1),)),
+            engine="scalar",
+        )
+        b.tensor_tensor(
+            Access(nxt, full + (DimSlice(s, n - s, 1),)),
+            Access(cur, full + (DimSlice(s, n - s, 1),)),
+            Access(cur, full + (DimSlice(0, n - s, 1),)),
+            "add",
+        )
+        cur, s = nxt, s * 2
+    return cur
+
+
+def _add_carries(b, cur, pr: int, seg: int):
+    """Add to each segment (partition) of one row the sum of the earlier segments: the segment
+    totals (last column) transposed onto one partition by TensorE, their exclusive prefix sum
+    there, transposed back and added as a per-partition scalar."""
+    ps = b.alloc((1, pr), float32, "psum", name="csum_tot")
+    b.nc_transpose(dst=ps, data=_cols(cur, pr, seg - 1, 1))
+    tot = b.alloc((1, pr), float32, "sbuf", name="csum_tot")
+    b.tensor_copy(dst=tot, src=ps)
+    inc = _scan(b, tot, (1,), pr)
+    exc = b.alloc((1, pr), float32, "sbuf", name="csum_carry")
+    b.tensor_tensor(exc, inc, tot, "subtract")
+    back = b.alloc((pr, 1), float32, "psum", name="csum_carry")
+    b.nc_transpose(dst=back, data=exc)
+    carry = b.alloc((pr, 1), float32, "sbuf", name="csum_carry")
+    b.tensor_copy(dst=carry, src=back)
+    out = b.alloc((pr, seg), float32, "sbuf", name="csum")
+    b.tensor_scalar(out, cur, "add", _cols(carry, pr, 0, 1))
+    return out
