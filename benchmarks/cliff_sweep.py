@@ -140,6 +140,7 @@ CASES = [
     ("topk k=1 vocab", lambda x: nk.topk(x, 1), [((4, 151936), F32)]),
     ("cumsum(-1)", lambda x: np.cumsum(x, -1), [((8, 2048), F32)]),
     ("cumsum(0)", lambda x: np.cumsum(x, 0), [((2048, 64), F32)]),
+    ("cumsum vocab (top-p)", lambda x: np.cumsum(x, -1), [((1, 151936), F32)]),
     (
         "embedding take(table, ids)",
         lambda t, i: np.take(t, i, axis=0),

@@ -78,3 +78,28 @@ def test_vocabulary_cumsum_counts():
     k = nk.compile(nk.trace(lambda x: np.cumsum(x, -1)).trace(np.zeros((1, 151936), np.float32)))
     assert k.stats().hbm_traffic_ratio == 1.0
     assert k.estimate().ratio < 20
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: np.cumsum(x.T, -1),
+        lambda x: np.cumsum(x[:, ::2], -1),
+        lambda x: np.cumsum(x.T, -1).T,
+        lambda x: np.concatenate([np.cumsum(x, -1), x], 0),
+    ],
+    ids=["of-a-transpose", "of-a-strided-slice", "into-a-transposed-output", "into-a-concat"],
+)
+def test_cumsum_of_and_into_views(fn):
+    """An operand or result home that is not (rows, n) with unit-stride rows is copied through a
+    contiguous buffer (these failed to compile when the on-chip path first landed); bit for bit
+    the tensor interpreter's."""
+    x = np.random.default_rng(5).standard_normal((64, 256)).astype(np.float32)
+    g = nk.trace(fn).trace(x)
+    k = nk.compile(g)
+    (exact,) = nk.run(g, {"x": x}).values()
+    want = fn(x.astype(np.float64))
+    for how, out in (("Kernel.run", k.run({"x": x})), ("nk.simulate", nk.simulate(k, {"x": x}))):
+        (got,) = out.values()
+        assert np.array_equal(got.view(np.uint8), exact.view(np.uint8)), how
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max(), err_msg=how)

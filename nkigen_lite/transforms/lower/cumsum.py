@@ -30,7 +30,9 @@ from ...ir.errors import BuildError
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor.composites_index import CumsumOp
 from .context import LowerContext
+from .homes import HbmHome
 from .rules import item_rule
+from .views import copy_home
 
 MAX_ROW_BYTES = 65536  # per partition, of one fp32 tile (two are live)
 
@@ -78,17 +80,35 @@ def lower_cumsum(ctx: LowerContext, op: CumsumOp) -> None:
     x, y = op.operand(0), op.result
     n = x.type.shape[-1]
     rows = math.prod(x.type.shape) // n
-    src = ctx.home(x).reshape((rows, n))
-    dst = ctx.home_for_store(y).reshape((rows, n))
-    if src is None or dst is None or src.strides[1] != 1 or dst.strides[1] != 1:
-        raise BuildError(f"lowering: {op.name}: the rows of its operand and result must be contiguous")
     g = segments(rows, n, ctx.partitions)
+    xh, yh = ctx.home(x), ctx.home_for_store(y)
+    src, dst = _rows(xh, rows, n, g), _rows(yh, rows, n, g)
+    if src is None:  # a strided or transposed view: copied contiguous first (copy_home)
+        src = ctx.alloc_hbm((rows, n), x.type.dtype)
+        copy_home(ctx, xh, src.reshape(x.type.shape))
+    back = None
+    if dst is None:  # computed contiguous, then copied into the result's view
+        back = dst = ctx.alloc_hbm((rows, n), y.type.dtype)
+    _emit_rows(ctx, src, dst, rows, n, g, x.type.dtype, y.type.dtype)
+    if back is not None:
+        copy_home(ctx, back.reshape(y.type.shape), yh)
+
+
+def _rows(h: HbmHome, rows: int, n: int, g: int) -> HbmHome | None:
+    """``h`` as (rows, n) with unit-stride rows (and, spread, as whole rows of n), or None."""
+    v = h.reshape((rows, n))
+    if v is None or v.strides[1] != 1 or (g > 1 and v.reshape((rows * g, n // g)) is None):
+        return None
+    return v
+
+
+def _emit_rows(ctx: LowerContext, src: HbmHome, dst: HbmHome, rows: int, n: int, g: int, xdt, ydt) -> None:
+    """The prefix sums of the (rows, n) home ``src`` into ``dst``, ``g`` partitions per row."""
     seg = n // g
     if g > 1:  # each row over g partitions: rows of the (rows * g, seg) row-major reshape
         src, dst = src.reshape((rows * g, seg)), dst.reshape((rows * g, seg))
     sv, dv = ctx.view(src), ctx.view(dst)
     b = ctx.b
-    xdt, ydt = x.type.dtype, y.type.dtype
     per = g if g > 1 else ctx.partitions  # partitions of one block: one spread row, or rows
 
     def block(r0, pr: int) -> None:
