@@ -47,7 +47,7 @@ from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from .context import LowerContext
 from .homes import HbmHome
-from .permute_copy import MAX_FREE, copy_permuted
+from .permute_copy import MAX_FREE
 from .rules import item_rule
 from .topk_merge import NEG_BYTES, NEG_FLT_MAX, _finish_values, _merge, _tile, negated
 from .topk_nan import NAN_BYTES, first_nan_wins, fold_max, keys_max, nan_free_keys, nan_mode, ones8
@@ -126,7 +126,7 @@ def _rows_view(ctx: LowerContext, h: HbmHome, perm, rows: int, cols: int, copy_i
     if v is not None:
         if copy_in and _transposed(ctx, v):  # rows contiguous: transpose on chip once
             tmp = ctx.alloc_hbm((rows, cols), h.base.type.dtype)
-            copy_permuted(ctx, v, tmp)
+            copy_home(ctx, v, tmp)  # copy_permuted's transposes (a plain DMA if it declines)
             return tmp, None
         return v, None
     tmp = ctx.alloc_hbm((rows, cols), h.base.type.dtype)
