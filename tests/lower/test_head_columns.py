@@ -119,3 +119,19 @@ def test_layer_at_seq_2048_runs_per_head_columns_on_scalar():
         op for op in body if isinstance(op, TensorReduceOp) and len(op.access("data").dims) == 3
     ]
     assert per_head_reduces == []
+
+
+def test_layer_at_seq_512_runs_per_head_columns_on_scalar():
+    """The Qwen3-0.6B layer at seq 512 (4 row tiles, below balance_windows' cap: decided on
+    copies after the staged engine balance, which is shorter with the rewrite): per row tile
+    16 + 8 per-head products and squares, no per-head tensor_reduce left."""
+    kern = qwen3_layer_kernel(512)
+    body = list(kern.nki.body)
+    products, squares = _per_head_products(body), _per_head_squares(body)
+    assert len(products) == 4 * (16 + 8), len(products)
+    assert len(squares) == 4 * (16 + 8), len(squares)
+    assert {op.engine for op in squares} == {"scalar"}
+    per_head_reduces = [
+        op for op in body if isinstance(op, TensorReduceOp) and len(op.access("data").dims) == 3
+    ]
+    assert per_head_reduces == []
