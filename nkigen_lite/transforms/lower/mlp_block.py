@@ -58,6 +58,7 @@ ROW_GROUPS = (2, 4, 8)  # row groups tried when all the rows do not fit SBUF
 PAIR = 2  # row tiles per loop iteration (measured best of 2, 4, 8 under the cost model)
 LAG = 1  # a row tile's down projection follows the next row tile's up projections
 STRAIGHT_BLOCKS = 4  # at most this many blocks of at most PAIR row tiles run unrolled
+ACC_ZERO_ENGINE = "gpsimd"  # zeroes the fp32 accumulator (VectorE adds into it)
 
 
 @dataclass
@@ -585,7 +586,9 @@ class _BlockEmitter:
         h_t = _stage(ctx, blk, self.ups[0], self.idx, self.outputs, self.row_local, base, rows)
         ctx.at_op(blk.down)
         acc = b.alloc((p, n_rt * d), "f32", "sbuf", name="mlp_acc")  # row tile r at columns r·d
-        b.memset(dst=Access(acc, (_ds(0, p), _ds(0, n_rt * d))), value=0.0)
+        # zeroed by GpSimd, idle here, not VectorE, which adds the blocks' partial products into
+        # it (Qwen3-0.6B layer at seq 2048: 1,553.8 -> 1,548.4 µs scheduled; 128 / 512 unchanged)
+        b.memset(dst=Access(acc, (_ds(0, p), _ds(0, n_rt * d))), value=0.0, engine=ACC_ZERO_ENGINE)
         run = (h_t, acc, base)
         loops, parts = _epilogue_parts(
             ctx, blk, self.outputs, self.row_local, self.plans, acc, (base, rows), d
