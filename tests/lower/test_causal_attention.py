@@ -17,6 +17,7 @@ from nkigen_lite.nki.ops import (
     ForiLoopOp,
     HbmViewOp,
     MatmulOp,
+    TensorScalarOp,
     TensorTensorOp,
     TransposeOp,
 )
@@ -194,3 +195,22 @@ def test_f16_mask_by_identity_matmul_or_fp32_add(hd, in_psum):
     ref = _f16_reference(feeds["q"], feeds["k"], feeds["v"])
     assert_close(kern.run(feeds)["o"], ref, nk.float16, what="f16 causal attention, interpreter")
     assert_close(nk.simulate(kern, feeds)["o"], ref, nk.float16, what="f16 causal attention, simulator")
+
+
+def _o_scale_engines(kern) -> list:
+    """Engines of the ``O · 1/Σ`` multiplies (tensor_scalar by the per-row reciprocal)."""
+    return [
+        op.attrs["engine"]
+        for op, _ in _attention_ops(kern, TensorScalarOp)
+        if op.attrs["op0"] == "multiply" and not isinstance(op.attrs["operand0"], float)
+    ]
+
+
+def test_o_scaling_alternates_vector_and_scalar_with_several_query_tiles():
+    """Seq 512 (4 query tiles, 64 units): ``O · 1/Σ`` runs on VectorE and ScalarE in turn, 32
+    each; one query tile (seq 128): on VectorE only (in turn measured 0.3 µs longer there)."""
+    kern = nk.compile(layer_attention, *layer_inputs(512, 16, 8, 128, 1024))
+    engines = _o_scale_engines(kern)
+    assert sorted(engines) == ["scalar"] * 32 + ["vector"] * 32
+    one = nk.compile(layer_attention, *layer_inputs(128, 16, 8, 128, 1024))
+    assert _o_scale_engines(one) == ["vector"] * 16
