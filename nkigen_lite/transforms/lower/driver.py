@@ -18,6 +18,7 @@ from ...ir.printer import Printer
 from ...ir.value import Value
 from ...nki.builder import Builder as NkiBuilder
 from ...nki.ops import AllocOp
+from ...nki.ops.collective import COLLECTIVE_OPS
 from ...nki.target import TRN2, Target
 from ...tensor import ops as T
 from . import (
@@ -154,8 +155,13 @@ def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict, lnc: i
 
 
 def _own_scratch(base: Value) -> bool:
-    """An HBM scratch buffer the lowering allocated (not a kernel input, spill or constant)."""
-    return isinstance(base.defining_op, AllocOp) and (base.name_hint or "").startswith("scratch")
+    """An HBM scratch buffer the lowering allocated (not a kernel input, spill or constant) that
+    no collective touches: collectives read and write private HBM only, never a kernel output."""
+    return (
+        isinstance(base.defining_op, AllocOp)
+        and (base.name_hint or "").startswith("scratch")
+        and not any(isinstance(u, COLLECTIVE_OPS) for u in base.users)
+    )
 
 
 def _place_reshaped_outputs(ctx: LowerContext, outputs: dict, producers: set) -> None:
