@@ -45,6 +45,7 @@ from .attention_units import attention_dims
 from .context import LowerContext
 from .emit_order import list_order
 from .homes import HbmHome
+from .identity_tile import build_identity
 from .mask16 import mask_value_16
 from .views import copy_home
 
@@ -186,17 +187,7 @@ class _Emitter:
         value = mask_value_16(float(np.float32(self.mask_value / self.scale)), True, self.dt)
         ident = None
         if value is not None:
-            ident = b.alloc((P, P), self.dt, name="identity")
-            w = _acc(ident, (0, P), (0, P))
-            b.memset(dst=w, value=1.0, engine="gpsimd")
-            b.affine_select(
-                dst=w,
-                pattern=[[-1, P]],
-                channel_multiplier=1,
-                on_true_tile=w,
-                on_false_value=0.0,
-                cmp_op="equal",
-            )
+            ident = build_identity(b, self.dt)
         else:
             value = float(np.float32(self.mask_value / self.scale))
         t = b.alloc((P, P), F32 if ident is None else self.dt, name="causal_bias")

@@ -47,6 +47,7 @@ from .grouped_dma_transpose import (
     q_source,
     qt_columns,
 )
+from .identity_tile import build_identity
 from .mask16 import mask_value_16
 
 P = 128  # partitions
@@ -245,19 +246,7 @@ class _Kernel:
     def identity(self):
         """The 16-bit identity [P, P] the mask matmul's stationary operand reads (GpSimd, once)."""
         if self.ident is None:
-            b = self.b
-            t = b.alloc((P, P), self.dt, name="identity")
-            w = _acc(t, (0, P), (0, P))
-            b.memset(dst=w, value=1.0, engine="gpsimd")
-            b.affine_select(
-                dst=w,
-                pattern=[[-1, P]],
-                channel_multiplier=1,
-                on_true_tile=w,
-                on_false_value=0.0,
-                cmp_op="equal",
-            )
-            self.ident = t
+            self.ident = build_identity(self.b, self.dt)
         return self.ident
 
     def v_tile(self, heads: int, kc: int):

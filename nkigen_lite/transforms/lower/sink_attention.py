@@ -44,6 +44,7 @@ from ...perf.instruction_cost import FREE_OPS, instruction_cost
 from .attention_units import advance
 from .deallocs import insert_deallocs
 from .emit_order import list_order
+from .identity_tile import build_identity
 
 P = 128  # partitions
 MAX_HEAD_DIM = 128  # q / k feature dim on the partitions for Q Kᵀ
@@ -124,17 +125,7 @@ class _Kernel:
         )
 
     def identity(self) -> None:
-        b = self.b
-        self.ident = b.alloc((P, P), self.dt, name="identity")
-        b.memset(dst=_acc(self.ident, (0, P), (0, P)), value=1.0, engine="gpsimd")
-        b.affine_select(
-            dst=_acc(self.ident, (0, P), (0, P)),
-            pattern=[[1, P]],
-            channel_multiplier=-1,
-            on_true_tile=_acc(self.ident, (0, P), (0, P)),
-            on_false_value=0.0,
-            cmp_op="equal",
-        )
+        self.ident = build_identity(self.b, self.dt)
 
     def visible(self, m0: int, ri: int, rows: int, c0: int, kc: int) -> np.ndarray:
         """[rows, kc] bool: which keys of the chunk the unit's queries see."""
