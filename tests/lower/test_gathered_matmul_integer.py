@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
+from nkigen_lite.testing.exact import assert_exact_three_ways
 
 RNG = np.random.default_rng(404)
 
@@ -24,16 +25,7 @@ def _want(a, b, dtype) -> np.ndarray:
     return np.matmul(a.astype(np.int64), b.astype(np.int64)).astype(dtype)
 
 
-def _three_ways(g, feed, want):
-    k = nk.compile(g)
-    for how, run in (
-        ("nk.run", lambda: nk.run(g, feed)),
-        ("Kernel.run", lambda: k.run(feed)),
-        ("nk.simulate", lambda: nk.simulate(k, feed)),
-    ):
-        (got,) = run().values()
-        assert got.dtype == want.dtype and got.shape == want.shape, how
-        np.testing.assert_array_equal(got, want, err_msg=how)
+_three_ways = assert_exact_three_ways
 
 
 @pytest.mark.parametrize("dt", [np.int32, np.uint32, np.int8, np.int16])

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
+from nkigen_lite.testing.exact import assert_exact_three_ways
 
 RNG = np.random.default_rng(77)
 
@@ -26,18 +27,7 @@ def _values(dtype, shape) -> np.ndarray:
 
 
 def _exact(fn, a, b, want):
-    g = nk.trace(fn).trace(a, b)
-    feed = {"a": a, "b": b}
-    k = nk.compile(g)
-    for how, run in (
-        ("nk.run", lambda: nk.run(g, feed)),
-        ("Kernel.run", lambda: k.run(feed)),
-        ("nk.simulate", lambda: nk.simulate(k, feed)),
-    ):
-        (got,) = run().values()
-        assert got.dtype == want.dtype and got.shape == want.shape, how
-        np.testing.assert_array_equal(got, want, err_msg=how)
-    return k
+    return assert_exact_three_ways(nk.trace(fn).trace(a, b), {"a": a, "b": b}, want)
 
 
 def _widened(a, b):

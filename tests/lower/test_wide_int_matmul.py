@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import nkigen_lite as nk
 from nkigen_lite.tensor import ops as T
+from nkigen_lite.testing.exact import assert_exact_three_ways
 from nkigen_lite.transforms.decompose import decompose
 
 RNG = np.random.default_rng(2031)
@@ -42,17 +43,7 @@ def _want(a, b):
 
 
 def _three_ways(fn, a, b, want, ways=("nk.run", "Kernel.run", "nk.simulate")):
-    g = nk.trace(fn).trace(a, b)
-    feed = {"a": a, "b": b}
-    outs = {"nk.run": lambda: nk.run(g, feed)}
-    if ways != ("nk.run",):
-        k = nk.compile(g)
-        outs["Kernel.run"] = lambda: k.run(feed)
-        outs["nk.simulate"] = lambda: nk.simulate(k, feed)
-    for how in ways:
-        (got,) = outs[how]().values()
-        assert got.dtype == want.dtype and got.shape == want.shape, how
-        np.testing.assert_array_equal(got, want, err_msg=how)
+    assert_exact_three_ways(nk.trace(fn).trace(a, b), {"a": a, "b": b}, want, ways)
 
 
 def _matmuls(fn, a, b) -> int:

@@ -13,6 +13,7 @@ import pytest
 
 import nkigen_lite as nk
 from nkigen_lite.tensor import ops as T
+from nkigen_lite.testing.exact import assert_exact_three_ways
 from nkigen_lite.transforms.decompose import decompose
 from nkigen_lite.transforms.int_range import float_range, int_range
 
@@ -90,16 +91,7 @@ def test_wide_int_matmul_states_no_clamps():
 
 
 def _exact(fn, want, **feed):
-    g = nk.trace(fn).trace(*feed.values())
-    k = nk.compile(g)
-    for how, run in (
-        ("nk.run", lambda: nk.run(g, feed)),
-        ("Kernel.run", lambda: k.run(feed)),
-        ("nk.simulate", lambda: nk.simulate(k, feed)),
-    ):
-        (got,) = run().values()
-        assert got.dtype == want.dtype, how
-        np.testing.assert_array_equal(got, want, err_msg=how)
+    assert_exact_three_ways(nk.trace(fn).trace(*feed.values()), feed, want)
 
 
 @pytest.mark.parametrize("lim", [1.0e9, 1.5e9])
