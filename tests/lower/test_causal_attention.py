@@ -214,3 +214,23 @@ def test_o_scaling_alternates_vector_and_scalar_with_several_query_tiles():
     assert sorted(engines) == ["scalar"] * 32 + ["vector"] * 32
     one = nk.compile(layer_attention, *layer_inputs(128, 16, 8, 128, 1024))
     assert _o_scale_engines(one) == ["vector"] * 16
+
+
+def test_scale_that_is_not_an_fp32_number_is_rounded_once():
+    """``scale=1/np.sqrt(128)`` as a Python float (not exactly fp32) built by hand: the kernel
+    uses its fp32 rounding, as the op's reference does (it failed verification before: "operand0
+    must be an fp32 number"). bf16, 2 query heads over 1 KV head, seq 256, against float64."""
+    b = nk.Builder("causal_scale")
+    q = b.add_input("q", (2, 256, 128), nk.bfloat16)
+    k = b.add_input("k", (1, 256, 128), nk.bfloat16)
+    v = b.add_input("v", (1, 256, 128), nk.bfloat16)
+    b.set_outputs({"o": b.causal_attention(q, k, v, scale=1 / np.sqrt(128), mask_value=-1e4)})
+    kern = nk.compile(b.graph)
+    rng = np.random.default_rng(128)
+    feeds = {
+        n: rng.standard_normal(s).astype(ml_dtypes.bfloat16)
+        for n, s in (("q", (2, 256, 128)), ("k", (1, 256, 128)), ("v", (1, 256, 128)))
+    }
+    ref = _f16_reference(feeds["q"], feeds["k"], feeds["v"])
+    assert_close(kern.run(feeds)["o"], ref, nk.bfloat16, what="bf16 causal attention, interpreter")
+    assert_close(nk.simulate(kern, feeds)["o"], ref, nk.bfloat16, what="bf16 causal attention, simulator")

@@ -128,7 +128,7 @@ class _Emitter:
         q, k, v = op.operands
         self.ctx, self.b = ctx, ctx.b
         self.dt = q.dtype
-        self.scale = float(op.attrs["scale"])
+        self.scale = float(np.float32(op.attrs["scale"]))  # the fp32 operand the reference uses too
         self.mask_value = float(op.attrs["mask_value"])
         self.m, self.d = q.type.shape[-2:]
         self.n, self.dv = v.type.shape[-2:]
