@@ -110,3 +110,27 @@ def test_unsupported_shapes_are_a_clear_error():
     b.set_outputs({"o": b.flash_attention(q, k, v, scale=0.1)})
     with pytest.raises(nk.BuildError, match=r"tensor.flash_attention .*D <= 128"):
         nk.compile(b.graph)
+
+
+@pytest.mark.parametrize("sq", [128, 512], ids=["one-tile", "pipelined"])
+def test_scale_that_is_not_an_fp32_number_built_directly(sq):
+    """flash_attention built directly with ``scale=1/np.sqrt(96)`` (a Python float, not exactly
+    fp32): rounded to fp32 once like the op's reference (it failed verification before), f32
+    against a float64 reference on the interpreter and the simulator."""
+    b = nk.Builder("fa_scale")
+    q = b.add_input("q", (sq, 96), nk.float32)
+    k = b.add_input("k", (512, 96), nk.float32)
+    v = b.add_input("v", (512, 64), nk.float32)
+    scale = 1 / np.sqrt(96)
+    b.set_outputs({"o": b.flash_attention(q, k, v, scale=scale)})
+    kern = nk.compile(b.graph)
+    rng = np.random.default_rng(sq)
+    feeds = {
+        n: rng.standard_normal(s).astype(np.float32)
+        for n, s in (("q", (sq, 96)), ("k", (512, 96)), ("v", (512, 64)))
+    }
+    s = feeds["q"].astype(np.float64) @ feeds["k"].astype(np.float64).T * scale
+    e = np.exp(s - s.max(-1, keepdims=True))
+    ref = (e / e.sum(-1, keepdims=True)) @ feeds["v"].astype(np.float64)
+    assert_close(kern.run(feeds)["o"], ref, nk.float32, what="flash attention, interpreter")
+    assert_close(nk.simulate(kern, feeds)["o"], ref, nk.float32, what="flash attention, simulator")

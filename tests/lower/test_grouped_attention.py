@@ -273,3 +273,17 @@ def test_row_pairs_not_causal_f32():
     assert "tensor.grouped_attention" in kern.ir("cleanup")
     assert set(_chunks(kern, "q")) == {256}  # 2 rows x 32 f32
     _check(kern, [q, k, v], _reference(q, k, v, 0.125, False, 0.0), nk.float32, "row pairs f32")
+
+
+def test_scale_that_is_not_an_fp32_number_built_directly():
+    """``scale=1/np.sqrt(64)``-like Python floats that are not exactly fp32 (here 1/√96) are
+    rounded to fp32 once (they failed verification: "operand0 must be an fp32 number")."""
+    b = nk.Builder("scale")
+    q = b.add_input("q", (2, 128, 96), nk.bfloat16)
+    k = b.add_input("k", (1, 128, 96), nk.bfloat16)
+    v = b.add_input("v", (1, 128, 96), nk.bfloat16)
+    scale = 1 / np.sqrt(96)
+    b.set_outputs({"y": b.grouped_attention(q, k, v, scale=scale, causal=True, mask_value=-1e4)})
+    kern = nk.compile(b.graph)
+    arrays = _inputs(2, 1, 128, 96, seed=9)
+    _check(kern, arrays, _reference(*arrays, scale, True, -1e4), nk.bfloat16, "scale 1/sqrt(96)")

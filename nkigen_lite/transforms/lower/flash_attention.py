@@ -21,6 +21,8 @@ pipeline of lower/attention_pipelined.py is built instead.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...ir.dtypes import get_dtype
 from ...ir.errors import BuildError
 from ...nki.builder import Builder
@@ -272,8 +274,8 @@ def flash_attention_body(types, attrs):
             f"and v (..., N, Dv) with equal batch dims, D <= {MAX_HEAD_DIM} and Dv <= {MAX_VALUE_DIM}"
         )
     if short_supported(*types, supported):
-        return pipelined_attention_body(types, float(attrs["scale"]))
-    return _Kernel(types, float(attrs["scale"])).build()
+        return pipelined_attention_body(types, float(np.float32(attrs["scale"])))
+    return _Kernel(types, float(np.float32(attrs["scale"]))).build()
 
 
 register_composite_lowering(FlashAttentionOp, flash_attention_body)

@@ -111,7 +111,7 @@ class _Kernel:
         self.heads, self.groups = qt.shape[-3], kt.shape[-3]
         self.m, self.d = qt.shape[-2:]
         self.n, self.dv = vt.shape[-2:]
-        self.scale = float(attrs["scale"])
+        self.scale = float(np.float32(attrs["scale"]))  # an fp32 immediate, as the reference multiplies
         self.causal = bool(attrs["causal"])
         self.mask = float(attrs["mask_value"])
         self.hq, self.hk = math.prod(qt.shape[:-2]), math.prod(kt.shape[:-2])
