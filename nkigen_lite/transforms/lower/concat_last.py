@@ -10,8 +10,9 @@ SBUF tile, and one DMA stores the tile contiguously (``f * W`` elements per part
 
 from __future__ import annotations
 
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import Access, DimSlice
 from .homes import HbmHome
+from .peeled_loop import peeled_blocks
 
 MAX_ROW_BYTES = 64  # result rows at most this wide (wider rows make fine descriptors anyway)
 TILE_BYTES = 8192  # per partition, of the assembled tile
@@ -67,12 +68,5 @@ def concat_last_on_chip(ctx, parts: list[HbmHome], dst: HbmHome) -> bool:
         flat = Access(out, (DimSlice(0, pr, 1), DimSlice(0, f, 1), DimSlice(0, width, 1)))
         b.dma_copy(dst=Access(dv, (DimSlice(r0, pr, 1), DimSlice(0, f * width, 1))), src=flat)
 
-    full, rem = divmod(blocks, p)
-    if full == 1:
-        body(0, p)
-    elif full > 1:
-        with b.fori_loop(0, full) as i:
-            body(Affine.of(i) * p, p)
-    if rem:
-        body(full * p, rem)
+    peeled_blocks(b, blocks, p, body)
     return True

@@ -27,10 +27,11 @@ import math
 
 from ...ir.dtypes import float32
 from ...ir.errors import BuildError
-from ...nki.types import Access, Affine, DimSlice
+from ...nki.types import Access, DimSlice
 from ...tensor.composites_index import CumsumOp
 from .context import LowerContext
 from .homes import HbmHome
+from .peeled_loop import peeled_blocks
 from .rules import item_rule
 from .views import copy_home
 
@@ -130,14 +131,7 @@ def _emit_rows(ctx: LowerContext, src: HbmHome, dst: HbmHome, rows: int, n: int,
         b.dma_copy(dst=Access(dv, rows_at), src=cur)
 
     total = rows * g
-    full, rem = divmod(total, per)
-    if full == 1:
-        block(0, per)
-    elif full > 1:
-        with b.fori_loop(0, full) as i:
-            block(Affine.of(i) * per, per)
-    if rem:
-        block(full * per, rem)
+    peeled_blocks(b, total, per, block)
 
 
 def _scan(b, cur, lead: tuple, n: int):

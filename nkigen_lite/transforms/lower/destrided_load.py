@@ -15,6 +15,7 @@ from ...ir.types import row_major_strides
 from ...nki.ops import HbmViewOp
 from ...nki.types import Access, Affine, DimSlice, MemorySpace
 from .homes import HbmHome
+from .peeled_loop import peeled_blocks
 
 MAX_STEP_BYTES = 64  # element-wise descriptors cost more than reading this many bytes per element
 CHUNK_BYTES = 16384  # per partition, of one wide tile
@@ -108,14 +109,7 @@ def copy_destrided(ctx, src: HbmHome, dst: HbmHome) -> bool:
 
     def nest(d, lead):
         if d == rank - 2:
-            full, rem = divmod(rows, p)
-            if full == 1:
-                body(lead, 0, p)
-            elif full > 1:
-                with b.fori_loop(0, full) as i:
-                    body(lead, Affine.of(i) * p, p)
-            if rem:
-                body(lead, full * p, rem)
+            peeled_blocks(b, rows, p, lambda r0, n: body(lead, r0, n))
             return
         with b.fori_loop(0, shape[d]) as i:
             nest(d + 1, lead + (DimSlice(Affine.of(i), 1, 1),))
