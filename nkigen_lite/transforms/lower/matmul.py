@@ -22,6 +22,7 @@ from ...nki.types import ds as _ds
 from ...tensor import ops as T
 from ...tensor.rules import broadcast_shapes
 from .attention_out import KeptRows, stage_a_kept
+from .batched_matmul import lower_batched_small
 from .context import LowerContext
 from .homes import HbmHome
 from .instance import LoopSpec
@@ -74,10 +75,12 @@ def lower_matmul(
     publish: bool = False,
     store: bool = True,
     run: bool = True,
-) -> MatmulEmitter:
+) -> MatmulEmitter | None:
     """Lower one matmul. Standalone (``run``): its own loop nest, C stored to HBM. As a row
     pipeline participant: A may come from ``pipe`` (a tile of the current row chunk), C may be
     put in ``pipe`` (``publish``) and/or stored (``store``)."""
+    if run and store and pipe is None and not a_provided and lower_batched_small(ctx, op):
+        return None
     ctx.at_op(op)
     a_v, b_v = op.operands
     c_v = op.result

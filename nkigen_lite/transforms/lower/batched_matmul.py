@@ -1,0 +1,230 @@
+"""Batched matmuls of small instances (attention scores ``q @ k.transpose(0, 2, 1)``,
+``(B, M, K) @ (B, K, N)``) with few, large DMAs.
+
+The general emitter (matmul.py) handles one batch instance per loop iteration with one DMA per
+128-row block of each operand (256-byte runs when K is 128 bf16) and one store per M tile. Here,
+when every batch instance has one K chunk (K <= 128), M a multiple of 128 (M = 128 r) and N at
+most ``MAX_N``, a loop iteration handles ``G`` instances with three DMAs:
+
+- **A** ``(G, M, K)``, K contiguous: one load into ``[128, G, r, K]``, partition ``p`` holding
+  rows ``p r ... p r + r - 1`` of each instance (runs of ``r K`` elements). TensorE transposes of
+  ``[:, g, j, :]`` give Aᵀ blocks ``[K, 128]`` whose column ``p`` is row ``p r + j``.
+- **B** K-major in HBM ``(G, K, N)``: one load into ``[K, G, N]``. N-major (``b.transpose``,
+  K contiguous): one load into ``[128, G, s, K]`` (N = 128 s, rows ``p s ... p s + s - 1`` on
+  partition ``p``), transposed per ``[:, g, j, :]`` and copied into Bᵀ ``[K, G, N]`` at columns
+  ``j, j + s, ...`` (a strided copy), so Bᵀ is in N order.
+- One ``nc_matmul`` per instance, row block ``j`` and 512-column bank gives rows ``p r + j`` of
+  C; the evacuation copy puts them at ``[p, g, j, :]`` of a ``[128, G, r, N]`` tile, which one
+  DMA stores with each partition writing ``G`` runs of ``r N`` contiguous elements.
+
+Evacuations alternate between VectorE and ScalarE (both read PSUM). Nothing is emitted (the
+general emitter runs) for other shapes, dtypes that need a cast, broadcast batch dims, or a C
+home that is not one contiguous block per instance.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+from ...nki.types import Access, Affine
+from ...nki.types import ds as _ds
+from ...tensor import ops as T
+from .homes import HbmHome
+
+MAX_N = 2048  # columns of C per instance (Bᵀ and the C tile stay in SBUF per instance)
+MAX_ROW_BLOCKS = 16  # M / 128
+MAX_STRAIGHT = 16  # loop steps emitted straight (skewed); more run in a fori_loop
+C_TILE_BYTES = 8192  # target bytes per partition of one iteration's C tile (G instances)
+
+
+def _flat(h: HbmHome, batch: tuple[int, ...], rows: int, cols: int) -> HbmHome | None:
+    """``h`` (batch..., rows, cols) as (B, rows, cols) when its batch dims merge without a copy
+    and no batch dim is broadcast (stride 0)."""
+    if any(s == 0 and n > 1 for s, n in zip(h.strides[: len(batch)], batch)):
+        return None
+    total = 1
+    for n in batch:
+        total *= n
+    return h.reshape((total, rows, cols)) if len(batch) != 1 else h
+
+
+def _group(total: int, c_row_bytes: int) -> int:
+    """Instances per loop iteration: the largest divisor of ``total`` whose C tile stays within
+    ``C_TILE_BYTES`` per partition (at least 1)."""
+    best = 1
+    for g in range(1, total + 1):
+        if total % g == 0 and g * c_row_bytes <= C_TILE_BYTES:
+            best = g
+    return best
+
+
+def lower_batched_small(ctx, op: T.MatmulOp) -> bool:
+    """Emit ``op`` as described in the module docstring; False (nothing emitted) when it does
+    not apply."""
+    a_v, b_v = op.operands
+    c_v = op.result
+    if a_v.type.rank < 3 or b_v.type.rank < 3 or a_v.type.shape[:-2] != b_v.type.shape[:-2]:
+        return False
+    dt = a_v.type.dtype
+    if b_v.type.dtype is not dt or not dt.is_float or dt.itemsize not in (2, 4):
+        return False
+    if dt.name not in ctx.target.dtypes_of("tensor") or not c_v.type.dtype.is_float:
+        return False
+    batch = a_v.type.shape[:-2]
+    m, k = a_v.type.shape[-2:]
+    n = b_v.type.shape[-1]
+    p = ctx.partitions
+    total = 1
+    for e in batch:
+        total *= e
+    if total < 2 or k > p or m % p or m // p > MAX_ROW_BLOCKS or n > MAX_N or n < 2:
+        return False
+    ha, hb = ctx.home(a_v), ctx.home(b_v)
+    if ha.strides[-1] != 1 or m < 2:  # A's K dim contiguous: rows loaded whole
+        return False
+    b_kmajor = hb.strides[-1] == 1
+    if not b_kmajor and (hb.strides[-2] != 1 or n % p):
+        return False
+    fa, fb = _flat(ha, batch, m, k), _flat(hb, batch, k, n)
+    home = ctx.home_for_store(c_v)
+    fc = home.reshape((total, m, n))
+    if fa is None or fb is None or fc is None:
+        return False
+    ctx.at_op(op)
+    r = m // p
+    g_n = _group(total, r * n * c_v.type.dtype.itemsize)
+    # (p, B, r, K): row p r + j of each instance on partition p
+    a_view = ctx.view(
+        HbmHome(fa.base, fa.offset, (p, total, r, k), (r * fa.strides[1], fa.strides[0], fa.strides[1], 1))
+    )
+    c_view = ctx.view(
+        HbmHome(
+            fc.base,
+            fc.offset,
+            (p, total, r, n),
+            (r * fc.strides[1], fc.strides[0], fc.strides[1], fc.strides[2]),
+        )
+    )
+    if b_kmajor:  # (K, B, N)
+        b_view = ctx.view(HbmHome(fb.base, fb.offset, (k, total, n), (fb.strides[1], fb.strides[0], 1)))
+    else:  # (p, B, s, K): B's rows n = p s + j on partition p
+        s = n // p
+        b_view = ctx.view(
+            HbmHome(
+                fb.base, fb.offset, (p, total, s, k), (s * fb.strides[2], fb.strides[0], fb.strides[2], 1)
+            )
+        )
+    steps = total // g_n
+    views = (a_view, b_view, c_view)
+    if steps > MAX_STRAIGHT:  # a loop: each step's loads queue behind the previous store
+        with ExitStack() as loops:
+            i = Affine.of(loops.enter_context(ctx.b.fori_loop(0, steps))) * g_n
+            _compute_store(
+                ctx,
+                views,
+                i,
+                _load(ctx, views, i, g_n, r, k, n, b_kmajor, dt),
+                r,
+                k,
+                n,
+                b_kmajor,
+                c_v.type.dtype,
+            )
+        return True
+    # straight, skewed: step t+1's loads are issued before step t's store
+    loaded = _load(ctx, views, 0, g_n, r, k, n, b_kmajor, dt)
+    for t in range(steps):
+        nxt = _load(ctx, views, (t + 1) * g_n, g_n, r, k, n, b_kmajor, dt) if t + 1 < steps else None
+        _compute_store(ctx, views, t * g_n, loaded, r, k, n, b_kmajor, c_v.type.dtype)
+        loaded = nxt
+    return True
+
+
+def _load(ctx, views, i0, g_n: int, r: int, k: int, n: int, b_kmajor: bool, dt) -> tuple:
+    """The loads of ``g_n`` instances from ``i0``: (A rows, Bᵀ or B rows)."""
+    b, p = ctx.b, ctx.partitions
+    a_view, b_view, _ = views
+    a_nat = b.alloc((p, g_n, r, k), dt, "sbuf", name="a_rows")
+    b.dma_copy(
+        dst=Access(a_nat, (_ds(0, p), _ds(0, g_n), _ds(0, r), _ds(0, k))),
+        src=Access(a_view, (_ds(0, p), _ds(i0, g_n), _ds(0, r), _ds(0, k))),
+    )
+    if b_kmajor:
+        b_in = b.alloc((k, g_n, n), dt, "sbuf", name="b_t")
+        b.dma_copy(
+            dst=Access(b_in, (_ds(0, k), _ds(0, g_n), _ds(0, n))),
+            src=Access(b_view, (_ds(0, k), _ds(i0, g_n), _ds(0, n))),
+        )
+    else:
+        s = n // p
+        b_in = b.alloc((p, g_n, s, k), dt, "sbuf", name="b_rows")
+        b.dma_copy(
+            dst=Access(b_in, (_ds(0, p), _ds(0, g_n), _ds(0, s), _ds(0, k))),
+            src=Access(b_view, (_ds(0, p), _ds(i0, g_n), _ds(0, s), _ds(0, k))),
+        )
+    return a_nat, b_in
+
+
+def _compute_store(ctx, views, i0, loaded, r: int, k: int, n: int, b_kmajor: bool, c_dt) -> None:
+    """Transposes, matmuls, evacuations and stores of the instances ``loaded`` holds (from
+    ``i0``): one C tile and one store per instance, evacuated on ScalarE and VectorE in turn."""
+    b, p = ctx.b, ctx.partitions
+    a_nat, b_in = loaded
+    g_n, dt = a_nat.type.shape[1], a_nat.type.dtype
+    fmax = ctx.target.psum_bank_fmax
+    per_bank = max(1, fmax // p)  # 128-column transposes one PSUM tile holds
+    for g in range(g_n):
+        # Aᵀ blocks [K, r, 128]: block j = rows p r + j
+        a_t = b.alloc((k, r, p), dt, "sbuf", name="a_t")
+        for j0 in range(0, r, per_bank):
+            nj = min(per_bank, r - j0)
+            ps = b.alloc((k, nj, p), dt, "psum", name="a_ps")
+            for j in range(nj):
+                b.nc_transpose(
+                    dst=Access(ps, (_ds(0, k), _ds(j, 1), _ds(0, p))),
+                    data=Access(a_nat, (_ds(0, p), _ds(g, 1), _ds(j0 + j, 1), _ds(0, k))),
+                )
+            b.tensor_copy(
+                dst=Access(a_t, (_ds(0, k), _ds(j0, nj), _ds(0, p))),
+                src=Access(ps, (_ds(0, k), _ds(0, nj), _ds(0, p))),
+                engine="vector",
+            )
+        if b_kmajor:
+            b_t = Access(b_in, (_ds(0, k), _ds(g, 1), _ds(0, n)))
+        else:
+            s = n // p
+            bt = b.alloc((k, n), dt, "sbuf", name="b_t")
+            for j in range(s):
+                ps = b.alloc((k, p), dt, "psum", name="b_ps")
+                b.nc_transpose(
+                    dst=Access(ps, (_ds(0, k), _ds(0, p))),
+                    data=Access(b_in, (_ds(0, p), _ds(g, 1), _ds(j, 1), _ds(0, k))),
+                )
+                b.tensor_copy(
+                    dst=Access(bt, (_ds(0, k), _ds(j, p, s))),
+                    src=Access(ps, (_ds(0, k), _ds(0, p))),
+                    engine="vector",
+                )
+            b_t = Access(bt, (_ds(0, k), _ds(0, n)))
+        c_t = b.alloc((p, r, n), c_dt, "sbuf", name="c_rows")
+        engine = ("scalar", "vector")[g % 2]
+        for j in range(r):
+            for n0 in range(0, n, fmax):
+                w = min(fmax, n - n0)
+                acc = b.alloc((p, fmax), "f32", "psum", name="acc")
+                mov = Access(b_t.tensor, b_t.dims[:-1] + (_ds(Affine.of(b_t.dims[-1].offset) + n0, w),))
+                b.nc_matmul(
+                    dst=Access(acc, (_ds(0, p), _ds(0, w))),
+                    stationary=Access(a_t, (_ds(0, k), _ds(j, 1), _ds(0, p))),
+                    moving=mov,
+                )
+                b.tensor_copy(
+                    dst=Access(c_t, (_ds(0, p), _ds(j, 1), _ds(n0, w))),
+                    src=Access(acc, (_ds(0, p), _ds(0, w))),
+                    engine=engine,
+                )
+        _, _, c_view = views
+        b.dma_copy(
+            dst=Access(c_view, (_ds(0, p), _ds(Affine.of(i0) + g, 1), _ds(0, r), _ds(0, n))),
+            src=Access(c_t, (_ds(0, p), _ds(0, r), _ds(0, n))),
+        )
