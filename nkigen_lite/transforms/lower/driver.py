@@ -36,6 +36,7 @@ from . import (
     topk,  # noqa: F401  (registers the native topk item rule)
 )
 from .capacity import check_hbm_capacity
+from .column_softmax import ColumnSoftmax, emit_column_softmax, find_column_softmaxes
 from .context import LowerContext
 from .empty import fold_empty
 from .front_keep import emit_front_keep, match_front_keep
@@ -228,6 +229,7 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
     budget = (ctx.target.sbuf_bytes_per_partition * 3) // 4
     splits = find_row_splits(graph, ctx.partitions, budget)  # each op alone until emitted
     splits += find_row_blocks(graph, ctx.partitions, budget, {op for rs in splits for op in rs.ops})
+    splits += find_column_softmaxes(graph, budget, {op for rs in splits for op in rs.ops})
     splits += find_spread_reduces(graph, ctx.partitions)  # sums of inputs over all partitions
     claimed = {op for rs in splits for op in rs.ops}
     recomputed: set = {op.result for op in claimed}
@@ -444,7 +446,11 @@ def _emit_row_split(ctx: LowerContext, rs, part, plans, row_local, done: set, fl
         return
     flush()
     done.add(id(rs))
-    emit = {SpreadReduce: emit_spread_reduce, RowBlocks: emit_row_blocks}.get(type(rs), emit_row_split)
+    emit = {
+        SpreadReduce: emit_spread_reduce,
+        RowBlocks: emit_row_blocks,
+        ColumnSoftmax: emit_column_softmax,
+    }.get(type(rs), emit_row_split)
     if emit(ctx, rs):
         return
     for g in (it for it in part.items if isinstance(it, FusionGroup) and it.ops[0] in rs.ops):

@@ -72,12 +72,15 @@ def _source(v: Value) -> tuple[Value, list[Op]]:
     return v, []
 
 
-def _is_row(op: Op, kind: str) -> bool:
+def _is_row(op: Op, kind: str, axis: int | None = None) -> bool:
+    """``op`` is a keepdims float reduction of ``kind`` over the one axis ``axis`` (the last
+    axis when None)."""
+    if not isinstance(op, T.ReduceOp):
+        return False
     x = op.operand(0)
     return (
-        isinstance(op, T.ReduceOp)
-        and op.attrs["kind"] == kind
-        and list(op.attrs["axes"]) == [x.type.rank - 1]
+        op.attrs["kind"] == kind
+        and list(op.attrs["axes"]) == [x.type.rank - 1 if axis is None else axis]
         and op.attrs["keepdims"]
         and x.type.dtype.is_float
     )
@@ -151,11 +154,12 @@ def _parts(n: int, partitions: int, itemsize: int) -> int:
     return 0
 
 
-def match_softmax(m: Op, accept):
+def match_softmax(m: Op, accept, axis: int | None = None):
     """``accept(ops, x, out, func)`` for the softmax / log_softmax whose row max is ``m`` (its
     tensor ops, the value read, the value stored, the normalising activation), the first
-    non-None answer; None when ``m`` starts no such pattern."""
-    if not _is_row(m, "max"):
+    non-None answer; None when ``m`` starts no such pattern. ``axis``: the one axis reduced
+    (the last axis when None; column_softmax.py matches other axes)."""
+    if not _is_row(m, "max", axis):
         return None
     xv = m.operand(0)
     x, casts = _source(xv)
@@ -168,7 +172,7 @@ def match_softmax(m: Op, accept):
             if not isinstance(e, T.ExpOp):
                 continue
             for su in e.result.uses:
-                if _is_row(su.op, "sum"):
+                if _is_row(su.op, "sum", axis):
                     found = _pattern(m, sub, e, su.op, x, casts)
                     claim = accept(*found) if found is not None else None
                     if claim is not None:
