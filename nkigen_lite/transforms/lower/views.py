@@ -15,6 +15,7 @@ from ..layout.ops import LayoutConvertOp
 from .concat_last import concat_last_on_chip
 from .context import LowerContext
 from .destrided_load import copy_destrided
+from .hbm_copy_order import order_for_dma
 from .homes import HbmHome
 from .permute_copy import copy_permuted
 from .rules import item_rule
@@ -29,9 +30,11 @@ def is_layout_convert(op: Op) -> bool:
 def copy_home(ctx: LowerContext, src: HbmHome, dst: HbmHome) -> None:
     """HBM -> HBM DMA of a whole value (row-major element pairing); a permuting copy goes
     through TensorE transposes instead (permute_copy.py), a small-step last-axis slice through
-    contiguous loads and strided engine copies (destrided_load.py)."""
+    contiguous loads and strided engine copies (destrided_load.py); a plain DMA's dim order is
+    chosen by the DMA model (hbm_copy_order.py)."""
     if copy_permuted(ctx, src, dst) or copy_destrided(ctx, src, dst):
         return
+    src, dst = order_for_dma(src, dst, ctx.target)
     ctx.b.dma_copy(dst=Access.whole(ctx.view(dst)), src=Access.whole(ctx.view(src)))
 
 
