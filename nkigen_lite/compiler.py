@@ -138,8 +138,17 @@ class Kernel:
     def stats(self) -> KernelStats:
         """Static/dynamic instruction counts, DMA traffic and peak on-chip memory."""
         if self._stats is None:
-            self._stats = kernel_stats(self.nki, self.target)
+            self._stats = kernel_stats(self.nki, self.target, self.read_bytes())
         return self._stats
+
+    def read_bytes(self) -> dict | None:
+        """{input name: bytes the source program must read of it} (slices select, gathers
+        count their rows: perf/read_footprint.py); None when the source graph was not kept."""
+        if self._source is None:
+            return None
+        from .perf.read_footprint import input_read_bytes
+
+        return input_read_bytes(self._source)
 
     def nki_source(self) -> str:
         """The kernel as a standalone ``@nki.jit`` Python module (docs/emit.md); run it with
@@ -175,7 +184,7 @@ class Kernel:
         """Estimated trn2 execution time from the cost model (see perf/costmodel.py)."""
         from .perf.costmodel import estimate
 
-        return estimate(self.nki, self.target)
+        return estimate(self.nki, self.target, self.read_bytes())
 
     def report(self, path=None) -> str:
         """The HTML explorer of this kernel (docs/report.md): one self-contained file with the

@@ -130,8 +130,10 @@ def _static_walk(block: Block, mult: int, tot: _Totals, sched: Scheduler) -> Non
         tot.by_op[key] = tot.by_op.get(key, 0.0) + mult * own
 
 
-def estimate(graph: Graph, target: Target = TRN2) -> Estimate:
-    """Estimate the trn2 execution time of an NKI kernel graph (verifying it first)."""
+def estimate(graph: Graph, target: Target = TRN2, read_bytes: dict | None = None) -> Estimate:
+    """Estimate the trn2 execution time of an NKI kernel graph (verifying it first);
+    ``read_bytes`` ({input name: bytes the source program reads}) sets the minimum traffic
+    (``stats.min_io_bytes``)."""
     if not isinstance(graph, Graph):
         raise BuildError(f"estimate takes an NKI kernel Graph, got {type(graph).__name__}")
     verify(graph, target)
@@ -161,7 +163,7 @@ def estimate(graph: Graph, target: Target = TRN2) -> Estimate:
         n_q = tot.dma_count // target.dge_instances + (q < tot.dma_count % target.dge_instances)
         resources[queue_name(q)] = n_q * target.dge_issue_ns
     resources[PORT] = tot.port
-    min_bytes = min_io_bytes(graph)
+    min_bytes = min_io_bytes(graph, read_bytes)
     memory = min_bytes / target.hbm_bytes_per_s * 1e9
     roofline = max(tot.compute_ns, memory)
     return Estimate(

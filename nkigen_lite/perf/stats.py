@@ -4,7 +4,8 @@ traffic against the minimum, and peak on-chip memory per partition.
 ``dma_bytes`` counts what each DMA moves as the hardware moves it (a stride-0 broadcast of n
 bytes onto p partitions moves n*p bytes); ``hbm_bytes`` counts the bytes each DMA reads from or
 writes to HBM (both sides of an HBM -> HBM copy); ``min_hbm_bytes`` is the size of every kernel
-input and output (an output aliasing an input counts once: it is that buffer);
+output and of the part of every input the program must read (``min_io_bytes``; an output
+aliasing an input counts once: it is that buffer);
 ``hbm_traffic_ratio = hbm_bytes / min_hbm_bytes``. A collective counts its source and
 destination in ``hbm_bytes`` and what the rank sends in ``collective_bytes``.
 """
@@ -86,16 +87,23 @@ def _gathered_bytes(graph: Graph) -> dict:
     return {v: n for v, n in acc.items() if v in set(graph.inputs) and only_gathered(v)}
 
 
-def min_io_bytes(graph: Graph) -> int:
-    """The HBM bytes any kernel computing this graph must move: every input and output once,
-    except that a table read only by indirect gathers counts the rows they read (at most its
-    size)."""
+def min_io_bytes(graph: Graph, read_bytes: dict | None = None) -> int:
+    """The HBM bytes any kernel computing this graph must move: every output once, and every
+    input once, except that an input named in ``read_bytes`` (``{name: bytes}``, what the
+    source program selects of it: ``read_footprint.input_read_bytes``) counts those bytes, and
+    without it a table read only by indirect gathers counts the rows they read (at most its
+    size). An output aliasing an input counts whole, once."""
     gathered = _gathered_bytes(graph)
+    names = dict(zip(graph.inputs, graph.input_names))
+    outs = set(graph.outputs.values())
     io = list(dict.fromkeys([*graph.inputs, *graph.outputs.values()]))
     total = 0
     for v in io:
         full = v.type.size * v.type.dtype.itemsize
-        total += min(full, gathered[v]) if v in gathered else full
+        if v not in outs and read_bytes is not None and names.get(v) in read_bytes:
+            total += min(full, read_bytes[names[v]])
+        else:
+            total += min(full, gathered[v]) if v in gathered else full
     return total
 
 
@@ -110,8 +118,9 @@ def _trips(loop: ForiLoopOp) -> int:
     return max(0, -(-(hi - lo) // st))
 
 
-def kernel_stats(graph: Graph, target: Target = TRN2) -> KernelStats:
-    """Count the instructions and DMA traffic of an NKI kernel graph (verifying it)."""
+def kernel_stats(graph: Graph, target: Target = TRN2, read_bytes: dict | None = None) -> KernelStats:
+    """Count the instructions and DMA traffic of an NKI kernel graph (verifying it);
+    ``read_bytes`` as ``min_io_bytes`` takes it."""
     peaks = verify(graph, target)
     acc = {
         "static": {},
@@ -152,7 +161,7 @@ def kernel_stats(graph: Graph, target: Target = TRN2) -> KernelStats:
 
     walk(graph.body, 1)
     # each kernel tensor once: an output aliasing an input (updated in place) is that input
-    min_bytes = min_io_bytes(graph)
+    min_bytes = min_io_bytes(graph, read_bytes)
     return KernelStats(
         instructions_static=sum(acc["static"].values()),
         instructions_dynamic=sum(acc["dynamic"].values()),

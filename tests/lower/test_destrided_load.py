@@ -57,12 +57,17 @@ def test_strided_last_axis_loads_match_numpy(fn, shape, dtype):
 
 
 def test_even_columns_of_a_large_matrix_cost_about_the_roofline():
-    """x[:, ::2] * 2 of 2048x4096 f32: 4 KiB descriptors and at most 1.3x the roofline (was
-    4-byte descriptors and 30x)."""
+    """x[:, ::2] * 2 of 2048x4096 f32: 4 KiB descriptors and at most 1.3x the time of reading x
+    whole and writing y once (was 4-byte descriptors and 30x). The minimum traffic counts only
+    the even columns (docs/costmodel.md), which no efficient DMA reads alone: reading all of x
+    is 1.5x that minimum, so the ratio to the roofline is below 1.3 x 1.5."""
     k = nk.compile(nk.trace(lambda x: x[:, ::2] * 2.0).trace(np.zeros((2048, 4096), np.float32)))
     loads = [op for op in k.nki.walk() if isinstance(op, DmaCopyOp)]
     assert min(dma_cost(op, TRN2).chunk_bytes for op in loads) >= 4092
-    assert k.estimate().ratio < 1.3
+    x_bytes, y_bytes = 2048 * 4096 * 4, 2048 * 2048 * 4
+    assert k.stats().min_hbm_bytes == x_bytes // 2 + y_bytes
+    assert k.stats().hbm_bytes <= x_bytes + y_bytes  # the span of each row (4,095 elements)
+    assert k.estimate().scheduled_ns < 1.3 * (x_bytes + y_bytes) / TRN2.hbm_bytes_per_s * 1e9
 
 
 @pytest.mark.parametrize(
