@@ -12,6 +12,7 @@ from ...ir.value import Value
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from ..layout.ops import LayoutConvertOp
+from .broadcast_copy import copy_broadcast
 from .concat_last import concat_last_on_chip
 from .context import LowerContext
 from .destrided_load import copy_destrided
@@ -30,9 +31,10 @@ def is_layout_convert(op: Op) -> bool:
 def copy_home(ctx: LowerContext, src: HbmHome, dst: HbmHome) -> None:
     """HBM -> HBM DMA of a whole value (row-major element pairing); a permuting copy goes
     through TensorE transposes instead (permute_copy.py), a small-step last-axis slice through
-    contiguous loads and strided engine copies (destrided_load.py); a plain DMA's dim order is
-    chosen by the DMA model (hbm_copy_order.py)."""
-    if copy_permuted(ctx, src, dst) or copy_destrided(ctx, src, dst):
+    contiguous loads and strided engine copies (destrided_load.py), a broadcast (a stride-0 dim)
+    through one load per distinct block and one store per repeat (broadcast_copy.py); a plain
+    DMA's dim order is chosen by the DMA model (hbm_copy_order.py)."""
+    if copy_permuted(ctx, src, dst) or copy_destrided(ctx, src, dst) or copy_broadcast(ctx, src, dst):
         return
     src, dst = order_for_dma(src, dst, ctx.target)
     ctx.b.dma_copy(dst=Access.whole(ctx.view(dst)), src=Access.whole(ctx.view(src)))
