@@ -37,20 +37,26 @@ from dataclasses import dataclass
 
 from ...ir.graph import ReturnOp
 from ...ir.value import Value
-from ...nki.types import Access, Affine
+from ...nki.types import Access
 from ...nki.types import ds as _ds
 from ...tensor import ops as T
-from .homes import HbmHome
+from .column_blocks import (
+    ColumnBlocks,
+    P,
+    block_window,
+    blocks_view,
+    input_home,
+    load_window,
+    loop,
+    plan_blocks,
+    split_axis,
+)
 from .row_split import LOWEST, match_softmax
 
-P = 128
 MAX_ROWS = 4096  # the exp tile of one column slice holds all rows: N·4 bytes per partition
-LOAD_BYTES = 16384  # per partition: batches per load grow up to this
 BANK_PIECES = 4  # 128-row pieces per PSUM bank (512 fp32)
-MAX_BLOCKS_PER_BODY = 8  # column blocks unrolled in one loop body
 SCALE_LAG = 1  # units between one's transposes in and its scaling
 LAG = 3  # units (batch, column slice) between one's transposes in and its transposes back
-WIDTHS = (1024, 512, 256, 128)  # candidate columns per load
 
 
 @dataclass(eq=False)
@@ -60,33 +66,7 @@ class ColumnSoftmax:
     ops: set
     x: Value
     out: Value
-    outer: int  # B: product of the dims before the reduced axis
-    rows: int  # N: the reduced axis (128·q)
-    cols: int  # D: product of the dims after it
-    width: int  # W: columns per load
-    batches: int  # bb: batches per load
-    per_body: tuple[int, int]  # (batch loads, column blocks) per loop body (unrolled, pipelined)
-
-
-def _plan(b_: int, n: int, d: int, budget: int) -> tuple[int, int] | None:
-    """(W, bb) of the widest load (whole rows, else ``WIDTHS``) whose input and output blocks
-    (two buffers each) and three exp tiles fit ``budget`` bytes per partition; None if none
-    does."""
-    q = n // P
-    for w in (d, *(c for c in WIDTHS if c < d)):
-        if d % w or 4 * q * w * 4 + 3 * n * 4 > budget:
-            continue
-        bb = 1
-        for k in range(b_, 0, -1):
-            if b_ % k == 0 and k * q * w * 4 <= LOAD_BYTES and 4 * k * q * w * 4 + 3 * n * 4 <= budget:
-                bb = k
-                break
-        return w, bb
-    return None
-
-
-def _divisor_up_to(n: int, most: int) -> int:
-    return max(c for c in range(1, most + 1) if n % c == 0)
+    geom: ColumnBlocks
 
 
 def find_column_softmaxes(graph, budget: int, taken: set) -> list[ColumnSoftmax]:
@@ -111,49 +91,18 @@ def find_column_softmaxes(graph, budget: int, taken: set) -> list[ColumnSoftmax]
                 return None
             if x.type.dtype.name != "f32" or y.type.dtype.name != "f32" or x.type.shape != y.type.shape:
                 return None
-            b_, d = 1, 1
-            for s in shape[:a]:
-                b_ *= s
-            for s in shape[a + 1 :]:
-                d *= s
-            n = shape[a]
-            if n % P or n > MAX_ROWS or d % P:
+            b_, n, d = split_axis(shape, a)
+            if n > MAX_ROWS:
                 return None
-            plan = _plan(b_, n, d, budget)
-            if plan is None:
-                return None
-            kj = _divisor_up_to(d // plan[0], MAX_BLOCKS_PER_BODY)
-            kb = _divisor_up_to(b_ // plan[1], MAX_BLOCKS_PER_BODY // kj)
-            return ColumnSoftmax(ops, x, y, b_, n, d, plan[0], plan[1], (kb, kj))
+            # input and output blocks, two buffers each, and three exp tiles of all rows
+            geom = plan_blocks(b_, n, d, budget, tiles=4, extra=3 * n * 4)
+            return ColumnSoftmax(ops, x, y, geom) if geom is not None else None
 
         cs = match_softmax(op, accept, axis=a)
         if cs is not None and not (cs.ops & taken):
             out.append(cs)
             taken |= cs.ops
     return out
-
-
-def _blocks_view(home: HbmHome, cs: ColumnSoftmax) -> Value | None:
-    """``home`` as (B/(bb·kb), D/(W·kj), kb, kj, 128, bb, q, W) with ``(kb, kj) = cs.per_body``
-    blocks per loop body: block ``(i, j, rb, rj)`` holds batches ``(i·kb + rb)·bb ...`` and
-    columns ``(j·kj + rj)·W ...``, partition ``p`` rows ``p·q ... p·q + q - 1``; None if that
-    needs a copy."""
-    b_, n, d, w, bb = cs.outer, cs.rows, cs.cols, cs.width, cs.batches
-    kb, kj = cs.per_body
-    h = home.reshape((b_, n, d))
-    if h is None or h.strides[2] != 1:
-        return None
-    q = n // P
-    sb, sn = h.strides[0], h.strides[1]
-    shape = (b_ // (bb * kb), d // (w * kj), kb, kj, P, bb, q, w)
-    return HbmHome(h.base, h.offset, shape, (bb * kb * sb, w * kj, bb * sb, w, q * sn, sb, sn, 1))
-
-
-def _loop(b, loops: ExitStack, count: int):
-    """A ``fori_loop`` index over ``count`` (0 when ``count`` is 1)."""
-    if count == 1:
-        return 0
-    return Affine.of(loops.enter_context(b.fori_loop(0, count)))
 
 
 def _col(t, k: int = 0) -> Access:
@@ -169,26 +118,24 @@ def emit_column_softmax(ctx, cs: ColumnSoftmax) -> bool:
     unit's transposes back come ``LAG`` units after its transposes in, and a block is stored
     after its last unit (engines run their streams in order, so a unit waiting on its chain
     of cross-engine steps would otherwise stall the next one)."""
-    if cs.x not in ctx.homes:
-        return False
-    hx = _blocks_view(ctx.home(cs.x), cs)
-    hy = _blocks_view(ctx.home_for_store(cs.out), cs) if hx is not None else None
+    g = cs.geom
+    hx = input_home(ctx, cs.x, g)
+    hy = blocks_view(ctx.home_for_store(cs.out), g) if hx is not None else None
     if hy is None:
         return False
     b = ctx.b
-    q, w, bb = cs.rows // P, cs.width, cs.batches
-    kb, kj = cs.per_body
-    blocks = [(rb, rj) for rb in range(kb) for rj in range(kj)]
-    full = (_ds(0, P), _ds(0, bb), _ds(0, q), _ds(0, w))
-    ctx.at(f"column softmax over {cs.outer}x{cs.rows}x{cs.cols}")
+    q, w, bb = g.q, g.width, g.batches
+    blocks = g.loads
+    full = block_window(g)
+    ctx.at(f"column softmax over {g.outer}x{g.rows}x{g.cols}")
     xv, yv = ctx.view(hx), ctx.view(hy)
     with ExitStack() as loops:
-        i = _loop(b, loops, cs.outer // (bb * kb))
-        j = _loop(b, loops, cs.cols // (w * kj))
+        i = loop(b, loops, g.trips[0])
+        j = loop(b, loops, g.trips[1])
         xs, ys = [], []
 
         def at(r: int) -> tuple:
-            return (_ds(i, 1), _ds(j, 1), _ds(blocks[r][0], 1), _ds(blocks[r][1], 1))
+            return load_window(i, j, g, r)
 
         def load(r: int) -> None:
             xt = b.alloc((P, bb, q, w), "f32", "sbuf", name="colx")

@@ -36,6 +36,7 @@ from . import (
     topk,  # noqa: F401  (registers the native topk item rule)
 )
 from .capacity import check_hbm_capacity
+from .column_moments import ColumnMoments, emit_column_moments, find_column_moments
 from .column_softmax import ColumnSoftmax, emit_column_softmax, find_column_softmaxes
 from .context import LowerContext
 from .empty import fold_empty
@@ -230,6 +231,7 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
     splits = find_row_splits(graph, ctx.partitions, budget)  # each op alone until emitted
     splits += find_row_blocks(graph, ctx.partitions, budget, {op for rs in splits for op in rs.ops})
     splits += find_column_softmaxes(graph, budget, {op for rs in splits for op in rs.ops})
+    splits += find_column_moments(graph, budget, {op for rs in splits for op in rs.ops})
     splits += find_spread_reduces(graph, ctx.partitions)  # sums of inputs over all partitions
     claimed = {op for rs in splits for op in rs.ops}
     recomputed: set = {op.result for op in claimed}
@@ -450,6 +452,7 @@ def _emit_row_split(ctx: LowerContext, rs, part, plans, row_local, done: set, fl
         SpreadReduce: emit_spread_reduce,
         RowBlocks: emit_row_blocks,
         ColumnSoftmax: emit_column_softmax,
+        ColumnMoments: emit_column_moments,
     }.get(type(rs), emit_row_split)
     if emit(ctx, rs):
         return
