@@ -8,7 +8,8 @@ and per block of ``L`` (≤ 128 rows) and of ``a`` (≤ 512 columns): one DMA lo
 transposes each 128-column piece into PSUM (``a`` on the partitions), a copy brings it to SBUF,
 and one DMA stores it with each partition writing a contiguous run of ``L``. Float data of 2 or
 4 bytes only (a transpose passes through the PE array); other copies keep the plain DMA. When
-the source slabs are contiguous, several go into one DMA (permute_batch.py).
+the source slabs are contiguous, several go into one DMA (permute_batch.py); otherwise, when
+the dims are multiples of 128, several destination rows per partition (permute_rows.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ...nki.types import Access, Affine
 from ...nki.types import ds as _ds
 from .homes import HbmHome
 from .permute_batch import copy_permuted_batched
+from .permute_rows import copy_permuted_rows
 
 MAX_FREE = 512  # columns of ``a`` per loaded tile
 
@@ -51,7 +53,7 @@ def copy_permuted(ctx, src: HbmHome, dst: HbmHome) -> bool:
     if len(unit) != 1 or unit[0] == last:
         return False
     a = unit[0]
-    if copy_permuted_batched(ctx, src, dst, a):
+    if copy_permuted_batched(ctx, src, dst, a) or copy_permuted_rows(ctx, src, dst, a):
         return True
     p = ctx.partitions
     lb, ab = _blocks(shape[last], p, p), _blocks(shape[a], MAX_FREE, p)
