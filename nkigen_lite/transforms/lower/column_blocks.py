@@ -14,7 +14,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 from ...ir.value import Value
-from ...nki.types import Affine
+from ...nki.types import Access, Affine
 from ...nki.types import ds as _ds
 from .homes import HbmHome
 
@@ -124,3 +124,21 @@ def block_window(g: ColumnBlocks) -> tuple:
 def input_home(ctx, v: Value, g: ColumnBlocks) -> HbmHome | None:
     """``v``'s HBM home as a ``blocks_view``, None when it has none or needs a copy."""
     return blocks_view(ctx.home(v), g) if v in ctx.homes else None
+
+
+def store_columns(b, column, units: int, out: Value, factor: float, name: str) -> None:
+    """Store per-unit results held one 128-column slice per partition column (``column(u0,
+    cnt)``: the ``[128, cnt]`` access of units ``u0 ... u0 + cnt - 1``) into ``out``, an HBM
+    ``(units, 128)`` view: per 128 units one TensorE transpose puts them in rows, a ScalarE copy
+    out of PSUM (times ``factor`` unless it is 1) and one DMA."""
+    for u0 in range(0, units, P):
+        cnt = min(P, units - u0)
+        pt = b.alloc((cnt, P), "f32", "psum", name=f"{name}_t")
+        b.nc_transpose(dst=Access(pt, (_ds(0, cnt), _ds(0, P))), data=column(u0, cnt))
+        vt = b.alloc((cnt, P), "f32", "sbuf", name=name)
+        whole = Access(vt, (_ds(0, cnt), _ds(0, P)))
+        if factor == 1.0:
+            b.tensor_copy(dst=whole, src=Access(pt, (_ds(0, cnt), _ds(0, P))), engine="scalar")
+        else:
+            b.activation(dst=whole, op="copy", data=Access(pt, (_ds(0, cnt), _ds(0, P))), scale=factor)
+        b.dma_copy(dst=Access(out, (_ds(u0, cnt), _ds(0, P))), src=whole)

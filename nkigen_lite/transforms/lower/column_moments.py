@@ -38,6 +38,7 @@ from .column_blocks import (
     loop,
     plan_blocks,
     split_axis,
+    store_columns,
 )
 
 BANK_PIECES = 4  # 128-row pieces per PSUM bank (512 fp32, bn_stats_fmax)
@@ -181,18 +182,12 @@ def emit_column_moments(ctx, cm: ColumnMoments) -> bool:
                         dst=Access(res, (_ds(0, P), _ds(u, 1), _ds(0, 2))),
                         data=Access(stats, (_ds(0, P), _ds(0, len(banks)), _ds(0, 6))),
                     )
-    out = ctx.view(hy)
-    for u0 in range(0, units, P):
-        cnt = min(P, units - u0)
-        pt = b.alloc((cnt, P), "f32", "psum", name="colvar_t")
-        b.nc_transpose(
-            dst=Access(pt, (_ds(0, cnt), _ds(0, P))), data=Access(res, (_ds(0, P), _ds(u0, cnt), _ds(1, 1)))
-        )
-        vt = b.alloc((cnt, P), "f32", "sbuf", name="colvar")
-        whole = Access(vt, (_ds(0, cnt), _ds(0, P)))
-        if cm.factor == 1.0:
-            b.tensor_copy(dst=whole, src=Access(pt, (_ds(0, cnt), _ds(0, P))), engine="scalar")
-        else:
-            b.activation(dst=whole, op="copy", data=Access(pt, (_ds(0, cnt), _ds(0, P))), scale=cm.factor)
-        b.dma_copy(dst=Access(out, (_ds(u0, cnt), _ds(0, P))), src=whole)
+    store_columns(
+        b,
+        lambda u0, cnt: Access(res, (_ds(0, P), _ds(u0, cnt), _ds(1, 1))),
+        units,
+        ctx.view(hy),
+        cm.factor,
+        "colvar",
+    )
     return True

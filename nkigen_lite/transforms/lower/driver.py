@@ -38,6 +38,7 @@ from . import (
 from .capacity import check_hbm_capacity
 from .column_moments import ColumnMoments, emit_column_moments, find_column_moments
 from .column_softmax import ColumnSoftmax, emit_column_softmax, find_column_softmaxes
+from .column_sums import ColumnSums, emit_column_sums, find_column_sums
 from .context import LowerContext
 from .empty import fold_empty
 from .front_keep import emit_front_keep, match_front_keep
@@ -232,6 +233,8 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
     splits += find_row_blocks(graph, ctx.partitions, budget, {op for rs in splits for op in rs.ops})
     splits += find_column_softmaxes(graph, budget, {op for rs in splits for op in rs.ops})
     splits += find_column_moments(graph, budget, {op for rs in splits for op in rs.ops})
+    taken = {op for rs in splits for op in rs.ops}
+    splits += find_column_sums(graph, budget, ctx.target.psum_bank_fmax, taken)  # middle axes
     splits += find_spread_reduces(graph, ctx.partitions)  # sums of inputs over all partitions
     claimed = {op for rs in splits for op in rs.ops}
     recomputed: set = {op.result for op in claimed}
@@ -453,6 +456,7 @@ def _emit_row_split(ctx: LowerContext, rs, part, plans, row_local, done: set, fl
         RowBlocks: emit_row_blocks,
         ColumnSoftmax: emit_column_softmax,
         ColumnMoments: emit_column_moments,
+        ColumnSums: emit_column_sums,
     }.get(type(rs), emit_row_split)
     if emit(ctx, rs):
         return
