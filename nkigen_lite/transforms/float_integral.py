@@ -4,7 +4,8 @@
 ``2**t`` (None when unknown). It follows casts from integers (an integer is a multiple of 1,
 a bitwise and with a constant mask of ``2**t``), float casts, multiplies by constants,
 adds / subtracts (the smaller exponent), multiplies and matmuls (the sum of the exponents),
-neg / abs / maximum / minimum / where and data movement. Rounding to nearest keeps the
+neg / abs / maximum / minimum / where, data movement and sum / max / min reductions (a sum of
+multiples of ``2**t`` is one, rounded or not). Rounding to nearest keeps the
 property: the rounded result of a multiple of ``2**t`` is the value itself when it is
 representable, else a multiple of the float spacing there, itself a larger power of two.
 
@@ -70,6 +71,8 @@ def pow2_multiple(v, depth: int = 12) -> int | None:
         return None if None in sub[1:] else min(sub[1:])
     if isinstance(op, (T.MulOp, T.MatmulOp)):
         return None if None in sub else min(_NONE, sum(sub))
+    if isinstance(op, T.ReduceOp) and op.attrs["kind"] in ("sum", "max", "min"):
+        return sub[0]
     return None
 
 

@@ -12,6 +12,7 @@ from .composite import ExpandComposite
 from .contraction import DegenerateMatmul
 from .division import FloorDivideMod
 from .indexed import INDEXED_PATTERNS
+from .low_bits_arith import LowBitsArith
 from .ordering import ArgmaxToTopk, ExpandTopk
 from .reductions import MeanToSum, ProdByTree, ReduceKeepdims, VarStdTwoPass
 from .rounding import CeilByFloorOrTrunc, FloorByTrunc
@@ -35,6 +36,7 @@ PATTERN_CLASSES = (
     WideIntSum,
     WideIntCollectiveSum,
     WideIntCast,
+    LowBitsArith,
     DivToMulReciprocal,
     IntegerPowToMul,
     FloorDivideMod,

@@ -25,6 +25,7 @@ from ...ir.dtypes import DType, float32, int32
 from ...tensor import ops as T
 from ..match import replace
 from .base import DecompositionPattern, Emitter
+from .digit_planes import add_planes, carry, piece_length, plane_sums
 from .wide_int_extreme import FP32_EXACT, LOW_BITS, is_wide_int
 
 CHUNK = FP32_EXACT // (1 << LOW_BITS)
@@ -102,11 +103,19 @@ def _join(e: Emitter, high, low, dt: DType):
 
 
 def wide_sum_axis(e: Emitter, x, axis: int, dt: DType):
-    """The exact (mod 2**32) ``dt`` sum of the int32 / uint32 value ``x`` along ``axis`` (kept)."""
+    """The exact (mod 2**32) ``dt`` sum of the int32 / uint32 value ``x`` along ``axis`` (kept):
+    digit planes (digit_planes.py) per piece of at most piece_length elements."""
+    n = x.shape[axis]
+    step = piece_length(n)
     high = low = None
-    for h, l in chunk_limb_sums(e, x, axis):
-        high, low = (h, l) if high is None else (e.add(high, h), e.add(low, l))
-        high, low = _carry(e, high, low)
+    for start in range(0, n, step):
+        part = e.slice_axis(x, axis, start, min(n, start + step)) if step < n else x
+        high, low = add_planes(e, high, low, plane_sums(e, part, axis))
+        if low is None:
+            low = e.full(0.0, float32, high.shape)
+        high, low = carry(e, high, low)
+        if start + step < n:
+            high, low = e.cast(high, float32), e.cast(low, float32)
     return _join(e, high, low, dt)
 
 

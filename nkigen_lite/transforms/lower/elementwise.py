@@ -12,6 +12,7 @@ from ...ir.value import Value
 from ...nki.types import Access, DimSlice
 from ...tensor import ops as T
 from ..float_integral import is_integral
+from ..int_range import exact_range, int_range
 from .fold import ActSpec
 from .frame import TileFrame
 from .int_narrow import keep_low_bits, needs_narrow_wrap, wrapping_cast
@@ -49,6 +50,7 @@ def activation(em: TileFrame, op: Op, inst) -> None:
 
 
 WRAPPING = ("add", "subtract", "multiply", "power")
+FP32_EXACT = 2**24  # fp32 holds every integer of magnitude at most this
 _GPSIMD_OK = ("add", "subtract", "multiply", "maximum", "minimum")  # float ops both engines run
 
 
@@ -207,6 +209,9 @@ def _binary_into(em: TileFrame, op: Op, inst, alu: str, a, b, dst) -> None:
     scalar_side = op.operand(0) if rev else op.operand(1)
     if rev and alu in ("add", "multiply", "maximum", "minimum", "equal", "not_equal"):
         rev = False  # commutative: the scalar side does not matter
+    int_in_f32 = eng == "gpsimd" and isinstance(operand, Imm) and _exact_in_fp32(op, alu)
+    if int_in_f32:  # every value within 2**24: VectorE / ScalarE compute it exactly in fp32
+        eng = "vector"
     if eng == "gpsimd":  # exact integer arithmetic / power: tensor_tensor (see const_tile)
         value = operand.value if isinstance(operand, Imm) else em.access(scalar_side, inst)
         return _int_op(em, v, inst, dst, data, alu, value, rev)
@@ -223,9 +228,23 @@ def _binary_into(em: TileFrame, op: Op, inst, alu: str, a, b, dst) -> None:
             col = em.tile_access(em.scratch_tile(scalar_side, inst, v.type.dtype), inst, em.ext(scalar_side))
             em.b.tensor_copy(dst=col, src=operand)
             operand = col
-    if eng == "vector" and alu in ("multiply", "add") and not rev and v.type.dtype.is_float:
+    if eng == "vector" and alu in ("multiply", "add") and not rev and (v.type.dtype.is_float or int_in_f32):
         eng = em.pick_engine(("vector", "scalar"), dst.free_size)
+    elif alu.startswith("bitwise"):  # VectorE only: counted, so the balance above sees it
+        em.note("vector", dst.free_size)
     em.b.tensor_scalar(dst=dst, data=data, op0=alu, operand0=operand, reverse0=rev, engine=eng)
+
+
+def _exact_in_fp32(op: Op, alu: str) -> bool:
+    """Whether the integer add / subtract / multiply ``op`` (one operand a constant) has every
+    operand and its exact result within 2**24 (int_range): fp32 arithmetic is then exact, so
+    VectorE or ScalarE computes what GpSimd's integer ALU would."""
+    if alu not in ("add", "subtract", "multiply") or not op.result.type.dtype.is_int:
+        return False
+    if not all(u.type.dtype.is_int for u in op.operands):
+        return False
+    ranges = [int_range(u) for u in op.operands] + [exact_range(op)]
+    return all(-FP32_EXACT <= lo and hi <= FP32_EXACT for lo, hi in ranges)
 
 
 def _floor_like(em: TileFrame, x: Access, v: Value, inst, dst: Access, ceil: bool) -> None:

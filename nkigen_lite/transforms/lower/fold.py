@@ -2,6 +2,9 @@
 
 - ``f(y*s + c)`` (s, c immediates or per-partition columns) -> one ``activation(f, scale, bias)``;
 - ``sum_F(f(...))`` -> the activation's fused ``reduce_res``;
+- ``sum_F(float(a) * s)`` of an integer ``a`` fp32 holds exactly (a digit plane of an exact
+  integer sum, decomposition/digit_planes.py) -> ``activation(copy, a, scale=s)`` with
+  ``reduce_res`` on ScalarE (no separate cast, scale or VectorE reduction pass);
 - a reduction whose only use is ``y - r`` folded into a bias -> ``tensor_reduce(negate=True)``;
 - a centred value ``c = y - m`` (m a per-partition column) read only by activations and by
   multiplies with a column or an immediate is never materialised: each activation takes ``-m``
@@ -20,12 +23,16 @@ from dataclasses import dataclass, field
 from ...ir.op import Op
 from ...ir.value import Value
 from ...tensor import ops as T
+from ..float_integral import pow2_multiple
+from ..int_range import int_range
 from .affine_mask import mask_operands, plan_masks
 from .centred import plan_centred
 from .frame import TileFrame, immediate_of
 from .groups import domain_axes
 from .moments import plan_moments
 from .tile_common import ACT_FUNC, REDUCE_ALU
+
+F32_EXACT_BITS = 24  # fp32 holds every integer m * 2**t with |m| <= 2**24
 
 
 @dataclass
@@ -94,6 +101,7 @@ class FoldPlan:
         _fold_activation_operands(em, fp)
         _negate_bias_reductions(em, fp)
         _fuse_row_sums(em, fp)
+        _fuse_int_row_sums(em, fp)
         _plan_cast_elision(em, fp)
         return fp
 
@@ -231,3 +239,54 @@ def _fuse_row_sums(em: TileFrame, fp: FoldPlan) -> None:
             continue
         spec.reduce = op.result
         fp.folded.add(op)
+
+
+def exact_int_to_f32(v: Value) -> bool:
+    """Whether every element of the integer value ``v`` is exactly an fp32 number: a multiple
+    of ``2**t`` (float_integral) of magnitude at most ``2**(24 + t)`` (int_range)."""
+    if not v.type.dtype.is_int:
+        return False
+    t = pow2_multiple(v)
+    lo, hi = int_range(v)
+    return t is not None and max(-lo, hi) <= 1 << (F32_EXACT_BITS + t)
+
+
+def _fuse_int_row_sums(em: TileFrame, fp: FoldPlan) -> None:
+    """A row sum of ``float(a)`` or ``float(a) * s`` (``a`` an integer fp32 holds exactly, the
+    cast and the product read by nothing else) becomes one ScalarE ``activation(copy, a,
+    scale=s)`` with ``reduce_res``: the activation reads the integer tile as fp32 exactly."""
+    for op in em.g.ops:
+        if not isinstance(op, T.ReduceOp) or op.attrs["kind"] != "sum" or op in fp.folded or op in fp.negated:
+            continue
+        if op in fp.moments or not em.per_partition(op.result) or op.result.type.dtype.name != "f32":
+            continue
+        if sorted(domain_axes(op, len(em.plan.domain))) != sorted(
+            d for d in em.plan.f_dims if em.ext(op.operand(0))[d] > 1
+        ):
+            continue
+        src = op.operand(0).defining_op
+        scale = 1.0
+        if isinstance(src, T.MulOp) and _private(em, fp, op.operand(0)):
+            ss = _scalar_side(em, src)
+            if ss is None or isinstance(ss[1], Value):
+                continue
+            top, scale = src, ss[1]
+            cast_v = ss[0]
+        else:
+            top, cast_v = src, op.operand(0)
+        cast = cast_v.defining_op
+        if not isinstance(cast, T.CastOp) or not _private(em, fp, cast_v) or cast_v.type.dtype.name != "f32":
+            continue
+        a = cast.operand(0)
+        if not exact_int_to_f32(a) or em.ext(a) != em.ext(cast_v):
+            continue
+        fp.act[top] = ActSpec("copy", a, scale, reduce=op.result)
+        fp.folded.add(op)
+        if top is not cast:
+            fp.folded.add(cast)
+
+
+def _private(em: TileFrame, fp: FoldPlan, v: Value) -> bool:
+    """``v`` is made in the group, read once, does not escape and is not folded elsewhere."""
+    d = v.defining_op
+    return d in em.members and v not in em.keep and v.num_uses == 1 and d not in fp.folded and d not in fp.act

@@ -321,19 +321,47 @@ graph @matmul_mv(%a: tensor<64x32xf32>, %b: tensor<32x1xf32>) {
 // CHECK: tensor.matmul %a, %b
 
 // -----
-// a u32 sum (the engines add in fp32): 16-bit limbs summed over chunks of 256 (partials within
-// 2**24), carried in i32 with bitwise ands, joined by an or; an i8 sum of 300 stays one reduction
+// a u32 sum (the engines add in fp32): digit planes x & (mask << s) sized so that 300 digits sum
+// within 2**24 (15 bits: planes at bits 0, 15 and 30), each scaled by 2**-s and summed in f32,
+// the plane sums combined in 16-bit halves and joined by an or; an i8 sum of 300 stays one
+// reduction
 graph @wide_sum(%x: tensor<4x300xu32>, %y: tensor<4x300xi8>) {
   %s = tensor.reduce %x {axes = [1], kind = sum, keepdims = true} : tensor<4x1xu32>
   %t = tensor.reduce %y {axes = [1], kind = sum, keepdims = true} : tensor<4x1xi32>
   return s = %s, t = %t
 }
-// CHECK: %slice = tensor.slice %x {starts = [0, 0], stops = [4, 256], strides = [1, 1]} : tensor<4x256xu32>
+// CHECK: %bitwise_and = tensor.bitwise_and %x, %c : tensor<4x300xu32>
 // CHECK: %reduce = tensor.reduce %mul {axes = [1], kind = sum, keepdims = true} : tensor<4x1xf32>
-// CHECK: %slice_1 = tensor.slice %x {starts = [0, 256], stops = [4, 300], strides = [1, 1]} : tensor<4x44xu32>
-// CHECK: %bitwise_or = tensor.bitwise_or %cast_13, %cast_14 : tensor<4x1xu32>
+// CHECK: %c_2 = tensor.full {value = 1073709056} : tensor<u32>
+// CHECK: %c_4 = tensor.full {value = 3221225472} : tensor<u32>
+// CHECK: %reduce_2 = tensor.reduce %mul_2 {axes = [1], kind = sum, keepdims = true} : tensor<4x1xf32>
+// CHECK-NOT: tensor.slice
+// CHECK: %bitwise_or = tensor.bitwise_or %cast_15, %cast_16 : tensor<4x1xu32>
 // CHECK-NEXT: %t = tensor.reduce %y {axes = [1], kind = sum, keepdims = true} : tensor<4x1xi32>
 // CHECK-NEXT: return s = %bitwise_or, t = %t
+
+// -----
+// (i * 3 + 7) & 255 in i32 wraps mod 2**32 (a 28-instruction multiply, an 11-instruction add on
+// the engines): only the low 8 bits are kept, so the tree runs on i & 255 (every value then
+// within [0, 772]); a mask with bits up to 31 over a cube would still wrap and stays
+graph @low_bits(%i: tensor<4x8xi32>) {
+  %c3 = tensor.full {value = 3} : tensor<i32>
+  %c7 = tensor.full {value = 7} : tensor<i32>
+  %m = tensor.full {value = 255} : tensor<i32>
+  %big = tensor.full {value = 2147483647} : tensor<i32>
+  %mul = tensor.mul %i, %c3 : tensor<4x8xi32>
+  %add = tensor.add %mul, %c7 : tensor<4x8xi32>
+  %y = tensor.bitwise_and %add, %m : tensor<4x8xi32>
+  %sq = tensor.mul %i, %i : tensor<4x8xi32>
+  %cube = tensor.mul %sq, %i : tensor<4x8xi32>
+  %z = tensor.bitwise_and %cube, %big : tensor<4x8xi32>
+  return y = %y, z = %z
+}
+// CHECK: %bitwise_and = tensor.bitwise_and %i, %m : tensor<4x8xi32>
+// CHECK-NEXT: %mul = tensor.mul %bitwise_and, %c3 : tensor<4x8xi32>
+// CHECK-NEXT: %add = tensor.add %mul, %c7 : tensor<4x8xi32>
+// CHECK-NEXT: %bitwise_and_1 = tensor.bitwise_and %add, %m : tensor<4x8xi32>
+// CHECK: %z = tensor.bitwise_and %cube, %big : tensor<4x8xi32>
 
 // -----
 // an i32 mean (NumPy: the exact sum, divided): limb totals over chunks of 256 added in i32, the
@@ -405,7 +433,7 @@ graph @wide_all_reduce(%x: tensor<4x8xi32>, %y: tensor<4x8xi8>) {
 }
 // CHECK: %all_reduce = tensor.all_reduce %cast_1 {world = 2} : tensor<4x8xi32>
 // CHECK-NEXT: %all_reduce_1 = tensor.all_reduce %bitwise_and_1 {world = 2} : tensor<4x8xi32>
-// CHECK: %bitwise_or = tensor.bitwise_or %cast_5, %bitwise_and_4 : tensor<4x8xi32>
+// CHECK: %bitwise_or = tensor.bitwise_or %cast_5, %bitwise_and_6 : tensor<4x8xi32>
 // CHECK-NEXT: %cast_6 = tensor.cast %y {dtype = i32} : tensor<4x8xi32>
 // CHECK-NEXT: %all_reduce_2 = tensor.all_reduce %cast_6 {world = 2} : tensor<4x8xi32>
 // CHECK-NEXT: %cast_7 = tensor.cast %all_reduce_2 {dtype = i8} : tensor<4x8xi8>
