@@ -3,18 +3,18 @@
 Used to keep one-instruction integer arithmetic and casts where no element can leave the result
 dtype's range (no wrap-around to compute). The walk follows constants, iotas, casts, bitwise
 ands with a non-negative value (or a negative constant: at most its bits below the sign), +, -,
-*, negation, maximum / minimum, where and data movement (reshape, broadcast, slice, transpose); anything
-else has its dtype's full range. Each query memoizes its walk (a value reached twice is walked
-once), so the ``DEPTH`` ops back stay cheap.
+*, negation, maximum / minimum, where and data movement (reshape, broadcast, slice, transpose);
+anything else has its dtype's full range. Each query memoizes its walk (a value reached twice is
+walked once), so the ``DEPTH`` ops back stay cheap.
 
 A cast from a float follows the float's interval (``float_range``): constants, casts (rounding
 is monotone, so the endpoints rounded to the dtype bound the rounded values), +, -, *, neg,
 abs, floor / ceil, maximum / minimum (``np.clip``), where, matmuls, sum / max / min reductions
-and data movement; anything else is unbounded. Arithmetic bounds are computed in float64 and rounded outward, a matmul's by
-K times its operands' extreme products and a sum's by n times its operand's ends (each joined
-with 0), widened for the rounding of the K - 1 (n - 1) fp32 adds. The
-cast truncates toward zero and saturates, and NaN becomes 0, so its interval is the truncated,
-clipped ends joined with 0.
+and data movement; anything else is unbounded. Arithmetic bounds are computed in float64 and
+rounded outward, a matmul's by K times its operands' extreme products and a sum's by n times
+its operand's ends (each joined with 0), widened for the rounding of the K - 1 (n - 1) fp32
+adds. The cast truncates toward zero and saturates, and NaN becomes 0, so its interval is the
+truncated, clipped ends joined with 0.
 """
 
 from __future__ import annotations
@@ -185,6 +185,17 @@ def _float(v, depth: int, memo: dict) -> tuple[float, float]:
     return memo[key]
 
 
+def _reduce_range(op, depth: int, memo: dict) -> tuple[float, float]:
+    """A sum's n times its operand's ends (joined with 0, widened for the n - 1 fp32 adds'
+    rounding); a max / min's the operand's ends."""
+    lo, hi = _float(op.operand(0), depth - 1, memo)
+    if op.attrs["kind"] != "sum":
+        return lo, hi
+    n = math.prod(op.operand(0).shape[a] for a in op.attrs["axes"])
+    grow = 1 + n * _F32_EPS * 2  # each of the n - 1 fp32 adds rounds by at most 2**-24
+    return n * min(lo, 0.0) * grow, n * max(hi, 0.0) * grow
+
+
 def _float_walk(op, depth: int, memo: dict) -> tuple[float, float] | None:
     if isinstance(op, T.FullOp):
         k = float(op.attrs["value"])
@@ -218,12 +229,7 @@ def _float_walk(op, depth: int, memo: dict) -> tuple[float, float] | None:
         a, b = (_float(u, depth - 1, memo) for u in op.operands[1:])
         return min(a[0], b[0]), max(a[1], b[1])
     if isinstance(op, T.ReduceOp) and op.attrs["kind"] in ("sum", "max", "min"):
-        lo, hi = _float(op.operand(0), depth - 1, memo)
-        if op.attrs["kind"] != "sum":
-            return lo, hi
-        n = math.prod(op.operand(0).shape[a] for a in op.attrs["axes"])
-        grow = 1 + n * _F32_EPS * 2  # each of the n - 1 fp32 adds rounds by at most 2**-24
-        return n * min(lo, 0.0) * grow, n * max(hi, 0.0) * grow
+        return _reduce_range(op, depth, memo)
     if isinstance(op, T.MatmulOp):
         a, b = op.operands
         k = a.shape[-1]
