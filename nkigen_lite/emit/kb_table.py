@@ -43,6 +43,7 @@ AFFINE_SELECT = "affine_select"  # assumed
 MAX8 = "max8"  # assumed: the nki.isa name (top-8 instructions, kb_top8.py)
 FIND_INDEX8 = "nc_find_index8"  # assumed: the nki.isa name
 MATCH_REPLACE8 = "nc_match_replace8"  # assumed: the nki.isa name
+TENSOR_TENSOR_SCAN = "tensor_tensor_scan"  # assumed: the nki.isa name (kb_scan.py)
 BN_STATS = "bn_stats"  # assumed: the nki.isa name (batch-norm statistics, kb_bn.py)
 BN_AGGR = "bn_aggr"  # assumed: the nki.isa name
 PROGRAM_ID = "program_id"  # assumed: nb.program_id(axis), as nl.program_id in NKI

@@ -237,4 +237,4 @@ def _loop(e: SourceEmitter, op) -> None:
         e.rewind(mark)
 
 
-from . import source_bn, source_collective, source_dma_transpose, source_indirect, source_top8  # noqa: E402, F401  (their rules)
+from . import source_bn, source_collective, source_dma_transpose, source_indirect, source_scan, source_top8  # noqa: E402, F401  (their rules)

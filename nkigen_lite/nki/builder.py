@@ -267,6 +267,32 @@ class Builder:
         """dst = data with the first occurrence of each of the 8 vals replaced by imm (ops/top8.py)."""
         self._emit(ops.MatchReplace8Op, dst=dst, data=data, vals=vals, imm=imm, engine="vector")
 
+    def tensor_tensor_scan(
+        self,
+        dst,
+        data0,
+        data1,
+        initial,
+        op0: str = "multiply",
+        op1: str = "add",
+        reverse0: bool = False,
+        reverse1: bool = False,
+    ) -> None:
+        """dst[p, i] = op1(op0(data0[p, i], dst[p, i-1]), data1[p, i]) from ``initial`` (an fp32
+        number or (P, 1) column) over the free elements in access order (ops/scan.py)."""
+        self._emit(
+            ops.TensorTensorScanOp,
+            dst=dst,
+            data0=data0,
+            data1=data1,
+            initial=initial,
+            op0=op0,
+            op1=op1,
+            reverse0=reverse0,
+            reverse1=reverse1,
+            engine="vector",
+        )
+
     def bn_stats(self, dst, data) -> None:
         """dst[p, 0:6] = count, mean, variance * count of data's even then odd elements of
         partition p (ops/bn.py)."""

@@ -242,4 +242,4 @@ def _select(it: I, op, args):
         it.write_access(op, "reduce_res", args, np.max(y, axis=1, keepdims=True))
 
 
-from . import interpret_bn, interpret_dma_transpose, interpret_indirect, interpret_top8  # noqa: E402, F401  (the DMA transpose's, indirect DMAs', top-8 and bn_stats / bn_aggr rules)
+from . import interpret_bn, interpret_dma_transpose, interpret_indirect, interpret_scan, interpret_top8  # noqa: E402, F401  (the DMA transpose's, indirect DMAs', scan, top-8 and bn_stats / bn_aggr rules)

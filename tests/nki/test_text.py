@@ -65,6 +65,7 @@ def every_op_graph() -> nk.Graph:
         b.max8(dst=m8, src=t)
         b.find_index8(dst=p8, data=t, vals=m8)
         b.match_replace8(dst=u, data=t, vals=m8, imm=-1.0)
+        b.tensor_tensor_scan(dst=u, data0=t, data1=u, initial=col, op0="multiply", op1="add", reverse1=True)
         st = b.alloc((128, 6), nk.float32, name="st")
         mv = b.alloc((128, 2), nk.float32, name="mv")
         b.bn_stats(dst=st, data=t)

@@ -9,6 +9,7 @@ from nkigen_lite.nki.ops import (
     COLLECTIVE_OPS,
     COMPUTE_OPS,
     INDIRECT_OPS,
+    SCAN_OPS,
     TOP8_OPS,
     CollectiveOp,
     DmaCopyOp,
@@ -28,6 +29,7 @@ def test_every_instruction_has_a_cost_rule():
         DmaTransposeOp,
         *INDIRECT_OPS,
         *TOP8_OPS,
+        *SCAN_OPS,
         *BN_OPS,
     } | set(COLLECTIVE_OPS)
 

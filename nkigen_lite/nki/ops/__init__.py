@@ -30,6 +30,7 @@ from .dma_transpose import DMA_TRANSPOSE_AXES, DmaTransposeOp
 from .indirect import INDIRECT_OPS, DmaGatherOp, DmaScatterOp
 from .memory import AllocOp, DeallocOp, DmaCopyOp, HbmViewOp
 from .program import ProgramIdOp, lnc_of, program_id_op
+from .scan import SCAN_OPS, TensorTensorScanOp
 from .top8 import TOP8_OPS, FindIndex8Op, MatchReplace8Op, Max8Op
 
 ALL_OPS = (
@@ -41,6 +42,7 @@ ALL_OPS = (
     *INDIRECT_OPS,
     *COMPUTE_OPS,
     *TOP8_OPS,
+    *SCAN_OPS,
     *BN_OPS,
     ForiLoopOp,
     *COLLECTIVE_OPS,
@@ -78,6 +80,8 @@ __all__ = [
     "Max8Op",
     "FindIndex8Op",
     "MatchReplace8Op",
+    "SCAN_OPS",
+    "TensorTensorScanOp",
     "BN_OPS",
     "BnStatsOp",
     "BnAggrOp",
