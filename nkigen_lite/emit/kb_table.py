@@ -105,6 +105,9 @@ ISA_SIGNATURES = {
     MAX8: _sig("dst src", "assumed (as nki.isa.max8)"),
     FIND_INDEX8: _sig("dst data vals", "assumed (as nki.isa.nc_find_index8)"),
     MATCH_REPLACE8: _sig("dst data vals imm", "assumed (as nki.isa.nc_match_replace8)"),
+    TENSOR_TENSOR_SCAN: _sig(
+        "dst data0 data1 initial op0 op1 reverse0 reverse1", "assumed (as nki.isa.tensor_tensor_scan)"
+    ),
     BN_STATS: _sig("dst data", "assumed (as nki.isa.bn_stats)"),
     BN_AGGR: _sig("dst data", "assumed (as nki.isa.bn_aggr)"),
     COLLECTIVES["all_reduce"]: _sig(
