@@ -1,24 +1,26 @@
 """tensor.cumsum of floats along the last axis, on chip.
 
-The composite's expansion (tensor/composites_index.py) adds in log2(n) doubling steps, each a
-concat of ``y[:s]`` and ``y[s:] + y[:n-s]``; lowered op by op every step is stored to HBM
-scratch and read back (cumsum(-1) of 8x2048 f32: 16x the minimum traffic, 459x the roofline;
-1x151936, top-p sampling over a vocabulary: 26x, 5.8 ms). Here each block of up to 128 rows is
-loaded once, the same doubling steps run between two SBUF tiles (step ``s``: a copy of the
-first ``s`` columns on ScalarE, the add of the rest on VectorE), and the result is stored once.
-These adds are the expansion's, in the same order and in fp32 (a 16-bit float input is widened
-first and the sums rounded back): bit-identical to the tensor interpreter.
+Lowered op by op, the composite's expansion (tensor/composites_index.py: log2(n) doubling steps,
+each a concat) stores every step to HBM scratch and reads it back (cumsum(-1) of 8x2048 f32: 16x
+the minimum traffic; 1x151936, top-p sampling over a vocabulary: 26x, 5.8 ms). Here each block
+of rows is loaded once, scanned by one ``nki.tensor_tensor_scan`` per block (VectorE, 2 cycles
+per element: ``r[i] = 1 * r[i-1] + x[i]`` in fp32, NumPy's sequential order) and stored once.
 
-A long row (``segments``) is spread over up to 128 partitions instead, a segment of it per
-partition (the row-major reshape, so loads and stores stay contiguous): each segment is scanned
-as above, the segment totals are moved onto one partition by a TensorE transpose, scanned
-there, and each segment adds the total of the segments before it (an exclusive prefix sum moved
-back by a second transpose). The sums are then grouped differently from the expansion's (within
-fp32 rounding of it, not bit-identical); 1x151936 f32: 5.8 ms -> 53 us.
+Rows shorter than ``SPREAD_MIN`` elements (or numerous: 128 or more) lie one per partition.
+Otherwise each row is spread over ``g`` partitions, a contiguous segment of it per partition
+(the row-major reshape, so loads and stores stay contiguous and use up to 16 DMA engines), with
+up to ``128 // g`` rows per block: the segments are scanned, their totals (last column) moved
+onto one partition by a TensorE transpose, scanned there per row into the exclusive prefix
+(the total of the earlier segments of the row), moved back by a second transpose and added per
+partition (ScalarE and VectorE by turns, per chunk). Transposes and adds are data movement and sums: infinities and NaNs stay in their row
+and after their position. The sums are then grouped by segment (within fp32 rounding of
+NumPy's, not bit-identical). Segments are loaded and scanned in column chunks of at least
+``CHUNK_MIN`` elements, each scan from the last column before it, so that scans overlap loads.
+8x2048 f32: 53.9 -> 7.95 us scheduled; 1x151936: 52.9 -> 11.86 us (docs/lowering.md).
 
 decompose keeps a cumsum this path takes (capabilities.py asks ``cumsum_refusal``) and expands
 the others: integer cumsums (their exact wrapping adds are wide-integer arithmetic), axes other
-than the last, and rows whose segments do not fit two fp32 tiles in SBUF.
+than the last, and rows whose segments do not fit an fp32 tile in SBUF.
 """
 
 from __future__ import annotations
@@ -36,22 +38,23 @@ from .rules import item_rule
 from .views import copy_home
 
 MAX_ROW_BYTES = 65536  # per partition, of one fp32 tile (two are live)
-
-
-SPREAD_PER_ROW = 1024  # elements per row (per row of the kernel) from which spreading pays
+SPREAD_MIN = 512  # elements per row from which a row is spread over partitions
+MAX_ROWS_PER_BLOCK = 16  # spread rows per block: one small scan each for the carries
 
 
 def segments(rows: int, n: int, p: int = 128) -> int:
-    """Partitions per row: a long row (at least ``SPREAD_PER_ROW`` elements per row of the
-    kernel, or too long for one tile) is spread over the largest divisor ``g`` of ``n`` up to
-    ``p``, one block per row (per row about 15 us of carries and latency, against ~23 ns per
-    element of a row scanned on one partition); else 1, rows side by side. The segments must fit
-    an fp32 tile; 0 if they do not."""
-    spread = n * 4 > MAX_ROW_BYTES or (rows < p // 2 and n >= SPREAD_PER_ROW * rows)
-    for g in range(min(p, n) if spread else 1, 0, -1):
-        if n % g == 0 and (n // g) * 4 <= MAX_ROW_BYTES:
+    """Partitions per row ``g``: 1 (rows side by side) for short rows or 128 rows or more
+    unless a row is too long for one fp32 tile; else the largest divisor of ``n`` that puts
+    the rows of a block (at most ``MAX_ROWS_PER_BLOCK``, all rows when fewer) on at most ``p``
+    partitions with segments that fit a tile. 0 if none fits."""
+    long = n * 4 > MAX_ROW_BYTES
+    if not long and (n < SPREAD_MIN or rows >= p):
+        return 1
+    cap = p // max(1, min(rows, MAX_ROWS_PER_BLOCK)) if not long else p
+    for g in range(min(cap, n), 1, -1):
+        if n % g == 0 and (n // g) * 4 <= MAX_ROW_BYTES and (long or g * min(rows, MAX_ROWS_PER_BLOCK) <= p):
             return g
-    return 0
+    return 0 if long else 1
 
 
 def cumsum_refusal(op) -> str | None:
@@ -110,67 +113,63 @@ def _emit_rows(ctx: LowerContext, src: HbmHome, dst: HbmHome, rows: int, n: int,
         src, dst = src.reshape((rows * g, seg)), dst.reshape((rows * g, seg))
     sv, dv = ctx.view(src), ctx.view(dst)
     b = ctx.b
-    per = g if g > 1 else ctx.partitions  # partitions of one block: one spread row, or rows
+    p = ctx.partitions
+    per = g * min(rows, p // g) if g > 1 else p  # partitions of one block: whole rows
+    ones = b.alloc((p, 1), float32, "sbuf", name="csum_one")
+    b.memset(dst=ones, value=1.0)
+
+    parts = _chunks(seg)
 
     def block(r0, pr: int) -> None:
-        rows_at = (DimSlice(r0, pr, 1), DimSlice(0, seg, 1))
         cur = b.alloc((pr, seg), float32, "sbuf", name="csum")
-        if xdt is float32:
-            b.dma_copy(dst=cur, src=Access(sv, rows_at))
-        else:
-            raw = b.alloc((pr, seg), xdt, "sbuf", name="csum_in")
-            b.dma_copy(dst=raw, src=Access(sv, rows_at))
-            b.tensor_copy(dst=cur, src=raw, engine="scalar")
-        cur = _scan(b, cur, (pr,), seg)
-        if g > 1:
-            cur = _add_carries(b, cur, pr, seg)
-        if ydt is not float32:
-            out = b.alloc((pr, seg), ydt, "sbuf", name="csum_out")
-            b.tensor_copy(dst=out, src=cur, engine="scalar")
-            cur = out
-        b.dma_copy(dst=Access(dv, rows_at), src=cur)
+        init = 0.0
+        for c0, cw in parts:  # each column chunk scanned as it lands, from the last column before it
+            raw = b.alloc((pr, cw), xdt, "sbuf", name="csum_in")
+            b.dma_copy(dst=raw, src=Access(sv, (DimSlice(r0, pr, 1), DimSlice(c0, cw, 1))))
+            every = Access(ones, (DimSlice(0, pr, 1), DimSlice(0, cw, 0)))  # 1.0, broadcast
+            b.tensor_tensor_scan(dst=_cols(cur, pr, c0, cw), data0=every, data1=raw, initial=init)
+            init = _cols(cur, pr, c0 + cw - 1, 1)
+        carry = _carries(b, cur, ones, pr, seg, g) if g > 1 else None
+        for j, (c0, cw) in enumerate(parts):
+            rows_at = (DimSlice(r0, pr, 1), DimSlice(c0, cw, 1))
+            out = _cols(cur, pr, c0, cw)
+            if carry is not None or ydt is not float32:
+                out = b.alloc((pr, cw), ydt, "sbuf", name="csum_out")
+                if carry is not None:  # the row's earlier segments, added on ScalarE / VectorE by turns
+                    eng = "scalar" if j % 2 == 0 else "vector"
+                    b.tensor_scalar(out, _cols(cur, pr, c0, cw), "add", carry, engine=eng)
+                else:
+                    b.tensor_copy(dst=out, src=_cols(cur, pr, c0, cw), engine="scalar")
+            b.dma_copy(dst=Access(dv, rows_at), src=out)
 
-    total = rows * g
-    peeled_blocks(b, total, per, block)
-
-
-def _scan(b, cur, lead: tuple, n: int):
-    """Inclusive prefix sums along the last dim of the fp32 tile ``cur`` (shape ``lead + (n,)``)
-    in doubling steps between two tiles; returns the tile holding them."""
-    full = tuple(DimSlice(0, k, 1) for k in lead)
-    s = 1
-    while s < n:
-        nxt = b.alloc(lead + (n,), float32, "sbuf", name="csum")
-        b.tensor_copy(
-            dst=Access(nxt, full + (DimSlice(0, s, 1),)),
-            src=Access(cur, full + (DimSlice(0, s, 1),)),
-            engine="scalar",
-        )
-        b.tensor_tensor(
-            Access(nxt, full + (DimSlice(s, n - s, 1),)),
-            Access(cur, full + (DimSlice(s, n - s, 1),)),
-            Access(cur, full + (DimSlice(0, n - s, 1),)),
-            "add",
-        )
-        cur, s = nxt, s * 2
-    return cur
+    peeled_blocks(b, rows * g, per, block)
 
 
-def _add_carries(b, cur, pr: int, seg: int):
-    """Add to each segment (partition) of one row the sum of the earlier segments: the segment
-    totals (last column) transposed onto one partition by TensorE, their exclusive prefix sum
-    there, transposed back and added as a per-partition scalar."""
+CHUNK_MIN = 512  # elements per partition of one loaded column chunk (2 KiB of fp32)
+
+
+def _chunks(seg: int) -> list[tuple[int, int]]:
+    """(start, width) column chunks of a segment: loads of at least ``CHUNK_MIN`` elements per
+    partition (the DMA's efficient size) so that the scan of one overlaps the next load."""
+    k = max(1, seg // CHUNK_MIN)
+    w = -(-seg // k)
+    return [(c, min(w, seg - c)) for c in range(0, seg, w)]
+
+
+def _carries(b, cur, ones, pr: int, seg: int, g: int) -> Access:
+    """Per partition (segment) the sum of its row's earlier segments, a (pr, 1) PSUM column: the
+    segment totals (last column) transposed onto one partition by TensorE, each row's exclusive
+    prefix scanned there from PSUM (the scan of its first g - 1 totals written one column on,
+    after a 0), transposed back."""
     ps = b.alloc((1, pr), float32, "psum", name="csum_tot")
     b.nc_transpose(dst=ps, data=_cols(cur, pr, seg - 1, 1))
-    tot = b.alloc((1, pr), float32, "sbuf", name="csum_tot")
-    b.tensor_copy(dst=tot, src=ps)
-    inc = _scan(b, tot, (1,), pr)
     exc = b.alloc((1, pr), float32, "sbuf", name="csum_carry")
-    b.tensor_tensor(exc, inc, tot, "subtract")
+    b.memset(dst=Access(exc, (DimSlice(0, 1, 1), DimSlice(0, pr // g, g))), value=0.0)
+    for r in range(pr // g):
+        every = Access(ones, (DimSlice(0, 1, 1), DimSlice(0, g - 1, 0)))
+        b.tensor_tensor_scan(
+            dst=_cols(exc, 1, r * g + 1, g - 1), data0=every, data1=_cols(ps, 1, r * g, g - 1), initial=0.0
+        )
     back = b.alloc((pr, 1), float32, "psum", name="csum_carry")
     b.nc_transpose(dst=back, data=exc)
-    carry = b.alloc((pr, 1), float32, "sbuf", name="csum_carry")
-    b.tensor_copy(dst=carry, src=back)
-    out = b.alloc((pr, seg), float32, "sbuf", name="csum")
-    b.tensor_scalar(out, cur, "add", _cols(carry, pr, 0, 1))
-    return out
+    return _cols(back, pr, 0, 1)
