@@ -96,13 +96,23 @@ def test_shapes(a_shape, b_shape, transposed, dtype):
         assert dma_cost(op, TRN2).chunk_bytes == (m // 128) * n * np.dtype(dtype).itemsize
 
 
-def test_many_steps_use_a_loop():
-    """More than 16 steps: one fori_loop step per instance (C of 8 KiB per partition)."""
-    a = RNG.standard_normal((20, 128, 16)).astype(np.float32)
-    b = RNG.standard_normal((20, 16, 2048)).astype(np.float32)
-    k = _check(lambda a, b: a @ b, a, b, _ref(a, b))
+@pytest.mark.parametrize("instances", [20, 21], ids=["even", "odd"])
+def test_many_steps_use_a_skewed_loop(instances):
+    """More than 16 steps (here one instance each: C of 8 KiB per partition): a fori_loop over
+    step pairs whose loads go into two top-level tile sets in turn, each step's loads issued
+    before the previous step's store (was one step per iteration, its loads queued behind the
+    previous iteration's store on the in-order DMA queues)."""
+    a = RNG.standard_normal((instances, 128, 16)).astype(np.float32)
+    b = RNG.standard_normal((instances, 16, 2048)).astype(np.float32)
+    k = _check(lambda a, b: a @ b, a, b, _ref(a, b), simulate=instances == 21)
     loops = [op for op in k.nki.walk() if isinstance(op, ForiLoopOp)]
-    assert len(loops) == 1
+    assert len(loops) == 1 and loops[0].attrs["upper"] == (instances - 1) // 2
+    kinds = [
+        "store" if isinstance(op.access("dst").tensor.type, HbmType) else "load"
+        for op in loops[0].body.walk()
+        if isinstance(op, DmaCopyOp)
+    ]
+    assert kinds == ["load", "load", "store", "load", "load", "store"]
     s = k.stats()
-    assert s.dma_count == 20 * 3
+    assert s.dma_count == instances * 3
     assert s.dma_bytes == s.min_hbm_bytes

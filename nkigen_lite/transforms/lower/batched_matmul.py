@@ -17,14 +17,14 @@ most ``MAX_N``, a loop iteration handles ``G`` instances with three DMAs:
   C; the evacuation copy puts them at ``[p, g, j, :]`` of a ``[128, G, r, N]`` tile, which one
   DMA stores with each partition writing ``G`` runs of ``r N`` contiguous elements.
 
-Evacuations alternate between VectorE and ScalarE (both read PSUM). Nothing is emitted (the
+Step t + 1's loads are issued before step t's store (the DMA queues issue in program order):
+up to ``MAX_STRAIGHT`` steps straight, more in a ``fori_loop`` over step pairs loading into two
+top-level tile sets in turn. Evacuations alternate between VectorE and ScalarE (both read PSUM). Nothing is emitted (the
 general emitter runs) for other shapes, dtypes that need a cast, broadcast batch dims, or a C
 home that is not one contiguous block per instance.
 """
 
 from __future__ import annotations
-
-from contextlib import ExitStack
 
 from ...nki.types import Access, Affine
 from ...nki.types import ds as _ds
@@ -116,52 +116,58 @@ def lower_batched_small(ctx, op: T.MatmulOp) -> bool:
         )
     steps = total // g_n
     views = (a_view, b_view, c_view)
-    if steps > MAX_STRAIGHT:  # a loop: each step's loads queue behind the previous store
-        with ExitStack() as loops:
-            i = Affine.of(loops.enter_context(ctx.b.fori_loop(0, steps))) * g_n
-            _compute_store(
-                ctx,
-                views,
-                i,
-                _load(ctx, views, i, g_n, r, k, n, b_kmajor, dt),
-                r,
-                k,
-                n,
-                b_kmajor,
-                c_v.type.dtype,
-            )
+    args = (r, k, n, b_kmajor)
+    if steps > MAX_STRAIGHT:
+        _skewed_loop(ctx, views, steps, g_n, args, dt, c_v.type.dtype)
         return True
     # straight, skewed: step t+1's loads are issued before step t's store
-    loaded = _load(ctx, views, 0, g_n, r, k, n, b_kmajor, dt)
+    loaded = _load(ctx, views, 0, g_n, *args, dt)
     for t in range(steps):
-        nxt = _load(ctx, views, (t + 1) * g_n, g_n, r, k, n, b_kmajor, dt) if t + 1 < steps else None
-        _compute_store(ctx, views, t * g_n, loaded, r, k, n, b_kmajor, c_v.type.dtype)
+        nxt = _load(ctx, views, (t + 1) * g_n, g_n, *args, dt) if t + 1 < steps else None
+        _compute_store(ctx, views, t * g_n, loaded, *args, c_v.type.dtype)
         loaded = nxt
     return True
 
 
-def _load(ctx, views, i0, g_n: int, r: int, k: int, n: int, b_kmajor: bool, dt) -> tuple:
-    """The loads of ``g_n`` instances from ``i0``: (A rows, Bᵀ or B rows)."""
-    b, p = ctx.b, ctx.partitions
-    a_view, b_view, _ = views
-    a_nat = b.alloc((p, g_n, r, k), dt, "sbuf", name="a_rows")
-    b.dma_copy(
-        dst=Access(a_nat, (_ds(0, p), _ds(0, g_n), _ds(0, r), _ds(0, k))),
-        src=Access(a_view, (_ds(0, p), _ds(i0, g_n), _ds(0, r), _ds(0, k))),
-    )
+def _skewed_loop(ctx, views, steps: int, g_n: int, args: tuple, dt, c_dt) -> None:
+    """``steps`` steps, loads one step ahead, in a ``fori_loop`` of step pairs: the loads go
+    into two top-level tile sets used in turn (slot 0 for even steps, slot 1 for odd ones)."""
+    b = ctx.b
+    slots = [_alloc_loads(ctx, g_n, *args, dt) for _ in range(2)]
+    _load(ctx, views, 0, g_n, *args, dt, into=slots[0])
+    pairs = (steps - 1) // 2
+    with b.fori_loop(0, pairs) as u:
+        t0 = Affine.of(u) * (2 * g_n)
+        _load(ctx, views, t0 + g_n, g_n, *args, dt, into=slots[1])
+        _compute_store(ctx, views, t0, slots[0], *args, c_dt)
+        _load(ctx, views, t0 + 2 * g_n, g_n, *args, dt, into=slots[0])
+        _compute_store(ctx, views, t0 + g_n, slots[1], *args, c_dt)
+    last = 2 * pairs  # the step slot 0 holds
+    if steps - last == 2:
+        _load(ctx, views, (last + 1) * g_n, g_n, *args, dt, into=slots[1])
+    _compute_store(ctx, views, last * g_n, slots[0], *args, c_dt)
+    if steps - last == 2:
+        _compute_store(ctx, views, (last + 1) * g_n, slots[1], *args, c_dt)
+
+
+def _alloc_loads(ctx, g_n: int, r: int, k: int, n: int, b_kmajor: bool, dt) -> tuple:
+    """Tiles for the loads of ``g_n`` instances: (A rows, Bᵀ or B rows)."""
+    p = ctx.partitions
+    a_nat = ctx.b.alloc((p, g_n, r, k), dt, "sbuf", name="a_rows")
     if b_kmajor:
-        b_in = b.alloc((k, g_n, n), dt, "sbuf", name="b_t")
-        b.dma_copy(
-            dst=Access(b_in, (_ds(0, k), _ds(0, g_n), _ds(0, n))),
-            src=Access(b_view, (_ds(0, k), _ds(i0, g_n), _ds(0, n))),
-        )
-    else:
-        s = n // p
-        b_in = b.alloc((p, g_n, s, k), dt, "sbuf", name="b_rows")
-        b.dma_copy(
-            dst=Access(b_in, (_ds(0, p), _ds(0, g_n), _ds(0, s), _ds(0, k))),
-            src=Access(b_view, (_ds(0, p), _ds(i0, g_n), _ds(0, s), _ds(0, k))),
-        )
+        return a_nat, ctx.b.alloc((k, g_n, n), dt, "sbuf", name="b_t")
+    return a_nat, ctx.b.alloc((p, g_n, n // p, k), dt, "sbuf", name="b_rows")
+
+
+def _load(ctx, views, i0, g_n: int, r: int, k: int, n: int, b_kmajor: bool, dt, into=None) -> tuple:
+    """Load ``g_n`` instances from ``i0`` into ``into`` (fresh tiles when None): (A rows, Bᵀ
+    or B rows)."""
+    a_nat, b_in = into if into is not None else _alloc_loads(ctx, g_n, r, k, n, b_kmajor, dt)
+    a_view, b_view, _ = views
+    whole = tuple(_ds(0, e) for e in a_nat.type.shape)
+    ctx.b.dma_copy(dst=Access(a_nat, whole), src=Access(a_view, (whole[0], _ds(i0, g_n)) + whole[2:]))
+    whole = tuple(_ds(0, e) for e in b_in.type.shape)
+    ctx.b.dma_copy(dst=Access(b_in, whole), src=Access(b_view, (whole[0], _ds(i0, g_n)) + whole[2:]))
     return a_nat, b_in
 
 
