@@ -19,9 +19,9 @@ most ``MAX_N``, a loop iteration handles ``G`` instances with three DMAs:
 
 Step t + 1's loads are issued before step t's store (the DMA queues issue in program order):
 up to ``MAX_STRAIGHT`` steps straight, more in a ``fori_loop`` over step pairs loading into two
-top-level tile sets in turn. Evacuations alternate between VectorE and ScalarE (both read PSUM). Nothing is emitted (the
-general emitter runs) for other shapes, dtypes that need a cast, broadcast batch dims, or a C
-home that is not one contiguous block per instance.
+top-level tile sets in turn. Evacuations alternate between VectorE and ScalarE (both read
+PSUM). Nothing is emitted (the general emitter runs) for other shapes, dtypes that need a cast,
+broadcast batch dims, or a C home that is not one contiguous block per instance.
 """
 
 from __future__ import annotations
