@@ -88,18 +88,20 @@ def plan_blocks(b_: int, n: int, d: int, budget: int, tiles: int, extra: int) ->
     return None
 
 
-def blocks_view(home: HbmHome, g: ColumnBlocks) -> HbmHome | None:
+def blocks_view(home: HbmHome, g: ColumnBlocks, interleaved: bool = False) -> HbmHome | None:
     """``home`` as (B/(bb·kb), D/(W·kj), kb, kj, 128, bb, q, W): load ``(i, j, rb, rj)`` holds
     batches ``(i·kb + rb)·bb ...`` and columns ``(j·kj + rj)·W ...``, partition ``p`` rows
-    ``p·q ... p·q + q - 1``; None if that needs a copy."""
+    ``p·q ... p·q + q - 1`` (``interleaved``: rows ``p, p + 128, ...``, so that piece ``g``
+    transposed holds rows ``128·g ...`` in order); None if that needs a copy."""
     b_, n, d, w, bb = g.outer, g.rows, g.cols, g.width, g.batches
     kb, kj = g.per_body
     h = home.reshape((b_, n, d))
     if h is None or h.strides[2] != 1:
         return None
     sb, sn = h.strides[0], h.strides[1]
+    sp, sg = (sn, P * sn) if interleaved else (g.q * sn, sn)
     shape = (b_ // (bb * kb), d // (w * kj), kb, kj, P, bb, g.q, w)
-    return HbmHome(h.base, h.offset, shape, (bb * kb * sb, w * kj, bb * sb, w, g.q * sn, sb, sn, 1))
+    return HbmHome(h.base, h.offset, shape, (bb * kb * sb, w * kj, bb * sb, w, sp, sb, sg, 1))
 
 
 def loop(b, loops: ExitStack, count: int):
@@ -121,24 +123,26 @@ def block_window(g: ColumnBlocks) -> tuple:
     return (_ds(0, P), _ds(0, g.batches), _ds(0, g.q), _ds(0, g.width))
 
 
-def input_home(ctx, v: Value, g: ColumnBlocks) -> HbmHome | None:
+def input_home(ctx, v: Value, g: ColumnBlocks, interleaved: bool = False) -> HbmHome | None:
     """``v``'s HBM home as a ``blocks_view``, None when it has none or needs a copy."""
-    return blocks_view(ctx.home(v), g) if v in ctx.homes else None
+    return blocks_view(ctx.home(v), g, interleaved) if v in ctx.homes else None
 
 
-def store_columns(b, column, units: int, out: Value, factor: float, name: str) -> None:
+def store_columns(b, column, units: int, out: Value, factor: float, name: str, dtype="f32") -> None:
     """Store per-unit results held one 128-column slice per partition column (``column(u0,
     cnt)``: the ``[128, cnt]`` access of units ``u0 ... u0 + cnt - 1``) into ``out``, an HBM
     ``(units, 128)`` view: per 128 units one TensorE transpose puts them in rows, a ScalarE copy
-    out of PSUM (times ``factor`` unless it is 1) and one DMA."""
+    out of PSUM (times ``factor`` unless it is 1; into ``dtype``, a VectorE copy when that is
+    not f32) and one DMA."""
     for u0 in range(0, units, P):
         cnt = min(P, units - u0)
         pt = b.alloc((cnt, P), "f32", "psum", name=f"{name}_t")
         b.nc_transpose(dst=Access(pt, (_ds(0, cnt), _ds(0, P))), data=column(u0, cnt))
-        vt = b.alloc((cnt, P), "f32", "sbuf", name=name)
+        vt = b.alloc((cnt, P), dtype, "sbuf", name=name)
         whole = Access(vt, (_ds(0, cnt), _ds(0, P)))
         if factor == 1.0:
-            b.tensor_copy(dst=whole, src=Access(pt, (_ds(0, cnt), _ds(0, P))), engine="scalar")
+            engine = "scalar" if dtype == "f32" else "vector"
+            b.tensor_copy(dst=whole, src=Access(pt, (_ds(0, cnt), _ds(0, P))), engine=engine)
         else:
             b.activation(dst=whole, op="copy", data=Access(pt, (_ds(0, cnt), _ds(0, P))), scale=factor)
         b.dma_copy(dst=Access(out, (_ds(u0, cnt), _ds(0, P))), src=whole)

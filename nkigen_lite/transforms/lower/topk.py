@@ -45,6 +45,7 @@ from ...ir.dtypes import float32, int32, uint32
 from ...ir.errors import BuildError
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
+from .column_argmax import emit_column_argmax, match_column_argmax
 from .context import LowerContext
 from .homes import HbmHome
 from .permute_copy import MAX_FREE
@@ -158,6 +159,9 @@ def lower_topk(ctx: LowerContext, op: T.TopkOp) -> None:
     reason = native_topk_refusal(op, ctx.target)
     if reason is not None:  # decompose keeps only the ops this path takes
         raise BuildError(f"lowering: {op.name} has no native lowering here ({reason}); decompose expands it")
+    ca = match_column_argmax(op, (ctx.target.sbuf_bytes_per_partition * 3) // 4)
+    if ca is not None and emit_column_argmax(ctx, ca):  # over a non-last axis: column_argmax.py
+        return
     x = op.operand(0)
     k, axis = op.attrs["k"], op.attrs["axis"]
     shape, dt = x.type.shape, x.type.dtype
