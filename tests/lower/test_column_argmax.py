@@ -66,16 +66,16 @@ def test_nan_inf_and_masked_columns():
 
 def test_cliff_sweep_row_counts():
     """argmax(0) of 2048x4096 f32 moved x through HBM (3.0x the minimum traffic, 2,304
-    instructions, 992.7 us scheduled): now read once, four loads of 1,024-column blocks
-    (4 KiB descriptors), under 1,750 instructions."""
+    instructions, 992.7 us scheduled): now read once, 32 loads of 128-column blocks (512 B
+    descriptors: VectorE binds, small loads start it early), under 1,750 instructions."""
     k = argmax_kernel((2048, 4096), 0)
     s = k.stats()
     assert s.dma_bytes == s.min_hbm_bytes == 2048 * 4096 * 4 + 4096 * 4
+    assert s.dma_count == 32 + 1  # the loads and one store of the 4,096 indices
     loads = [op for op in io_dmas(k) if op.access("dst").space is MemorySpace.SBUF]
-    assert len(loads) == 4
     for op in loads:
         cost = dma_cost(op, TRN2)
-        assert cost.partitions == 128 and cost.chunk_bytes >= 4096, cost
+        assert cost.partitions == 128 and cost.chunk_bytes >= 512, cost
     assert s.instructions_dynamic <= 1750
 
 

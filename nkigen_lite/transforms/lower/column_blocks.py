@@ -67,15 +67,18 @@ def _divisor_up_to(n: int, most: int) -> int:
     return max(c for c in range(1, most + 1) if n % c == 0)
 
 
-def plan_blocks(b_: int, n: int, d: int, budget: int, tiles: int, extra: int) -> ColumnBlocks | None:
+def plan_blocks(
+    b_: int, n: int, d: int, budget: int, tiles: int, extra: int, widest: int | None = None
+) -> ColumnBlocks | None:
     """The widest load (whole rows, else ``WIDTHS``) whose ``tiles`` block-sized tiles plus
-    ``extra`` bytes fit ``budget`` bytes per partition, with as many batches per load as fit
-    ``LOAD_BYTES``; None if none does (or the rows or columns are not multiples of 128)."""
+    ``extra`` bytes fit ``budget`` bytes per partition (at most ``widest`` columns when given),
+    with as many batches per load as fit ``LOAD_BYTES``; None if none does (or the rows or
+    columns are not multiples of 128)."""
     if n % P or d % P:
         return None
     q = n // P
     for w in (d, *(c for c in WIDTHS if c < d)):
-        if d % w or tiles * q * w * 4 + extra > budget:
+        if d % w or (widest is not None and w > widest) or tiles * q * w * 4 + extra > budget:
             continue
         bb = 1
         for k in range(b_, 0, -1):
