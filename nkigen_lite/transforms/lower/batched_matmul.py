@@ -3,8 +3,9 @@
 
 The general emitter (matmul.py) handles one batch instance per loop iteration with one DMA per
 128-row block of each operand (256-byte runs when K is 128 bf16) and one store per M tile. Here,
-when every batch instance has one K chunk (K <= 128), M a multiple of 128 (M = 128 r) and N at
-most ``MAX_N``, a loop iteration handles ``G`` instances with three DMAs:
+when every batch instance has one K chunk (K <= 128) — or, B K-major, up to ``MAX_K_CHUNKS``
+— M a multiple of 128 (M = 128 r) and N at most ``MAX_N``, a step handles ``G`` instances
+with two loads and a store per instance:
 
 - **A** ``(G, M, K)``, K contiguous: one load into ``[128, G, r, K]``, partition ``p`` holding
   rows ``p r ... p r + r - 1`` of each instance (runs of ``r K`` elements). TensorE transposes of
@@ -13,9 +14,12 @@ most ``MAX_N``, a loop iteration handles ``G`` instances with three DMAs:
   K contiguous): one load into ``[128, G, s, K]`` (N = 128 s, rows ``p s ... p s + s - 1`` on
   partition ``p``), transposed per ``[:, g, j, :]`` and copied into Bᵀ ``[K, G, N]`` at columns
   ``j, j + s, ...`` (a strided copy), so Bᵀ is in N order.
-- One ``nc_matmul`` per instance, row block ``j`` and 512-column bank gives rows ``p r + j`` of
-  C; the evacuation copy puts them at ``[p, g, j, :]`` of a ``[128, G, r, N]`` tile, which one
-  DMA stores with each partition writing ``G`` runs of ``r N`` contiguous elements.
+- K in ``nk > 1`` chunks (B K-major): B is loaded as ``[K / nk, G, nk, N]``, rows
+  ``q nk ... q nk + nk - 1`` on partition ``q`` (chunk ``c`` = K indices ``q nk + c``), and A's
+  chunk ``c`` is transposed from columns ``c, c + nk, ...``: both operands permute K alike.
+- One ``nc_matmul`` per instance, row block ``j``, K chunk and 512-column bank gives rows
+  ``p r + j`` of C; the evacuation copy puts them at ``[p, j, :]`` of the instance's
+  ``[128, r, N]`` tile, which one DMA stores, each partition writing a run of ``r N``.
 
 Step t + 1's loads are issued before step t's store (the DMA queues issue in program order):
 up to ``MAX_STRAIGHT`` steps straight, more in a ``fori_loop`` over step pairs loading into two
@@ -33,8 +37,9 @@ from .homes import HbmHome
 
 MAX_N = 2048  # columns of C per instance (Bᵀ and the C tile stay in SBUF per instance)
 MAX_ROW_BLOCKS = 16  # M / 128
+MAX_K_CHUNKS = 8  # K / 128 (B K-major only)
 MAX_STRAIGHT = 16  # loop steps emitted straight (skewed); more run in a fori_loop
-C_TILE_BYTES = 8192  # target bytes per partition of one iteration's C tile (G instances)
+STEP_BYTES = 16384  # bytes per partition of one step's A, B and C tiles (G instances)
 
 
 def _flat(h: HbmHome, batch: tuple[int, ...], rows: int, cols: int) -> HbmHome | None:
@@ -48,12 +53,12 @@ def _flat(h: HbmHome, batch: tuple[int, ...], rows: int, cols: int) -> HbmHome |
     return h.reshape((total, rows, cols)) if len(batch) != 1 else h
 
 
-def _group(total: int, c_row_bytes: int) -> int:
-    """Instances per loop iteration: the largest divisor of ``total`` whose C tile stays within
-    ``C_TILE_BYTES`` per partition (at least 1)."""
+def _group(total: int, instance_bytes: int) -> int:
+    """Instances per step: the largest divisor of ``total`` whose tiles (``instance_bytes`` per
+    partition each) stay within ``STEP_BYTES`` per partition (at least 1)."""
     best = 1
     for g in range(1, total + 1):
-        if total % g == 0 and g * c_row_bytes <= C_TILE_BYTES:
+        if total % g == 0 and g * instance_bytes <= STEP_BYTES:
             best = g
     return best
 
@@ -77,13 +82,16 @@ def lower_batched_small(ctx, op: T.MatmulOp) -> bool:
     total = 1
     for e in batch:
         total *= e
-    if total < 2 or k > p or m % p or m // p > MAX_ROW_BLOCKS or n > MAX_N or n < 2:
+    if total < 2 or m % p or m // p > MAX_ROW_BLOCKS or n > MAX_N or n < 2:
         return False
     ha, hb = ctx.home(a_v), ctx.home(b_v)
     if ha.strides[-1] != 1 or m < 2:  # A's K dim contiguous: rows loaded whole
         return False
     b_kmajor = hb.strides[-1] == 1
     if not b_kmajor and (hb.strides[-2] != 1 or n % p):
+        return False
+    nk = -(-k // p)
+    if nk > 1 and (not b_kmajor or k % p or nk > MAX_K_CHUNKS):
         return False
     fa, fb = _flat(ha, batch, m, k), _flat(hb, batch, k, n)
     home = ctx.home_for_store(c_v)
@@ -92,7 +100,9 @@ def lower_batched_small(ctx, op: T.MatmulOp) -> bool:
         return False
     ctx.at_op(op)
     r = m // p
-    g_n = _group(total, r * n * c_v.type.dtype.itemsize)
+    item = dt.itemsize
+    b_bytes = nk * n * item if b_kmajor else (n // p) * k * item
+    g_n = _group(total, r * k * item + b_bytes + r * n * c_v.type.dtype.itemsize)
     # (p, B, r, K): row p r + j of each instance on partition p
     a_view = ctx.view(
         HbmHome(fa.base, fa.offset, (p, total, r, k), (r * fa.strides[1], fa.strides[0], fa.strides[1], 1))
@@ -105,8 +115,9 @@ def lower_batched_small(ctx, op: T.MatmulOp) -> bool:
             (r * fc.strides[1], fc.strides[0], fc.strides[1], fc.strides[2]),
         )
     )
-    if b_kmajor:  # (K, B, N)
-        b_view = ctx.view(HbmHome(fb.base, fb.offset, (k, total, n), (fb.strides[1], fb.strides[0], 1)))
+    if b_kmajor:  # (K / nk, B, nk, N): B's rows p nk + c on partition p (chunk c)
+        kp, sk = k // nk, fb.strides[1]
+        b_view = ctx.view(HbmHome(fb.base, fb.offset, (kp, total, nk, n), (nk * sk, fb.strides[0], sk, 1)))
     else:  # (p, B, s, K): B's rows n = p s + j on partition p
         s = n // p
         b_view = ctx.view(
@@ -155,7 +166,8 @@ def _alloc_loads(ctx, g_n: int, r: int, k: int, n: int, b_kmajor: bool, dt) -> t
     p = ctx.partitions
     a_nat = ctx.b.alloc((p, g_n, r, k), dt, "sbuf", name="a_rows")
     if b_kmajor:
-        return a_nat, ctx.b.alloc((k, g_n, n), dt, "sbuf", name="b_t")
+        nk = -(-k // p)
+        return a_nat, ctx.b.alloc((k // nk, g_n, nk, n), dt, "sbuf", name="b_t")
     return a_nat, ctx.b.alloc((p, g_n, n // p, k), dt, "sbuf", name="b_rows")
 
 
@@ -179,24 +191,29 @@ def _compute_store(ctx, views, i0, loaded, r: int, k: int, n: int, b_kmajor: boo
     g_n, dt = a_nat.type.shape[1], a_nat.type.dtype
     fmax = ctx.target.psum_bank_fmax
     per_bank = max(1, fmax // p)  # 128-column transposes one PSUM tile holds
+    nk = -(-k // p)
+    kp = k // nk  # K chunk c holds K indices p nk + c
     for g in range(g_n):
-        # Aᵀ blocks [K, r, 128]: block j = rows p r + j
-        a_t = b.alloc((k, r, p), dt, "sbuf", name="a_t")
-        for j0 in range(0, r, per_bank):
-            nj = min(per_bank, r - j0)
-            ps = b.alloc((k, nj, p), dt, "psum", name="a_ps")
-            for j in range(nj):
-                b.nc_transpose(
-                    dst=Access(ps, (_ds(0, k), _ds(j, 1), _ds(0, p))),
-                    data=Access(a_nat, (_ds(0, p), _ds(g, 1), _ds(j0 + j, 1), _ds(0, k))),
+        # Aᵀ blocks [kp, nk, r, 128]: block (c, j) = rows p r + j, columns q nk + c
+        a_t = b.alloc((kp, nk, r, p), dt, "sbuf", name="a_t")
+        for c in range(nk):
+            for j0 in range(0, r, per_bank):
+                nj = min(per_bank, r - j0)
+                ps = b.alloc((kp, nj, p), dt, "psum", name="a_ps")
+                for j in range(nj):
+                    b.nc_transpose(
+                        dst=Access(ps, (_ds(0, kp), _ds(j, 1), _ds(0, p))),
+                        data=Access(a_nat, (_ds(0, p), _ds(g, 1), _ds(j0 + j, 1), _ds(c, kp, nk))),
+                    )
+                b.tensor_copy(
+                    dst=Access(a_t, (_ds(0, kp), _ds(c, 1), _ds(j0, nj), _ds(0, p))),
+                    src=Access(ps, (_ds(0, kp), _ds(0, nj), _ds(0, p))),
+                    engine="vector",
                 )
-            b.tensor_copy(
-                dst=Access(a_t, (_ds(0, k), _ds(j0, nj), _ds(0, p))),
-                src=Access(ps, (_ds(0, k), _ds(0, nj), _ds(0, p))),
-                engine="vector",
-            )
         if b_kmajor:
-            b_t = Access(b_in, (_ds(0, k), _ds(g, 1), _ds(0, n)))
+
+            def moving(c, n0, w, g=g):
+                return Access(b_in, (_ds(0, kp), _ds(g, 1), _ds(c, 1), _ds(n0, w)))
         else:
             s = n // p
             bt = b.alloc((k, n), dt, "sbuf", name="b_t")
@@ -211,19 +228,23 @@ def _compute_store(ctx, views, i0, loaded, r: int, k: int, n: int, b_kmajor: boo
                     src=Access(ps, (_ds(0, k), _ds(0, p))),
                     engine="vector",
                 )
-            b_t = Access(bt, (_ds(0, k), _ds(0, n)))
+
+            def moving(_c, n0, w, bt=bt):
+                return Access(bt, (_ds(0, k), _ds(n0, w)))
+
         c_t = b.alloc((p, r, n), c_dt, "sbuf", name="c_rows")
         engine = ("scalar", "vector")[g % 2]
         for j in range(r):
             for n0 in range(0, n, fmax):
                 w = min(fmax, n - n0)
                 acc = b.alloc((p, fmax), "f32", "psum", name="acc")
-                mov = Access(b_t.tensor, b_t.dims[:-1] + (_ds(Affine.of(b_t.dims[-1].offset) + n0, w),))
-                b.nc_matmul(
-                    dst=Access(acc, (_ds(0, p), _ds(0, w))),
-                    stationary=Access(a_t, (_ds(0, k), _ds(j, 1), _ds(0, p))),
-                    moving=mov,
-                )
+                for c in range(nk):
+                    b.nc_matmul(
+                        dst=Access(acc, (_ds(0, p), _ds(0, w))),
+                        stationary=Access(a_t, (_ds(0, kp), _ds(c, 1), _ds(j, 1), _ds(0, p))),
+                        moving=moving(c, n0, w),
+                        accumulate=c > 0,
+                    )
                 b.tensor_copy(
                     dst=Access(c_t, (_ds(0, p), _ds(j, 1), _ds(n0, w))),
                     src=Access(acc, (_ds(0, p), _ds(0, w))),
