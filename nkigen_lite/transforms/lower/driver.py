@@ -47,6 +47,7 @@ from .groups import FusionGroup, form_groups, is_fusible
 from .homes import HbmHome
 from .index_chain import hoist_index_chain
 from .inplace import finish_aliased_outputs, place_aliased_outputs
+from .interleaved_concat import plan_interleaved_concats
 from .item_order import hoist_projections
 from .limits import LoweringLimit
 from .liveness import peak_live_bytes
@@ -129,6 +130,7 @@ def _lower(graph: Graph, target: Target, layout, alone: set, empty: dict, lnc: i
     _place_reshaped_outputs(ctx, outputs, producers)
     place_view_chains(ctx, graph, producers, outputs)
     plan_concats(ctx, graph, producers, set(outputs.values()))
+    plan_interleaved_concats(ctx, graph, producers, set(outputs.values()), part, plans)
     _lower_items(ctx, part, plans, row_local, set(outputs.values()), pairs, splits)
     check_tile_knobs_applied(ctx)
     final = {}

@@ -54,6 +54,9 @@ class TileFrame:
         # values read from another value's tile at free-dim offsets (a free slice of a row
         # pipeline value, pipeline_views.py): domain dim -> offset
         self.tile_offsets: dict[Value, dict[int, int]] = {}
+        # values read or written every other element of their tile (one of an interleaved pair,
+        # adjacent_halves.py): domain dim -> step
+        self.tile_steps: dict[Value, dict[int, int]] = {}
         # parts of a concat assembled in one row tile (pipeline_views.py): part -> (concat,
         # offsets along the trailing free dims); the row pipeline's tile table (``pipe``, set
         # by the group emitter) holds the concat's tile of the current instance
@@ -124,7 +127,8 @@ class TileFrame:
                 dims.append(DimSlice(Affine.of(col) + shift.get(d, 0), n, 0 if n > 1 else 1))
             else:
                 start = inst.offsets[d] if whole_row else Affine.of(0)
-                dims.append(DimSlice(start + shift.get(d, 0), inst.extents[d], 1))
+                step = self.tile_steps.get(v, {}).get(d, 1)
+                dims.append(DimSlice(start + shift.get(d, 0), inst.extents[d], step))
         if not self.plan.f_dims:
             dims.append(DimSlice(Affine.of(0), 1, 1))
         return Access(t, tuple(dims))

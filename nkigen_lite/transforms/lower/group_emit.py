@@ -12,6 +12,7 @@ from __future__ import annotations
 from ...ir.value import Value
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
+from . import adjacent_halves
 from .context import LowerContext
 from .destrided_load import load_destrided, span_view
 from .fold import FoldPlan
@@ -89,6 +90,9 @@ class GroupEmitter(TileFrame):
         self.load_views: dict[Value, Value] = {}
         self.span_views: dict[Value, Value | None] = {}
         self.store_views: dict[Value, Value] = {}
+        # windows side by side on the last axis, moved by one DMA (adjacent_halves.py)
+        self.load_pairs: dict = {}
+        self.store_pairs: dict = {}
 
     # ---- levels --------------------------------------------------------------------------------
     def _level_of_ext(self, ext) -> int:
@@ -188,6 +192,23 @@ class GroupEmitter(TileFrame):
                 self.span_views[u] = span_view(self.ctx, self.load_views[u])
         for v in self.escaping:
             self.store_views[v] = self._aligned_view(self.ctx.home_for_store(v), True)
+        loadable = [u for u in self.externals if u not in self.provided and u not in self.resident]
+        self.load_pairs = adjacent_halves.pairs(self, self.load_views, loadable, self.levels)
+        index = {op.result: k for k, op in enumerate(self.g.ops)}
+        storable = sorted(
+            (
+                v
+                for v in self.escaping
+                if v not in self.resident_values
+                and v not in self.into
+                and v.defining_op not in self.combine_level
+                and v.defining_op not in self.fold.narrowed
+                and all(self.ext(v)[d] == self.plan.domain[d] for d in self.plan.p_dims)
+            ),
+            key=index.__getitem__,
+        )
+        levels = {v: (self.levels[v], self.store_level[v]) for v in storable}
+        self.store_pairs = adjacent_halves.pairs(self, self.store_views, storable, levels)
         for key in self.fold.const_columns():
             self.const_cols[key] = None  # filled at level 0
 
@@ -257,6 +278,9 @@ class GroupEmitter(TileFrame):
         return Access(view, tuple(dims))
 
     def _load(self, u: Value, inst: Instance) -> None:
+        if u in self.load_pairs:
+            self._load_pair(u, inst)
+            return
         if self._partition_broadcast(u, inst):
             return
         self.new_tile(u, inst)
@@ -266,6 +290,39 @@ class GroupEmitter(TileFrame):
         if held is None and load_destrided(self.b, dst, src, self.span_views.get(u)):
             return
         self.b.dma_copy(dst=dst, src=src)
+
+    def new_tile(self, v: Value, inst: Instance, dtype=None) -> Value:
+        """As TileFrame.new_tile; a value stored with its neighbour (adjacent_halves.py) is
+        written into the tile the pair's lead allocates, at its offset."""
+        if v not in self.store_pairs:
+            return super().new_tile(v, inst, dtype)
+        return self._pair_tile(v, self.store_pairs[v], inst)
+
+    def _pair_tile(self, v: Value, pair, inst: Instance) -> Value:
+        lead, shift, view, step = pair
+        d = self.plan.f_dims[-1]
+        if v is lead:
+            free = inst.free(self.ext(v))
+            shape = (inst.rows(),) + free[:-1] + (view.type.shape[-1],)
+            self.tiles[v] = self.b.alloc(shape, v.type.dtype, "sbuf", name=v.name_hint or "t")
+        else:
+            self.tiles[v] = self.tiles[lead]
+        if shift:
+            self.tile_offsets[v] = {d: shift}
+        if step != 1:
+            self.tile_steps[v] = {d: step}
+        return self.tiles[v]
+
+    def _load_pair(self, u: Value, inst: Instance) -> None:
+        """Load both halves of a pair with one DMA (by its lead; the other reads that tile)."""
+        pair = self.load_pairs[u]
+        self._pair_tile(u, pair, inst)
+        lead, _, view, _ = pair
+        if u is lead:
+            n2 = view.type.shape[-1]
+            dst = adjacent_halves.whole_last(self.access(u, inst), n2)
+            src = adjacent_halves.whole_last(self._window(view, inst), n2)
+            self.b.dma_copy(dst=dst, src=src)
 
     def _held(self, u: Value, dst: Access) -> Access | None:
         """The SBUF tile holding all of ``u`` row-major (onchip_rows.py), read by an SBUF -> SBUF
@@ -339,7 +396,22 @@ class GroupEmitter(TileFrame):
             )
         return True
 
+    def _store_pair(self, v: Value, inst: Instance) -> None:
+        """Store both members of a pair with one DMA, at the first one's store (both are
+        computed by then: they share their level)."""
+        lead, _, view, _ = self.store_pairs[v]
+        other = next(w for w, p in self.store_pairs.items() if p[0] is lead and w is not v)
+        if self.escaping.index(other) < self.escaping.index(v):
+            return
+        n2 = view.type.shape[-1]
+        src = adjacent_halves.whole_last(self.access(v, inst), n2)
+        dst = adjacent_halves.whole_last(self._window(view, inst), n2)
+        self.b.dma_copy(dst=dst, src=src)
+
     def _store(self, v: Value, inst: Instance) -> None:
+        if v in self.store_pairs:
+            self._store_pair(v, inst)
+            return
         plan, ve = self.plan, self.ext(v)
         # rows of a value broadcast over some partition dims: only the leading rows are distinct
         seen_full = False

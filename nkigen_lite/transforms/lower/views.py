@@ -72,7 +72,7 @@ def lower_concat(ctx: LowerContext, op: T.ConcatOp) -> None:
     for u in op.operands:
         n = u.type.shape[ax]
         part = h.sub(ax, start, n)
-        if ctx.homes.get(u) != part:
+        if u not in ctx.homes or not ctx.homes[u].same_elements(part):
             copy_home(ctx, ctx.home(u), part)
         start += n
 
@@ -82,7 +82,7 @@ def _none_in_place(ctx: LowerContext, op: T.ConcatOp, h: HbmHome) -> bool:
     ax, start = op.attrs["axis"], 0
     for u in op.operands:
         n = u.type.shape[ax]
-        if ctx.homes.get(u) == h.sub(ax, start, n):
+        if u in ctx.homes and ctx.homes[u].same_elements(h.sub(ax, start, n)):
             return False
         start += n
     return True
