@@ -205,4 +205,4 @@ def _loop(w, op) -> None:
     getattr(w.nb, T.FORI_LOOP)(op.trip_count, body, **{T.FORI_LOOP_UNROLL: w.unroll})
 
 
-from . import kb_bn, kb_collective, kb_dma_transpose, kb_indirect, kb_scan, kb_top8  # noqa: E402, F401  (their rules)
+from . import kb_bn, kb_collective, kb_dma_transpose, kb_indirect, kb_scan, kb_shuffle, kb_top8  # noqa: E402, F401  (their rules)

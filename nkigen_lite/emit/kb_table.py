@@ -44,6 +44,7 @@ MAX8 = "max8"  # assumed: the nki.isa name (top-8 instructions, kb_top8.py)
 FIND_INDEX8 = "nc_find_index8"  # assumed: the nki.isa name
 MATCH_REPLACE8 = "nc_match_replace8"  # assumed: the nki.isa name
 TENSOR_TENSOR_SCAN = "tensor_tensor_scan"  # assumed: the nki.isa name (kb_scan.py)
+STREAM_SHUFFLE = "nc_stream_shuffle"  # assumed: the nki.isa name (kb_shuffle.py)
 BN_STATS = "bn_stats"  # assumed: the nki.isa name (batch-norm statistics, kb_bn.py)
 BN_AGGR = "bn_aggr"  # assumed: the nki.isa name
 PROGRAM_ID = "program_id"  # assumed: nb.program_id(axis), as nl.program_id in NKI
@@ -108,6 +109,7 @@ ISA_SIGNATURES = {
     TENSOR_TENSOR_SCAN: _sig(
         "dst data0 data1 initial op0 op1 reverse0 reverse1", "assumed (as nki.isa.tensor_tensor_scan)"
     ),
+    STREAM_SHUFFLE: _sig("dst src shuffle_mask", "assumed (as nki.isa.nc_stream_shuffle)"),
     BN_STATS: _sig("dst data", "assumed (as nki.isa.bn_stats)"),
     BN_AGGR: _sig("dst data", "assumed (as nki.isa.bn_aggr)"),
     COLLECTIVES["all_reduce"]: _sig(

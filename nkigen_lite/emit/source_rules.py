@@ -237,4 +237,12 @@ def _loop(e: SourceEmitter, op) -> None:
         e.rewind(mark)
 
 
-from . import source_bn, source_collective, source_dma_transpose, source_indirect, source_scan, source_top8  # noqa: E402, F401  (their rules)
+from . import (  # noqa: E402  (registered rules, after the tables they fill)
+    source_bn,  # noqa: F401
+    source_collective,  # noqa: F401
+    source_dma_transpose,  # noqa: F401
+    source_indirect,  # noqa: F401
+    source_scan,  # noqa: F401
+    source_shuffle,  # noqa: F401
+    source_top8,  # noqa: F401
+)

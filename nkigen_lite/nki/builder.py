@@ -293,6 +293,10 @@ class Builder:
             engine="vector",
         )
 
+    def stream_shuffle(self, dst, src, mask) -> None:
+        """dst[32q + i] = src[32q + mask[i]] in every quadrant q of 32 partitions (ops/shuffle.py)."""
+        self._emit(ops.StreamShuffleOp, dst=dst, src=src, mask=tuple(mask), engine="vector")
+
     def bn_stats(self, dst, data) -> None:
         """dst[p, 0:6] = count, mean, variance * count of data's even then odd elements of
         partition p (ops/bn.py)."""

@@ -242,4 +242,11 @@ def _select(it: I, op, args):
         it.write_access(op, "reduce_res", args, np.max(y, axis=1, keepdims=True))
 
 
-from . import interpret_bn, interpret_dma_transpose, interpret_indirect, interpret_scan, interpret_top8  # noqa: E402, F401  (the DMA transpose's, indirect DMAs', scan, top-8 and bn_stats / bn_aggr rules)
+from . import (  # noqa: E402  (registered rules, after the tables they fill)
+    interpret_bn,  # noqa: F401
+    interpret_dma_transpose,  # noqa: F401
+    interpret_indirect,  # noqa: F401
+    interpret_scan,  # noqa: F401
+    interpret_shuffle,  # noqa: F401
+    interpret_top8,  # noqa: F401
+)

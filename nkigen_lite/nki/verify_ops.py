@@ -410,4 +410,4 @@ def _select(ctx, op) -> None:
 __all__ = ["OP_RULES", "rule", "check_compute_common"]
 
 
-from . import verify_bn, verify_dma_transpose, verify_indirect, verify_scan, verify_top8  # noqa: E402, F401  (the DMA transpose's, indirect DMAs', scan, top-8 and bn_stats / bn_aggr rules)
+from . import verify_bn, verify_dma_transpose, verify_indirect, verify_scan, verify_shuffle, verify_top8  # noqa: E402, F401  (the DMA transpose's, indirect DMAs', scan, shuffle, top-8 and bn_stats / bn_aggr rules)

@@ -8,6 +8,7 @@ from .isa_data import affine_select, dma_copy, iota, memset, tensor_copy, tensor
 from .isa_dma_transpose import dma_transpose
 from .isa_scalar import activation
 from .isa_scan import tensor_tensor_scan
+from .isa_shuffle import nc_stream_shuffle
 from .isa_tensor_engine import nc_matmul, nc_transpose
 from .isa_top8 import max8, nc_find_index8, nc_match_replace8
 from .isa_vector import select_reduce, tensor_reduce, tensor_scalar, tensor_tensor
@@ -31,6 +32,7 @@ __all__ = [
     "nc_transpose",
     "tensor_tensor",
     "tensor_tensor_scan",
+    "nc_stream_shuffle",
     "tensor_scalar",
     "tensor_reduce",
     "select_reduce",

@@ -244,4 +244,4 @@ def instruction_cost(op, target: Target) -> InstructionCost:
     return rule(op, target)
 
 
-from . import bn_cost, collective_cost, scan_cost, top8_cost  # noqa: E402, F401  (registers the collectives', scan, top-8 and bn_stats / bn_aggr rules)
+from . import bn_cost, collective_cost, scan_cost, shuffle_cost, top8_cost  # noqa: E402, F401  (registers the collectives', scan, shuffle, top-8 and bn_stats / bn_aggr rules)

@@ -66,6 +66,7 @@ def every_op_graph() -> nk.Graph:
         b.find_index8(dst=p8, data=t, vals=m8)
         b.match_replace8(dst=u, data=t, vals=m8, imm=-1.0)
         b.tensor_tensor_scan(dst=u, data0=t, data1=u, initial=col, op0="multiply", op1="add", reverse1=True)
+        b.stream_shuffle(dst=u, src=t, mask=[(i + 1) % 32 for i in range(32)])
         st = b.alloc((128, 6), nk.float32, name="st")
         mv = b.alloc((128, 2), nk.float32, name="mv")
         b.bn_stats(dst=st, data=t)

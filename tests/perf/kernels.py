@@ -116,6 +116,7 @@ def every_op() -> nk.Graph:
     b.find_index8(dst=p8, data=u, vals=m8)
     b.match_replace8(dst=t, data=u, vals=m8, imm=0.0)
     b.tensor_tensor_scan(dst=t, data0=u, data1=u, initial=0.0)
+    b.stream_shuffle(dst=t, src=u, mask=list(range(31, -1, -1)))
     st, mv = b.alloc((128, 6)), b.alloc((128, 2))
     b.bn_stats(dst=st, data=u)
     b.bn_aggr(dst=mv, data=st)

@@ -10,6 +10,7 @@ from nkigen_lite.nki.ops import (
     COMPUTE_OPS,
     INDIRECT_OPS,
     SCAN_OPS,
+    SHUFFLE_OPS,
     TOP8_OPS,
     CollectiveOp,
     DmaCopyOp,
@@ -30,6 +31,7 @@ def test_every_instruction_has_a_cost_rule():
         *INDIRECT_OPS,
         *TOP8_OPS,
         *SCAN_OPS,
+        *SHUFFLE_OPS,
         *BN_OPS,
     } | set(COLLECTIVE_OPS)
 

@@ -31,6 +31,7 @@ from .indirect import INDIRECT_OPS, DmaGatherOp, DmaScatterOp
 from .memory import AllocOp, DeallocOp, DmaCopyOp, HbmViewOp
 from .program import ProgramIdOp, lnc_of, program_id_op
 from .scan import SCAN_OPS, TensorTensorScanOp
+from .shuffle import SHUFFLE_OPS, StreamShuffleOp
 from .top8 import TOP8_OPS, FindIndex8Op, MatchReplace8Op, Max8Op
 
 ALL_OPS = (
@@ -43,6 +44,7 @@ ALL_OPS = (
     *COMPUTE_OPS,
     *TOP8_OPS,
     *SCAN_OPS,
+    *SHUFFLE_OPS,
     *BN_OPS,
     ForiLoopOp,
     *COLLECTIVE_OPS,
@@ -82,6 +84,8 @@ __all__ = [
     "MatchReplace8Op",
     "SCAN_OPS",
     "TensorTensorScanOp",
+    "SHUFFLE_OPS",
+    "StreamShuffleOp",
     "BN_OPS",
     "BnStatsOp",
     "BnAggrOp",
