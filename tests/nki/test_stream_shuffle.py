@@ -28,10 +28,14 @@ def _kernel(p=128, n=24, mask=REV, dtype=nk.float32, start=0, dst_dtype=None, ev
     if every_other:  # odd columns of src into even columns of dst and back
         for a, c in ((0, 1), (1, 0)):
             b.stream_shuffle(
-                dst=Access(u, (rows, DimSlice(a, n // 2, 2))), src=Access(t, (rows, DimSlice(c, n // 2, 2))), mask=mask
+                dst=Access(u, (rows, DimSlice(a, n // 2, 2))),
+                src=Access(t, (rows, DimSlice(c, n // 2, 2))),
+                mask=mask,
             )
     else:
-        b.stream_shuffle(dst=Access(u, (rows, DimSlice(0, n, 1))), src=Access(t, (rows, DimSlice(0, n, 1))), mask=mask)
+        b.stream_shuffle(
+            dst=Access(u, (rows, DimSlice(0, n, 1))), src=Access(t, (rows, DimSlice(0, n, 1))), mask=mask
+        )
     b.dma_copy(dst=y, src=u)
     b.dealloc(t)
     b.dealloc(u)

@@ -1,6 +1,7 @@
 """Data movement as HBM views: reshape (when no copy is needed), transpose, broadcast_to and
 positive-step slices are new views of their operand's home; a reshape that needs a copy is one
-HBM -> HBM DMA; a reversal (negative step) is a loop of DMAs running backwards; concat operands
+HBM -> HBM DMA; a reversal (negative step) of the whole last axis is reversed on chip
+(reverse_last.py), other reversals are a loop of DMAs running backwards; concat operands
 are stored straight into their slice of the result (planned before they are produced) or copied
 there; ``tensor.layout_convert`` of a value in HBM is the same home."""
 
@@ -19,6 +20,7 @@ from .destrided_load import copy_destrided
 from .hbm_copy_order import order_for_dma
 from .homes import HbmHome
 from .permute_copy import copy_permuted
+from .reverse_last import reverse_last
 from .rules import item_rule
 
 VIEW_OPS = (T.ReshapeOp, T.TransposeOp, T.BroadcastToOp, T.SliceOp)
@@ -121,8 +123,13 @@ def _reversing_copy(ctx: LowerContext, op: T.SliceOp, src: HbmHome) -> HbmHome:
     pos_starts = [0 if d in rev else a for d, a in enumerate(starts)]
     pos_steps = [1 if d in rev else st for d, st in enumerate(steps)]
     pos_shape = [src.shape[d] if d in rev else n for d, n in enumerate(v.type.shape)]
-    view_src = ctx.view(src.slice(pos_starts, pos_steps, pos_shape))
+    pos_src = src.slice(pos_starts, pos_steps, pos_shape)
     out = ctx.alloc_hbm(v.type.shape, v.type.dtype)
+    last = len(v.type.shape) - 1
+    if rev == [last] and starts[last] == src.shape[last] - 1 and steps[last] == -1:
+        if reverse_last(ctx, pos_src, out):  # the whole last axis reversed: on chip
+            return out
+    view_src = ctx.view(pos_src)
     view_dst = ctx.view(out)
 
     def nest(k: int, idx: dict) -> None:
