@@ -14,7 +14,7 @@ from ...tensor import ops as T
 from ..float_integral import is_integral
 from ..int_range import exact_range, int_range
 from .fold import ActSpec
-from .frame import TileFrame
+from .frame import TileFrame, immediate_of
 from .int_narrow import keep_low_bits, needs_narrow_wrap, wrapping_cast
 from .rules import tile_rule
 from .select import select_into
@@ -26,7 +26,12 @@ def activation(em: TileFrame, op: Op, inst) -> None:
     spec: ActSpec = em.fold.act[op]
     v = op.result
     ve = em.ext(v)
-    em.new_tile(v, inst)
+    if spec.inplace:  # the result is read by nothing: written over its data's tile
+        em.tiles[v] = em.tiles[spec.data]
+        if spec.data in em.tile_offsets:
+            em.tile_offsets[v] = em.tile_offsets[spec.data]
+    else:
+        em.new_tile(v, inst)
     data = em.access(spec.data, inst, ve)
     scale = spec.scale if not isinstance(spec.scale, Value) else fp32_column(em, spec.scale, inst)
     bias = None
@@ -63,7 +68,7 @@ def _wrap_into(em: TileFrame, v: Value, inst, emit) -> None:
     keep_low_bits(em, v, inst, wide, em.access(v, inst))
 
 
-def const_tile(em: TileFrame, v: Value, inst, value) -> Access:
+def const_tile(em: TileFrame, v: Value, inst, value, engine=None) -> Access:
     """A scratch tile of v's extent holding ``value`` (int32 / uint32 for integers, else fp32):
     the second operand of a GpSimd tensor_tensor, since NKI 0.6 documents GpSimd tensor_scalar
     only for rsqrt (nki.isa.tensor_scalar page)."""
@@ -73,7 +78,11 @@ def const_tile(em: TileFrame, v: Value, inst, value) -> Access:
         return t
     value = int(value)
     t = scratch(em, v, inst, "i32" if -(2**31) <= value < 2**31 else "u32")
-    em.b.memset(dst=t, value=value)
+    if engine is None:
+        em.b.memset(dst=t, value=value)
+    else:
+        em.note(engine, t.free_size)
+        em.b.memset(dst=t, value=value, engine=engine)
     return t
 
 
@@ -91,13 +100,19 @@ def broadcast_column(col: Access, like: Access) -> Access:
     return Access(col.tensor, col.dims[:1] + dims)
 
 
-def _int_op(em: TileFrame, v: Value, inst, dst: Access, data: Access, alu: str, value, rev=False) -> None:
+def _int_op(
+    em: TileFrame, v: Value, inst, dst: Access, data: Access, alu: str, value, rev=False, fill=None
+) -> None:
     """dst = data alu value (value alu data with ``rev``) exactly on GpSimd: a tensor_tensor with
-    a constant tile (value a number) or a broadcast column (value a (P, 1) access)."""
+    a constant tile (value a number; memset by ``fill``, default VectorE) or a broadcast column
+    (value a (P, 1) access)."""
+    held = None if isinstance(value, Access) else em.const_tiles.get(("bits", value, v.type.dtype.name))
     if isinstance(value, Access):
         other = broadcast_column(value, data)
+    elif fill is not None and held is not None:  # filled once for the group (fold.bit_consts)
+        other = em.tile_access(held, inst, em.ext(v))
     else:
-        other = const_tile(em, v, inst, value)
+        other = const_tile(em, v, inst, value, fill)
     a, b = (other, data) if rev else (data, other)
     em.note("gpsimd", 2 * dst.free_size)
     em.b.tensor_tensor(dst=dst, data1=a, data2=b, op=alu, engine="gpsimd")
@@ -209,12 +224,16 @@ def _binary_into(em: TileFrame, op: Op, inst, alu: str, a, b, dst) -> None:
     scalar_side = op.operand(0) if rev else op.operand(1)
     if rev and alu in ("add", "multiply", "maximum", "minimum", "equal", "not_equal"):
         rev = False  # commutative: the scalar side does not matter
+    if eng == "vector" and isinstance(operand, Imm) and _bits_on_gpsimd(em, op, alu, dst):
+        eng = "gpsimd"
     int_in_f32 = eng == "gpsimd" and isinstance(operand, Imm) and _exact_in_fp32(op, alu)
     if int_in_f32:  # every value within 2**24: VectorE / ScalarE compute it exactly in fp32
         eng = "vector"
     if eng == "gpsimd":  # exact integer arithmetic / power: tensor_tensor (see const_tile)
         value = operand.value if isinstance(operand, Imm) else em.access(scalar_side, inst)
-        return _int_op(em, v, inst, dst, data, alu, value, rev)
+        return _int_op(
+            em, v, inst, dst, data, alu, value, rev, fill="gpsimd" if alu.startswith("bitwise") else None
+        )
     if isinstance(operand, Imm):
         imm = operand.value
         operand = imm if alu.startswith("bitwise") else float(imm)
@@ -233,6 +252,29 @@ def _binary_into(em: TileFrame, op: Op, inst, alu: str, a, b, dst) -> None:
     elif alu.startswith("bitwise"):  # VectorE only: counted, so the balance above sees it
         em.note("vector", dst.free_size)
     em.b.tensor_scalar(dst=dst, data=data, op0=alu, operand0=operand, reverse0=rev, engine=eng)
+
+
+GPSIMD_BITS_MIN = 512
+"""Elements per partition from which a bitwise op with a constant may move to GpSimd."""
+
+
+def _bits_on_gpsimd(em: TileFrame, op: Op, alu: str, dst: Access) -> bool:
+    """Whether the 32-bit integer bitwise op with a constant runs on GpSimd (a tensor_tensor
+    against a constant tile it fills itself: 150 + N and 150 + 2N cycles at 1.2 GHz) rather than
+    VectorE (N cycles at 0.96 GHz, its only engine for bitwise ``tensor_scalar``): when the
+    balance's running busy times (frame.py) end sooner that way."""
+    n = dst.free_size
+    dt = op.result.type.dtype
+    if not alu.startswith("bitwise") or not dt.is_int or dt.bits != 32 or n < GPSIMD_BITS_MIN:
+        return False
+    if not all(u.type.dtype.is_int and u.type.dtype.bits == 32 for u in op.operands):
+        return False
+    clock = em._clocks()
+    k = next((immediate_of(u) for u in op.operands if immediate_of(u) is not None), None)
+    fill = 0 if ("bits", k, dt.name) in em.const_tiles else 150 + n  # a held constant tile
+    vector = em.busy.get("vector", 0.0) + n / clock["vector"]
+    gpsimd = em.busy.get("gpsimd", 0.0) + (150 + 2 * n + fill) / clock["gpsimd"]
+    return gpsimd < vector  # counted by _int_op and const_tile when emitted
 
 
 def _exact_in_fp32(op: Op, alu: str) -> bool:

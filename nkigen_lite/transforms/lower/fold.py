@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ...ir.op import Op
@@ -45,6 +46,7 @@ class ActSpec:
     bias: float | Value | None = None
     bias_negate: bool = False
     reduce: Value | None = None
+    inplace: bool = False  # dst is data's own tile (an integer plane read by nothing else)
 
 
 @dataclass
@@ -58,6 +60,7 @@ class FoldPlan:
     centred: dict = field(default_factory=dict)  # multiply op -> CentredMul (centred.py)
     centred_subs: set = field(default_factory=set)  # the subtractions those fold away
     moments: dict = field(default_factory=dict)  # row sum op -> Moments (moments.py)
+    bit_consts: dict = field(default_factory=dict)  # (value, dtype name) -> like: GpSimd bitwise operands
 
     def operands_of(self, op: Op) -> list[Value]:
         """The values an op's emitted instruction(s) read."""
@@ -103,6 +106,7 @@ class FoldPlan:
         _fuse_row_sums(em, fp)
         _fuse_int_row_sums(em, fp)
         _plan_cast_elision(em, fp)
+        _plan_bit_consts(em, fp)
         return fp
 
 
@@ -254,7 +258,8 @@ def exact_int_to_f32(v: Value) -> bool:
 def _fuse_int_row_sums(em: TileFrame, fp: FoldPlan) -> None:
     """A row sum of ``float(a)`` or ``float(a) * s`` (``a`` an integer fp32 holds exactly, the
     cast and the product read by nothing else) becomes one ScalarE ``activation(copy, a,
-    scale=s)`` with ``reduce_res``: the activation reads the integer tile as fp32 exactly."""
+    scale=s)`` with ``reduce_res``: the activation reads the integer tile as fp32 exactly, and
+    writes its (unread) result over that tile when nothing else reads it (no second tile)."""
     for op in em.g.ops:
         if not isinstance(op, T.ReduceOp) or op.attrs["kind"] != "sum" or op in fp.folded or op in fp.negated:
             continue
@@ -280,7 +285,8 @@ def _fuse_int_row_sums(em: TileFrame, fp: FoldPlan) -> None:
         a = cast.operand(0)
         if not exact_int_to_f32(a) or em.ext(a) != em.ext(cast_v):
             continue
-        fp.act[top] = ActSpec("copy", a, scale, reduce=op.result)
+        private = a.defining_op in em.members and a not in em.keep and a.num_uses == 1
+        fp.act[top] = ActSpec("copy", a, scale, reduce=op.result, inplace=private)
         fp.folded.add(op)
         if top is not cast:
             fp.folded.add(cast)
@@ -290,3 +296,28 @@ def _private(em: TileFrame, fp: FoldPlan, v: Value) -> bool:
     """``v`` is made in the group, read once, does not escape and is not folded elsewhere."""
     d = v.defining_op
     return d in em.members and v not in em.keep and v.num_uses == 1 and d not in fp.folded and d not in fp.act
+
+
+BIT_CONST_MIN = 512
+"""Elements per partition from which a 32-bit bitwise op with a constant may run on GpSimd
+(elementwise._bits_on_gpsimd), its constant tile then filled once before the loops."""
+
+
+def _plan_bit_consts(em: TileFrame, fp: FoldPlan) -> None:
+    """The constants of 32-bit integer bitwise ops over at least BIT_CONST_MIN elements per
+    partition: GpSimd has no bitwise ``tensor_scalar``, so if the balance moves such an op there
+    it reads a tile of the constant, filled once for the group (group_emit.py)."""
+    for op in em.g.ops:
+        if not isinstance(op, (T.BitwiseAndOp, T.BitwiseOrOp, T.BitwiseXorOp)) or op in fp.folded:
+            continue
+        dt = op.result.type.dtype
+        if not dt.is_int or dt.bits != 32 or not all(u.type.dtype == dt for u in op.operands):
+            continue
+        ext = em.ext(op.result)
+        if math.prod(ext[d] for d in em.plan.f_dims) < BIT_CONST_MIN:
+            continue
+        for full, other in (op.operands, reversed(op.operands)):
+            k = immediate_of(other)
+            if k is not None and immediate_of(full) is None and em.ext(full) == ext:
+                fp.bit_consts.setdefault((k, dt.name), op.result)
+                break

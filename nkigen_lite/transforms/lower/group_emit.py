@@ -212,18 +212,26 @@ class GroupEmitter(TileFrame):
         for key in self.fold.const_columns():
             self.const_cols[key] = None  # filled at level 0
 
+    def _emit_constants(self, inst: Instance) -> None:
+        """The group's constant columns and tiles, filled once before its loops."""
+        self.ctx.at("constant columns")
+        for value, dtype_name in list(self.const_cols):
+            t = self.b.alloc((inst.rows(), 1), "f32", "sbuf", name="cst")
+            self.b.memset(dst=t, value=float(value))
+            self.const_cols[(value, dtype_name)] = t
+        for value, dtype_name, like in self.fold.const_tiles():
+            if (value, dtype_name) not in self.const_tiles:
+                t = self.scratch_tile(like, inst, like.type.dtype)
+                self.b.memset(dst=t, value=float(value))
+                self.const_tiles[(value, dtype_name)] = t
+        for (value, dtype_name), like in self.fold.bit_consts.items():  # GpSimd bitwise operands
+            t = self.scratch_tile(like, inst, like.type.dtype)
+            self.b.memset(dst=t, value=value, engine="gpsimd")
+            self.const_tiles[("bits", value, dtype_name)] = t
+
     def _emit_items(self, level: int, inst: Instance) -> None:
         if level == 0:
-            self.ctx.at("constant columns")
-            for value, dtype_name in list(self.const_cols):
-                t = self.b.alloc((inst.rows(), 1), "f32", "sbuf", name="cst")
-                self.b.memset(dst=t, value=float(value))
-                self.const_cols[(value, dtype_name)] = t
-            for value, dtype_name, like in self.fold.const_tiles():
-                if (value, dtype_name) not in self.const_tiles:
-                    t = self.scratch_tile(like, inst, like.type.dtype)
-                    self.b.memset(dst=t, value=float(value))
-                    self.const_tiles[(value, dtype_name)] = t
+            self._emit_constants(inst)
         for u in self.externals:
             if self.levels[u] == level:
                 if u in self.provided:

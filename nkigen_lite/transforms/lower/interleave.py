@@ -11,7 +11,9 @@ An odd trip count runs the last iteration alone after the loop; a loop of 2 trip
 two iterations straight.
 
 A loop is transformed when its body (nested loops included) runs a Tensor-engine instruction
-and a ScalarE activation or VectorE reduction — a chain across engines; the loads, matmuls and
+and a ScalarE activation or VectorE reduction — a chain across engines — or a ScalarE row sum
+of an integer tile (the digit planes of an exact integer sum, whose combine on VectorE waits
+for the last plane's sum); the loads, matmuls and
 copies of a plain matmul overlap through rotating buffers instead, which the doubled tiles would
 crowd out — and only when the result is certainly the same: every instruction in it writes
 only tiles allocated inside the body, or HBM tensors and SBUF tiles allocated before it that
@@ -215,9 +217,21 @@ def _interleaved(loop: ForiLoopOp) -> list:
 
 def _has_tensor_work(loop: ForiLoopOp) -> bool:
     """The body runs the Tensor engine and a ScalarE activation or a VectorE reduction: a chain
-    across engines (a plain matmul's loads, matmuls and copies rotate buffers instead)."""
+    across engines (a plain matmul's loads, matmuls and copies rotate buffers instead); or it
+    sums integer digit planes on ScalarE (``_int_row_sum``), whose combine on VectorE waits for
+    the last plane's sum."""
     ops = list(loop.body.walk())
+    if any(_int_row_sum(op) for op in ops):
+        return True
     return any(isinstance(op, _TENSOR_OPS) for op in ops) and any(isinstance(op, _CHAIN_OPS) for op in ops)
+
+
+def _int_row_sum(op) -> bool:
+    """A ScalarE row sum (``reduce_res``) of an integer tile: a digit plane of an exact integer
+    sum (decomposition/digit_planes.py, fold.py)."""
+    if not isinstance(op, ActivationOp) or op.access("reduce_res") is None:
+        return False
+    return op.access("data").dtype.is_int
 
 
 def _candidates(block: Block, live: tuple[int, int], out: list, skip) -> tuple[int, int]:
