@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import nkigen_lite as nk
-from nkigen_lite.nki.ops import DmaCopyOp, ForiLoopOp
+from nkigen_lite.nki.ops import DmaCopyOp, ForiLoopOp, MatmulOp, TransposeOp
 from nkigen_lite.nki.target import TRN2
 from nkigen_lite.nki.types import HbmType
 from nkigen_lite.perf.dma_cost import dma_cost
@@ -48,7 +48,8 @@ def _chunks(k) -> list[int]:
 def test_attention_scores_bf16_counts(b_transposed):
     """(16, 512, 128) bf16 @ (16, 128, 512) or @ b.transpose(0, 2, 1): 8 steps of 2 instances,
     each one load of A and of B (1 KiB runs: 4 rows of 128 per partition) and one store per
-    instance (4 KiB runs: rows 4p .. 4p + 3 of C on partition p). Before: 12 DMAs per instance
+    instance (4 KiB runs: rows 4p .. 4p + 3 of C on partition p); step t + 1's transposes are
+    emitted before step t's matmuls. Before: 12 DMAs per instance
     (256 B load runs, 1 KiB store runs), 400 / 576 executed instructions."""
     a = RNG.standard_normal((16, 512, 128)).astype(BF16)
     if b_transposed:
@@ -62,6 +63,11 @@ def test_attention_scores_bf16_counts(b_transposed):
     assert s.dma_bytes == s.min_hbm_bytes
     assert sorted(set(_chunks(k))) == [1024, 4096]
     assert s.instructions_dynamic <= (368 if b_transposed else 240)
+    # step 1's transposes come before step 0's matmuls (VectorE copies them meanwhile)
+    ops = list(k.nki.walk())
+    first_mm = next(i for i, op in enumerate(ops) if isinstance(op, MatmulOp))
+    per_step = 2 * (4 + (4 if b_transposed else 0))  # 2 instances: A's 4 blocks (+ B's 4)
+    assert sum(isinstance(op, TransposeOp) for op in ops[:first_mm]) == 2 * per_step
 
 
 @pytest.mark.parametrize(

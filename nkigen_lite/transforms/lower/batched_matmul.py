@@ -131,12 +131,17 @@ def lower_batched_small(ctx, op: T.MatmulOp) -> bool:
     if steps > MAX_STRAIGHT:
         _skewed_loop(ctx, views, steps, g_n, args, dt, c_v.type.dtype)
         return True
-    # straight, skewed: step t+1's loads are issued before step t's store
-    loaded = _load(ctx, views, 0, g_n, *args, dt)
+    # straight, skewed: step t+2's loads are issued before step t's store
+    # and step t+1's transposes before step t's matmuls, so VectorE copies them while TensorE
+    # runs step t's matmuls instead of after step t's evacuations
+    loaded = [_load(ctx, views, t * g_n, g_n, *args, dt) for t in range(min(2, steps))]
+    prepared = _prepare(ctx, loaded[0], *args)
     for t in range(steps):
-        nxt = _load(ctx, views, (t + 1) * g_n, g_n, *args, dt) if t + 1 < steps else None
-        _compute_store(ctx, views, t * g_n, loaded, *args, c_v.type.dtype)
-        loaded = nxt
+        if t + 2 < steps:
+            loaded.append(_load(ctx, views, (t + 2) * g_n, g_n, *args, dt))
+        nxt = _prepare(ctx, loaded[t + 1], *args) if t + 1 < steps else None
+        _finish(ctx, views, t * g_n, prepared, *args[:3], c_v.type.dtype)
+        prepared = nxt
     return True
 
 
@@ -185,7 +190,13 @@ def _load(ctx, views, i0, g_n: int, r: int, k: int, n: int, b_kmajor: bool, dt, 
 
 def _compute_store(ctx, views, i0, loaded, r: int, k: int, n: int, b_kmajor: bool, c_dt) -> None:
     """Transposes, matmuls, evacuations and stores of the instances ``loaded`` holds (from
-    ``i0``): one C tile and one store per instance, evacuated on ScalarE and VectorE in turn."""
+    ``i0``)."""
+    _finish(ctx, views, i0, _prepare(ctx, loaded, r, k, n, b_kmajor), r, k, n, c_dt)
+
+
+def _prepare(ctx, loaded, r: int, k: int, n: int, b_kmajor: bool) -> list:
+    """Aᵀ and Bᵀ of every instance ``loaded`` holds (TensorE transposes, copies on VectorE):
+    per instance (Aᵀ tile, moving(c, n0, w) giving Bᵀ's chunk ``c``, columns ``n0 .. n0 + w``)."""
     b, p = ctx.b, ctx.partitions
     a_nat, b_in = loaded
     g_n, dt = a_nat.type.shape[1], a_nat.type.dtype
@@ -193,6 +204,7 @@ def _compute_store(ctx, views, i0, loaded, r: int, k: int, n: int, b_kmajor: boo
     per_bank = max(1, fmax // p)  # 128-column transposes one PSUM tile holds
     nk = -(-k // p)
     kp = k // nk  # K chunk c holds K indices p nk + c
+    out = []
     for g in range(g_n):
         # Aᵀ blocks [kp, nk, r, 128]: block (c, j) = rows p r + j, columns q nk + c
         a_t = b.alloc((kp, nk, r, p), dt, "sbuf", name="a_t")
@@ -232,6 +244,18 @@ def _compute_store(ctx, views, i0, loaded, r: int, k: int, n: int, b_kmajor: boo
             def moving(_c, n0, w, bt=bt):
                 return Access(bt, (_ds(0, k), _ds(n0, w)))
 
+        out.append((a_t, moving))
+    return out
+
+
+def _finish(ctx, views, i0, prepared: list, r: int, k: int, n: int, c_dt) -> None:
+    """Matmuls, evacuations and stores of the ``prepared`` instances (from ``i0``): one C tile
+    and one store per instance, evacuated on ScalarE and VectorE in turn."""
+    b, p = ctx.b, ctx.partitions
+    fmax = ctx.target.psum_bank_fmax
+    nk = -(-k // p)
+    kp = k // nk
+    for g, (a_t, moving) in enumerate(prepared):
         c_t = b.alloc((p, r, n), c_dt, "sbuf", name="c_rows")
         engine = ("scalar", "vector")[g % 2]
         for j in range(r):
