@@ -115,6 +115,9 @@ def emit_column_argmax(ctx, ca: ColumnArgmax) -> bool:
     xv = ctx.view(hx)
     res = b.alloc((P, units), float32, "sbuf", name="colargmax")
     ones = ones8(ctx, P)
+    first_rows = b.alloc((P, nk), float32, "sbuf", name="bank_first_row")  # 512·k: bank k's row 0
+    starts = Access(first_rows, (_ds(0, P), _ds(0, nk)))
+    b.iota(dst=starts, pattern=[[BANK_PIECES * P, nk]])
     with ExitStack() as loops:
         i = loop(b, loops, g.trips[0])
         j = loop(b, loops, g.trips[1])
@@ -124,13 +127,18 @@ def emit_column_argmax(ctx, ca: ColumnArgmax) -> bool:
             for bi in range(bb):
                 for s in range(w // P):
                     u = ((i * kb + rb) * bb + bi) * slices + (j * kj + rj) * (w // P) + s
-                    _unit(ctx, xt, bi, s, banks, ones, Access(res, (_ds(0, P), _ds(u, 1))), nk)
+                    _unit(ctx, xt, bi, s, banks, ones, starts, Access(res, (_ds(0, P), _ds(u, 1))), nk)
     out = ctx.view(hy)
     store_columns(b, lambda u0, cnt: Access(res, (_ds(0, P), _ds(u0, cnt))), units, out, 1.0, "colidx", "i32")
     return True
 
 
-def _unit(ctx, xt, bi: int, s: int, banks, ones, dst: Access, nk: int) -> None:
+def _whole(t, size: int) -> Access:
+    """All ``size`` elements of every partition of the 2-D tile ``t``."""
+    return Access(t, (_ds(0, P), _ds(0, size)))
+
+
+def _unit(ctx, xt, bi: int, s: int, banks, ones, starts: Access, dst: Access, nk: int) -> None:
     """The first maximum's row (or the first NaN's) of one (batch, 128-column slice) into the
     fp32 column ``dst``."""
     b = ctx.b
@@ -139,6 +147,8 @@ def _unit(ctx, xt, bi: int, s: int, banks, ones, dst: Access, nk: int) -> None:
     b.memset(dst=Access(vals, (_ds(0, P), _ds(0, nk * tw))), value=0.0, engine="gpsimd")
     ci = b.alloc((P, nk), float32, "sbuf", name="colcand_i")
     cn = b.alloc((P, nk), float32, "sbuf", name="colcand_nan")
+    pos = b.alloc((P, nk * tw), uint32, "sbuf", name="pos8")
+    npos = b.alloc((P, nk * tw), uint32, "sbuf", name="nan_pos")
     for k, gs in enumerate(banks):
         size = len(gs) * P
         ps = b.alloc((P, size), float32, "psum", name="colt")
@@ -169,25 +179,18 @@ def _unit(ctx, xt, bi: int, s: int, banks, ones, dst: Access, nk: int) -> None:
             reverse_pred=True,
             reduce_res=Access(vals, (_ds(0, P), _ds(k * tw, 1))),
         )
-        pos = b.alloc((P, tw), uint32, "sbuf", name="pos8")
-        b.find_index8(dst=pos, data=Access(keys, (_ds(0, P), _ds(0, size))), vals=km)
-        start = float(gs.start * P)
-        b.tensor_scalar(
-            dst=Access(ci, (_ds(0, P), _ds(k, 1))),
-            data=Access(pos, (_ds(0, P), _ds(0, 1))),
-            op0="add",
-            operand0=start,
+        b.find_index8(dst=Access(pos, (_ds(0, P), _ds(k * tw, tw))), data=_whole(keys, size), vals=km)
+        b.find_index8(
+            dst=Access(npos, (_ds(0, P), _ds(k * tw, tw))),
+            data=Access(mask, (_ds(0, P), _ds(0, size))),
+            vals=ones,
         )
-        npos = b.alloc((P, tw), uint32, "sbuf", name="nan_pos")
-        b.find_index8(dst=npos, data=Access(mask, (_ds(0, P), _ds(0, size))), vals=ones)
-        b.tensor_scalar(
-            dst=Access(cn, (_ds(0, P), _ds(k, 1))),
-            data=Access(npos, (_ds(0, P), _ds(0, 1))),
-            op0="add",
-            operand0=start,
-            op1="minimum",
-            operand1=NO_NAN,
-        )
+    # every bank's candidates at once: position + the bank's first row (NaN: at most NO_NAN)
+    all_k = (_ds(0, P), _ds(0, nk))
+    first = (_ds(0, P), _ds(0, nk, tw))
+    b.tensor_tensor(dst=Access(ci, all_k), data1=Access(pos, first), data2=starts, op="add")
+    b.tensor_tensor(dst=Access(cn, all_k), data1=Access(npos, first), data2=starts, op="add")
+    b.tensor_scalar(dst=Access(cn, all_k), data=Access(cn, all_k), op0="minimum", operand0=NO_NAN)
     got = b.alloc((P, 1), float32, "sbuf", name="colfirstmax")
     cv = Access(vals, (_ds(0, P), _ds(0, nk, tw)))
     merge_top1(ctx, cv, Access(ci, (_ds(0, P), _ds(0, nk))), got, P, nk)
