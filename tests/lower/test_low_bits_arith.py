@@ -92,3 +92,15 @@ def test_masked_affine_2048x4096_counts():
     lines = str(k.nki).splitlines()
     assert not any("engine = gpsimd" in x and ("op = multiply" in x or "op = add" in x) for x in lines)
     assert sum("memset" in x for x in lines) == 1
+
+
+def test_gpsimd_bitwise_constants_of_different_extents_are_exact():
+    """Constant tiles filled once per group are keyed by value, dtype and extents: a broadcast
+    operand's and (1 x 1024 per row) and the full one's (2 x 1024) each read their own."""
+    x, y = _values(np.int32, (128, 2, 1024)), _values(np.int32, (128, 1, 1024))
+
+    def fn(x, y):
+        return (x & 255) + (y & 255) + (x & 0xF0F0) + (y & 0xF0F0)
+
+    k = assert_exact_three_ways(nk.trace(fn).trace(x, y), {"x": x, "y": y}, fn(x, y))
+    assert "op = bitwise_and, engine = gpsimd" in str(k.nki)

@@ -106,7 +106,8 @@ def _int_op(
     """dst = data alu value (value alu data with ``rev``) exactly on GpSimd: a tensor_tensor with
     a constant tile (value a number; memset by ``fill``, default VectorE) or a broadcast column
     (value a (P, 1) access)."""
-    held = None if isinstance(value, Access) else em.const_tiles.get(("bits", value, v.type.dtype.name))
+    key = ("bits", value, v.type.dtype.name, tuple(em.ext(v)))
+    held = None if isinstance(value, Access) else em.const_tiles.get(key)
     if isinstance(value, Access):
         other = broadcast_column(value, data)
     elif fill is not None and held is not None:  # filled once for the group (fold.bit_consts)
@@ -271,7 +272,7 @@ def _bits_on_gpsimd(em: TileFrame, op: Op, alu: str, dst: Access) -> bool:
         return False
     clock = em._clocks()
     k = next((immediate_of(u) for u in op.operands if immediate_of(u) is not None), None)
-    fill = 0 if ("bits", k, dt.name) in em.const_tiles else 150 + n  # a held constant tile
+    fill = 0 if ("bits", k, dt.name, tuple(em.ext(op.result))) in em.const_tiles else 150 + n  # held tile
     vector = em.busy.get("vector", 0.0) + n / clock["vector"]
     gpsimd = em.busy.get("gpsimd", 0.0) + (150 + 2 * n + fill) / clock["gpsimd"]
     return gpsimd < vector  # counted by _int_op and const_tile when emitted

@@ -60,7 +60,7 @@ class FoldPlan:
     centred: dict = field(default_factory=dict)  # multiply op -> CentredMul (centred.py)
     centred_subs: set = field(default_factory=set)  # the subtractions those fold away
     moments: dict = field(default_factory=dict)  # row sum op -> Moments (moments.py)
-    bit_consts: dict = field(default_factory=dict)  # (value, dtype name) -> like: GpSimd bitwise operands
+    bit_consts: dict = field(default_factory=dict)  # (value, dtype, extents) -> like: GpSimd bitwise operands
 
     def operands_of(self, op: Op) -> list[Value]:
         """The values an op's emitted instruction(s) read."""
@@ -319,5 +319,5 @@ def _plan_bit_consts(em: TileFrame, fp: FoldPlan) -> None:
         for full, other in (op.operands, reversed(op.operands)):
             k = immediate_of(other)
             if k is not None and immediate_of(full) is None and em.ext(full) == ext:
-                fp.bit_consts.setdefault((k, dt.name), op.result)
+                fp.bit_consts.setdefault((k, dt.name, tuple(ext)), op.result)
                 break

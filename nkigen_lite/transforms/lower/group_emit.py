@@ -224,10 +224,10 @@ class GroupEmitter(TileFrame):
                 t = self.scratch_tile(like, inst, like.type.dtype)
                 self.b.memset(dst=t, value=float(value))
                 self.const_tiles[(value, dtype_name)] = t
-        for (value, dtype_name), like in self.fold.bit_consts.items():  # GpSimd bitwise operands
+        for (value, dtype_name, ext), like in self.fold.bit_consts.items():  # GpSimd bitwise operands
             t = self.scratch_tile(like, inst, like.type.dtype)
             self.b.memset(dst=t, value=value, engine="gpsimd")
-            self.const_tiles[("bits", value, dtype_name)] = t
+            self.const_tiles[("bits", value, dtype_name, ext)] = t
 
     def _emit_items(self, level: int, inst: Instance) -> None:
         if level == 0:
