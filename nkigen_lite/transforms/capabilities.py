@@ -52,7 +52,7 @@ class Capabilities:
         argmin.py), or a tensor.cumsum the on-chip lowering takes (cumsum.py)."""
         if isinstance(op, ArgminOp):  # before the own-lowering check: refused ones expand
             return argmin_refusal(op, self.target) is None
-        if isinstance(op, CumsumOp):  # floats along the last axis, on chip (lower/cumsum.py)
+        if isinstance(op, CumsumOp):  # floats along the last / first axis, on chip (lower/cumsum.py)
             return cumsum_refusal(op) is None
         if isinstance(op, T.CompositeOp) and own_lowering_takes(op):
             return True

@@ -19,9 +19,10 @@ scanned in column chunks of at least ``CHUNK_MIN`` elements, each scan from the 
 before it, so that scans overlap loads.
 8x2048 f32: 53.9 -> 7.95 us scheduled; 1x151936: 52.9 -> 11.86 us (docs/lowering.md).
 
-decompose keeps a cumsum this path takes (capabilities.py asks ``cumsum_refusal``) and expands
-the others: integer cumsums (their exact wrapping adds are wide-integer arithmetic), axes other
-than the last, and rows whose segments do not fit an fp32 tile in SBUF.
+A cumsum along the first axis goes to cumsum_columns.py. decompose keeps a cumsum these paths
+take (capabilities.py asks ``cumsum_refusal``) and expands the others: integer cumsums (their
+exact wrapping adds are wide-integer arithmetic), middle axes, first-axis shapes
+``columns_refusal`` refuses, and rows whose segments do not fit an fp32 tile in SBUF.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ...ir.errors import BuildError
 from ...nki.types import Access, DimSlice
 from ...tensor.composites_index import CumsumOp
 from .context import LowerContext
+from .cumsum_columns import columns_refusal, emit_columns
 from .homes import HbmHome
 from .peeled_loop import peeled_blocks
 from .rules import item_rule
@@ -65,8 +67,11 @@ def cumsum_refusal(op) -> str | None:
         return "a 0-d operand has no axis"
     if not x.dtype.is_float or x.dtype.itemsize > 4:
         return f"{x.dtype} sums are not fp32 adds"
+    if op.attrs["axis"] % x.rank == 0 and x.rank > 1:
+        why = columns_refusal(x)  # the first axis: cumsum_columns.py
+        return None if why is None else f"along the first axis: {why}"
     if op.attrs["axis"] % x.rank != x.rank - 1:
-        return "the axis is not the last"
+        return "the axis is neither the first nor the last"
     n = x.shape[-1]
     if segments(math.prod(x.shape) // n, n) == 0:
         return f"rows of {n:,} elements split into no segments of at most {MAX_ROW_BYTES:,} bytes of fp32"
@@ -83,6 +88,9 @@ def lower_cumsum(ctx: LowerContext, op: CumsumOp) -> None:
     if reason is not None:  # decompose expands the ops this path does not take
         raise BuildError(f"lowering: {op.name} has no native lowering here ({reason}); decompose expands it")
     x, y = op.operand(0), op.result
+    if op.attrs["axis"] % x.type.rank == 0 and x.type.rank > 1:
+        _lower_first_axis(ctx, x, y)
+        return
     n = x.type.shape[-1]
     rows = math.prod(x.type.shape) // n
     g = segments(rows, n, ctx.partitions)
@@ -97,6 +105,23 @@ def lower_cumsum(ctx: LowerContext, op: CumsumOp) -> None:
     _emit_rows(ctx, src, dst, rows, n, g, x.type.dtype, y.type.dtype)
     if back is not None:
         copy_home(ctx, back.reshape(y.type.shape), yh)
+
+
+def _lower_first_axis(ctx: LowerContext, x, y) -> None:
+    """cumsum along dim 0 (cumsum_columns.py) between contiguous homes (others copied)."""
+    shape = tuple(x.type.shape)
+    flat = (shape[0], math.prod(shape[1:]))
+    xh, yh = ctx.home(x), ctx.home_for_store(y)
+    src, dst = _rows(xh, *flat, 1), _rows(yh, *flat, 1)
+    if src is None or src.strides[0] != flat[1]:
+        src = ctx.alloc_hbm(flat, x.type.dtype)
+        copy_home(ctx, xh, src.reshape(shape))
+    back = None
+    if dst is None or dst.strides[0] != flat[1]:
+        back = dst = ctx.alloc_hbm(flat, y.type.dtype)
+    emit_columns(ctx, src.reshape(shape), dst.reshape(shape), shape, x.type.dtype, y.type.dtype)
+    if back is not None:
+        copy_home(ctx, back.reshape(shape), yh)
 
 
 def _rows(h: HbmHome, rows: int, n: int, g: int) -> HbmHome | None:
