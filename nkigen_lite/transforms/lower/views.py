@@ -1,7 +1,8 @@
 """Data movement as HBM views: reshape (when no copy is needed), transpose, broadcast_to and
 positive-step slices are new views of their operand's home; a reshape that needs a copy is one
 HBM -> HBM DMA; a reversal (negative step) of the whole last axis is reversed on chip
-(reverse_last.py), other reversals are a loop of DMAs running backwards; concat operands
+(reverse_last.py), one other axis of a whole tensor gathered in reverse (reverse_rows.py), other
+reversals are a loop of DMAs running backwards; concat operands
 are stored straight into their slice of the result (planned before they are produced) or copied
 there; ``tensor.layout_convert`` of a value in HBM is the same home."""
 
@@ -21,6 +22,7 @@ from .hbm_copy_order import order_for_dma
 from .homes import HbmHome
 from .permute_copy import copy_permuted
 from .reverse_last import reverse_last
+from .reverse_rows import reverse_rows
 from .rules import item_rule
 
 VIEW_OPS = (T.ReshapeOp, T.TransposeOp, T.BroadcastToOp, T.SliceOp)
@@ -128,6 +130,9 @@ def _reversing_copy(ctx: LowerContext, op: T.SliceOp, src: HbmHome) -> HbmHome:
     last = len(v.type.shape) - 1
     if rev == [last] and starts[last] == src.shape[last] - 1 and steps[last] == -1:
         if reverse_last(ctx, pos_src, out):  # the whole last axis reversed: on chip
+            return out
+    if len(rev) == 1 and rev[0] != last and starts[rev[0]] == src.shape[rev[0]] - 1 and steps[rev[0]] == -1:
+        if reverse_rows(ctx, pos_src, out, rev[0]):  # rows gathered in reverse order
             return out
     view_src = ctx.view(pos_src)
     view_dst = ctx.view(out)
