@@ -135,3 +135,51 @@ def test_layer_at_seq_512_runs_per_head_columns_on_scalar():
         op for op in body if isinstance(op, TensorReduceOp) and len(op.access("data").dims) == 3
     ]
     assert per_head_reduces == []
+
+
+def _same_tile_neighbours(body) -> int:
+    """Per-head ScalarE instructions (squares with ``reduce_res``, column products) directly
+    followed in program order by one writing the same ``dst`` allocation."""
+    ops = list(body)
+    per_head = set(map(id, _per_head_products(ops) + _per_head_squares(ops)))
+    return sum(
+        1
+        for x, y in zip(ops, ops[1:])
+        if id(x) in per_head and id(y) in per_head and x.access("dst").tensor is y.access("dst").tensor
+    )
+
+
+def test_adjacent_head_halves_interleave():
+    """With the chain in head halves (head_halves.py), the two halves' per-head runs follow each
+    other and write different tiles: ``apply`` alternates them (q's 2 + 2 heads here; k's
+    halves of one head each are runs too short to interleave). Numerics unchanged: the
+    interpreter against float64 within bf16 tolerance (``TOL``)."""
+    args = _inputs(128, seed=5)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(deallocs, "split_head_columns", lambda *a: 0)
+        kern = nk.compile(layer, *args)
+    plans = head_columns.plan(kern.nki.body, TRN2)
+    runs = [new for _, new, _ in plans]
+    assert sorted(len(r) for r in runs) == [1, 1, 1, 1, 2, 2, 2, 2]  # halves: q 2 + 2, k 1 + 1
+    head_columns.apply(kern.nki.body, plans)
+    for old, _, _ in plans:
+        for o in old:
+            o.drop_operand_uses()
+    nki_verify(kern.nki)
+    body = list(kern.nki.body)
+    for r in runs:
+        if len(r) == 2:  # q's halves: each of its instructions next to the other half's
+            for op in r:
+                i = body.index(op)
+                assert body[i + 1] not in r and body[i - 1] not in r
+    assert _same_tile_neighbours(body) == 0
+    assert_close(_run(kern, args), _reference(args), nk.bfloat16, what="interleaved halves", **TOL)
+
+
+def test_layer_at_seq_512_alternates_head_halves():
+    """At seq 512 no per-head ScalarE instruction is followed by one writing the same tile
+    (each would wait ~83 ns, the same-engine latency, after the other's write): every run of
+    q's and k's per-head squares and products alternates between the two halves' tiles."""
+    body = list(qwen3_layer_kernel(512).nki.body)
+    assert len(_per_head_products(body)) == 4 * (16 + 8)
+    assert _same_tile_neighbours(body) == 0

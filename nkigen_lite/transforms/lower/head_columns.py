@@ -187,12 +187,59 @@ def searched(instrs: list) -> bool:
 
 
 def apply(block, plans: list) -> None:
-    """Put each plan's new instructions in place of the ops it replaces."""
+    """Put each plan's new instructions in place of the ops it replaces, two adjacent runs
+    interleaved where ``_interleave`` allows."""
     for old, new, at in plans:
         for n in new:
             block.insert_before(at, n)
         for o in old:
             block.remove(o)
+    _interleave(block, [new for _, new, _ in plans])
+
+
+def _tiles(ops: list, names) -> set:
+    """The allocations ``ops`` access through the access attributes ``names(op)``."""
+    return {op.access(n).tensor for op in ops for n in names(op) if op.access(n) is not None}
+
+
+def _written(op) -> tuple:
+    return op.writes
+
+
+def _read(op) -> tuple:
+    return tuple(n for n, _ in op.access_attrs() if n not in op.writes)
+
+
+def _interleave(block, runs: list) -> None:
+    """Interleave two per-head runs that follow each other in ``block`` with nothing between
+    them, of the same length, where neither writes an allocation the other reads or writes
+    (the two head halves of head_halves.py): each run writes its own tiles one head at a
+    time, and one engine's write after the previous write to the same allocation waits for
+    the same-engine dependency latency (perf/latency.py: 100 cycles, ~83 ns on ScalarE, half
+    of a ``square``); alternating the runs puts the other run's instruction in that wait."""
+    i = 0
+    while i + 1 < len(runs):
+        a, b = runs[i], runs[i + 1]
+        if len(a) != len(b) or len(a) < 2 or a[-1].next_op is not b[0]:
+            i += 1
+            continue
+        if any(x.next_op is not y for x, y in zip(a + b, (a + b)[1:])):
+            i += 1
+            continue
+        wa, wb = _tiles(a, _written), _tiles(b, _written)
+        if wa & (wb | _tiles(b, _read)) or wb & _tiles(a, _read):
+            i += 1
+            continue
+        anchor = b[-1].next_op
+        for op in a + b:
+            block.remove(op)
+        for x, y in zip(a, b):
+            for op in (x, y):
+                if anchor is None:
+                    block.append(op)
+                else:
+                    block.insert_before(anchor, op)
+        i += 2
 
 
 def _balanced(graph: Graph, target: Target, rewrite: bool) -> float:
