@@ -176,10 +176,12 @@ def test_adjacent_head_halves_interleave():
     assert_close(_run(kern, args), _reference(args), nk.bfloat16, what="interleaved halves", **TOL)
 
 
-def test_layer_at_seq_512_alternates_head_halves():
-    """At seq 512 no per-head ScalarE instruction is followed by one writing the same tile
+@pytest.mark.parametrize("seq, tiles", [(512, 4), (2048, 16)])
+def test_layer_alternates_head_halves(seq, tiles):
+    """At seq 512 and 2048 (the chain in head halves at both since head_halves.py has no
+    instruction cap) no per-head ScalarE instruction is followed by one writing the same tile
     (each would wait ~83 ns, the same-engine latency, after the other's write): every run of
     q's and k's per-head squares and products alternates between the two halves' tiles."""
-    body = list(qwen3_layer_kernel(512).nki.body)
-    assert len(_per_head_products(body)) == 4 * (16 + 8)
+    body = list(qwen3_layer_kernel(seq).nki.body)
+    assert len(_per_head_products(body)) == tiles * (16 + 8)
     assert _same_tile_neighbours(body) == 0
