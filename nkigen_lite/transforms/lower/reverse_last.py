@@ -21,13 +21,16 @@ reading the transposed block's free axis with stride ``s``. Rows are read whole 
 whole, each byte once; a single block of rows is loaded and stored in column chunks of 1 KiB
 per partition whose stages are skewed, so that loads, engines and stores overlap (64x4096 f32:
 523.5 -> 11.4 us scheduled, 1.96x the roofline; docs/lowering.md). Float data of 2 or 4 bytes
-(the transposes pass through the PE array), rows of a multiple of 128 elements; other reversals
-keep the per-index DMA loop (views.py).
+(the transposes pass through the PE array), rows of a multiple of 128 elements. With every axis
+reversed (``np.flip(x)`` of a whole tensor) the rows are gathered in reverse order by
+``nki.dma_gather`` (iota indices), one row per partition (256x512 f32: 915x -> 3.79x). Other
+reversals keep the per-index DMA loop (views.py).
 """
 
 from __future__ import annotations
 
-from ...nki.types import Access, DimSlice
+from ...ir.dtypes import int32
+from ...nki.types import Access, Affine, DimSlice
 from .homes import HbmHome
 from .peeled_loop import peeled_blocks
 
@@ -53,9 +56,11 @@ def _all(t, p: int, start: int, n: int, step: int = 1) -> Access:
     return Access(t, (DimSlice(0, p, 1), DimSlice(start, n, step)))
 
 
-def reverse_last(ctx, src: HbmHome, dst: HbmHome) -> bool:
-    """Copy ``src`` into ``dst`` (same shape) with the last axis reversed; False (nothing
-    emitted) when this path does not apply."""
+def reverse_last(ctx, src: HbmHome, dst: HbmHome, every_axis: bool = False) -> bool:
+    """Copy ``src`` into ``dst`` (same shape) with the last axis reversed (with ``every_axis``,
+    every axis: the rows, flattened, are also read in reverse order, by a ``dma_gather`` of the
+    whole source tensor with iota indices); False (nothing emitted) when this path does not
+    apply."""
     shape = tuple(src.shape)
     dt = src.base.type.dtype
     if not shape or tuple(dst.shape) != shape or not dt.is_float or dt.itemsize not in (2, 4):
@@ -69,7 +74,9 @@ def reverse_last(ctx, src: HbmHome, dst: HbmHome) -> bool:
     p = ctx.partitions
     if n % BLOCK or rows == 0:
         return False
-    s = _pieces(rows, n, p)
+    s = _pieces(rows, n, p) if not every_axis else 1
+    if every_axis and not src.is_whole_base:  # the gather reads a whole tensor
+        return False
     w = n // s
     sv, dv = src.reshape((rows * s, w)), dst.reshape((rows * s, w))
     if sv is None or dv is None or sv.strides[1] != 1 or dv.strides[1] != 1:
@@ -88,7 +95,13 @@ def reverse_last(ctx, src: HbmHome, dst: HbmHome) -> bool:
         chunks = []
         for c0 in range(0, w, chunk):  # every load first: they queue ahead of the compute
             x = b.alloc((pr, chunk), dt, "sbuf", name="rev_in")
-            b.dma_copy(dst=x, src=Access(sview, (DimSlice(r0, pr, 1), DimSlice(c0, chunk, 1))))
+            cols = DimSlice(c0, chunk, 1)
+            if every_axis:  # source row rows-1-r for output row r
+                idx = b.alloc((pr, 1), int32, "sbuf", name="rev_idx")
+                b.iota(idx, [[0, 1]], offset=Affine.of(r0) * -1 + (rows - 1), channel_multiplier=-1)
+                b.dma_gather(dst=x, src=Access(sview, (DimSlice(0, rows, 1), cols)), index=idx)
+            else:
+                b.dma_copy(dst=x, src=Access(sview, (DimSlice(r0, pr, 1), cols)))
             chunks.append(_Chunk(b, x, pr, s, chunk, dt))
         # the stages of chunk k run one step after those of chunk k - 1, so that every in-order
         # engine has the next chunk's work queued while the previous chunk's results drain

@@ -131,6 +131,10 @@ def _reversing_copy(ctx: LowerContext, op: T.SliceOp, src: HbmHome) -> HbmHome:
     if rev == [last] and starts[last] == src.shape[last] - 1 and steps[last] == -1:
         if reverse_last(ctx, pos_src, out):  # the whole last axis reversed: on chip
             return out
+    whole = all(starts[d] == src.shape[d] - 1 and steps[d] == -1 for d in rev)
+    if len(rev) == len(v.type.shape) > 1 and whole:  # every axis: rows gathered in reverse
+        if reverse_last(ctx, pos_src, out, every_axis=True):
+            return out
     if len(rev) == 1 and rev[0] != last and starts[rev[0]] == src.shape[rev[0]] - 1 and steps[rev[0]] == -1:
         if reverse_rows(ctx, pos_src, out, rev[0]):  # rows gathered in reverse order
             return out
