@@ -23,8 +23,14 @@ import itertools
 import math
 
 from ..ir.graph import Graph
-from ..tensor.ops.indexed import DynamicSliceOp, GatherRowsOp, TakeAlongAxisOp
-from ..tensor.ops.movement import SliceOp, TransposeOp
+
+# tensor ops by name (perf sits below the tensor dialect: tests/test_layering.py)
+SLICE, TRANSPOSE = "tensor.slice", "tensor.transpose"
+GATHER_ROWS, TAKE_ALONG_AXIS, DYNAMIC_SLICE = (
+    "tensor.gather_rows",
+    "tensor.take_along_axis",
+    "tensor.dynamic_slice",
+)
 
 # A selection: per dim of the current value, (input dim, start, step, count) in input coordinates.
 # A data-dependent selection is an int (its element count) instead.
@@ -40,20 +46,20 @@ def _selections(value, box, out: list) -> None:
     if not value.uses:
         return
     for op in value.users:
-        if isinstance(op, SliceOp) and op.operand(0) is value:
+        if op.name == SLICE and op.operand(0) is value:
             a = op.attrs
             new = []
             for (d, s, st, _), lo, hi, k in zip(box, a["starts"], a["stops"], a["strides"]):
                 new.append((d, s + st * lo, st * k, len(range(lo, hi, k))))
             _selections(op.result, tuple(new), out)
-        elif isinstance(op, TransposeOp) and op.operand(0) is value:
+        elif op.name == TRANSPOSE and op.operand(0) is value:
             _selections(op.result, tuple(box[p] for p in op.attrs["perm"]), out)
-        elif isinstance(op, GatherRowsOp) and op.operand(0) is value and box:
+        elif op.name == GATHER_ROWS and op.operand(0) is value and box:
             rows = min(op.operand(1).type.size, box[0][3])
             out.append(rows * _box_size(box[1:]))
-        elif isinstance(op, TakeAlongAxisOp) and op.operand(0) is value:
+        elif op.name == TAKE_ALONG_AXIS and op.operand(0) is value:
             out.append(min(op.operand(1).type.size, _box_size(box)))
-        elif isinstance(op, DynamicSliceOp) and op.operand(0) is value:
+        elif op.name == DYNAMIC_SLICE and op.operand(0) is value:
             out.append(min(math.prod(op.attrs["sizes"]), _box_size(box)))
         else:
             out.append(box)
