@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,6 +52,22 @@ def is_splat_of(v: Value, c: float) -> bool:
     """True when ``v`` is a constant splat numerically equal to ``c`` (1 == 1.0 == True)."""
     s = splat_value(v)
     return s is not None and s == c
+
+
+def is_exact_zero_term(v: Value, result: Value, sign: int) -> bool:
+    """True when ``v`` is a splat zero whose addition (or subtraction) leaves the other
+    operand x bit-identical in ``result``'s dtype.
+
+    For integer and bool results any zero does. For floating results the sign matters:
+    ``x + (-0.0)`` is ``x`` for every x (``-0.0 + +0.0`` is ``+0.0``, so ``x + 0.0`` is not),
+    and ``x - (+0.0)`` is ``x``. ``sign`` is -1 for an added zero, +1 for a subtracted one.
+    """
+    s = splat_value(v)
+    if s is None or s != 0:
+        return False
+    if not result.dtype.is_float:
+        return True
+    return math.copysign(1.0, float(s)) == sign
 
 
 def infer_type(cls: type[Op], operands: Sequence, attrs: dict | None = None):

@@ -142,3 +142,26 @@ def test_workloads_keep_their_semantics(name):
     canonicalize(g)
     g.verify()
     assert_same_semantics(before, g, w.inputs(g, seed=3), f64_tol=(1e-12, 1e-12))
+
+
+def test_zero_terms_keep_numpy_signed_zeros_end_to_end():
+    """x + 0.0, 0.0 + x, x - (-0.0) and 0.0 - x give NumPy's bits (signs of zeros included)
+    after the full compile, on the NKI interpreter; x - 0.0 and x + (-0.0) stay exact folds."""
+    x = np.array([-0.0, 0.0, -1.5, 2.0, np.inf, -np.inf, np.nan, 1e-45], dtype=np.float32)
+    cases = {
+        "add": lambda v: v + np.float32(0.0),
+        "radd": lambda v: np.float32(0.0) + v,
+        "sub_negzero": lambda v: v - np.float32(-0.0),
+        "zero_sub": lambda v: np.float32(0.0) - v,
+        "add_negzero": lambda v: v + np.float32(-0.0),
+        "sub_zero": lambda v: v - np.float32(0.0),
+    }
+    for name, f in cases.items():
+        b = nk.Builder(name)
+        xv = b.add_input("x", x.shape)
+        b.set_outputs({"y": f(xv)})
+        got = nk.compile(b.graph).run({"x": x})["y"]
+        want = f(x)
+        assert got.dtype == want.dtype, name
+        same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+        assert same.all(), f"{name}: got {got}, NumPy {want}"

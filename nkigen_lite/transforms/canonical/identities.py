@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...ir.rewrite import RewritePattern
 from ...tensor import ops as T
-from ..match import commuted, def_op, full, is_splat_of, make, replace
+from ..match import commuted, def_op, full, is_exact_zero_term, is_splat_of, make, replace
 
 
 def _forward(rw, op, x) -> bool:
@@ -26,22 +26,22 @@ class Involution(RewritePattern):
 
 
 class AddZero(RewritePattern):
-    """x + 0 → x   (the sign of a zero is not kept: -0 + 0 = +0)"""
+    """x + 0 → x   (float x only with a -0.0: -0.0 + 0.0 is +0.0, so x + 0.0 is kept)"""
 
     root = T.AddOp
 
     def match_and_rewrite(self, op, rw):
-        return any(is_splat_of(z, 0) and _forward(rw, op, x) for x, z in commuted(op))
+        return any(is_exact_zero_term(z, op.result, -1) and _forward(rw, op, x) for x, z in commuted(op))
 
 
 class SubZero(RewritePattern):
-    """x - 0 → x"""
+    """x - 0 → x   (float x only with a +0.0: x - (-0.0) is x + 0.0)"""
 
     root = T.SubOp
 
     def match_and_rewrite(self, op, rw):
         x, z = op.operands
-        return is_splat_of(z, 0) and _forward(rw, op, x)
+        return is_exact_zero_term(z, op.result, +1) and _forward(rw, op, x)
 
 
 class MulOne(RewritePattern):

@@ -12,7 +12,7 @@ from ...ir.op import Op
 from ...ir.rewrite import RewritePattern, Rewriter
 from ...ir.value import Value
 from ...tensor import ops as T
-from ..match import commuted, def_op, infer_type, is_splat_of, make, replace
+from ..match import commuted, def_op, infer_type, is_exact_zero_term, is_splat_of, make, replace
 
 
 def _rewrite_to(rw: Rewriter, op: Op, cls, operands: list[Value]) -> bool:
@@ -75,14 +75,14 @@ class DivSqrtToMulRsqrt(RewritePattern):
 
 
 class SubFromZeroToNeg(RewritePattern):
-    """0 - x → neg(x)   (as -x; the sign of a zero result is not kept: 0 - 0 = +0, -(0) = -0)"""
+    """0 - x → neg(x)   (float x only with a -0.0: +0.0 - +0.0 is +0.0 where -(+0.0) is -0.0)"""
 
     root = T.SubOp
     produces = T.NegOp
 
     def match_and_rewrite(self, op, rw):
         zero, x = op.operands
-        return is_splat_of(zero, 0) and _rewrite_to(rw, op, T.NegOp, [x])
+        return is_exact_zero_term(zero, op.result, -1) and _rewrite_to(rw, op, T.NegOp, [x])
 
 
 class MulMinusOneToNeg(RewritePattern):

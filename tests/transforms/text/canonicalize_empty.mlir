@@ -57,10 +57,10 @@ graph @empty_concat(%x: tensor<2x3xf32>, %e: tensor<0x3xf32>) {
 // CHECK-NOT: tensor.concat
 
 // -----
-// an iota with extent 1 along its axis holds index 0 everywhere
-graph @unit_iota(%x: tensor<8x16xf32>) {
-  %i = tensor.iota {axis = 0} : tensor<1xf32>
-  %y = tensor.add %x, %i : tensor<8x16xf32>
+// an iota with extent 1 along its axis holds index 0 everywhere (int: x + 0 is x)
+graph @unit_iota(%x: tensor<8x16xi32>) {
+  %i = tensor.iota {axis = 0} : tensor<1xi32>
+  %y = tensor.add %x, %i : tensor<8x16xi32>
   return y = %y
 }
 // CHECK-NOT: tensor.iota

@@ -22,16 +22,33 @@ graph @nots(%x: tensor<8xbool>, %i: tensor<8xu8>) {
 // CHECK: return y = %x, z = %i
 
 // -----
-// x + 0 → x, 0 + x → x, x - 0 → x
+// x + (-0.0) → x, (-0.0) + x → x, x - 0.0 → x: exact for every float x, signed zeros included
 graph @add_zero(%x: tensor<4x8xf32>) {
+  %n = tensor.full {value = -0.0} : tensor<f32>
   %z = tensor.full {value = 0.0} : tensor<f32>
-  %a = tensor.add %x, %z : tensor<4x8xf32>
-  %b = tensor.add %z, %a : tensor<4x8xf32>
+  %a = tensor.add %x, %n : tensor<4x8xf32>
+  %b = tensor.add %n, %a : tensor<4x8xf32>
   %c = tensor.sub %b, %z : tensor<4x8xf32>
   return y = %c
 }
 // CHECK: graph @add_zero
 // CHECK-NEXT: return y = %x
+
+// -----
+// x + 0.0 and x - (-0.0) stay for float x (-0.0 + 0.0 is +0.0); for integers any zero folds
+graph @add_plus_zero(%x: tensor<8xf32>, %i: tensor<8xi32>) {
+  %z = tensor.full {value = 0.0} : tensor<f32>
+  %n = tensor.full {value = -0.0} : tensor<f32>
+  %k = tensor.full {value = 0} : tensor<i32>
+  %a = tensor.add %x, %z : tensor<8xf32>
+  %b = tensor.sub %a, %n : tensor<8xf32>
+  %c = tensor.add %k, %i : tensor<8xi32>
+  %d = tensor.sub %c, %k : tensor<8xi32>
+  return y = %b, z = %d
+}
+// CHECK: %a = tensor.add %x, %z
+// CHECK: %b = tensor.sub %a, %n
+// CHECK: return y = %b, z = %i
 
 // -----
 // x * 1 → x, 1 * x → x, x / 1 → x (a splat 1 of x's shape works too)

@@ -56,6 +56,18 @@ graph @neg(%x: tensor<8xi32>) {
 // CHECK-NOT: tensor.sub
 
 // -----
+// float: -0.0 - x → neg(x) exactly; 0.0 - x stays (0.0 - 0.0 is +0.0, neg(0.0) is -0.0)
+graph @neg_float(%x: tensor<8xf32>) {
+  %n = tensor.full {value = -0.0} : tensor<f32>
+  %z = tensor.full {value = 0.0} : tensor<f32>
+  %a = tensor.sub %n, %x : tensor<8xf32>
+  %b = tensor.sub %z, %x : tensor<8xf32>
+  return y = %a, z = %b
+}
+// CHECK: %neg = tensor.neg %x : tensor<8xf32>
+// CHECK: tensor.sub %z, %x
+
+// -----
 // x * -1 → neg(x), either operand order
 graph @mul_m1(%x: tensor<8xf32>) {
   %m = tensor.full {value = -1.0} : tensor<f32>
