@@ -138,7 +138,7 @@ class Kernel:
     def stats(self) -> KernelStats:
         """Static/dynamic instruction counts, DMA traffic and peak on-chip memory."""
         if self._stats is None:
-            self._stats = kernel_stats(self.nki, self.target, self.read_bytes())
+            self._stats = kernel_stats(self.nki, self.target, self.read_bytes(), self.written_bytes())
         return self._stats
 
     def read_bytes(self) -> dict | None:
@@ -149,6 +149,15 @@ class Kernel:
         from .perf.read_footprint import input_read_bytes
 
         return input_read_bytes(self._source)
+
+    def written_bytes(self) -> dict | None:
+        """{aliased input name: bytes its pure in-place update writes} (a KV-cache row write:
+        perf/inplace_footprint.py); None when the source graph was not kept."""
+        if self._source is None:
+            return None
+        from .perf.inplace_footprint import inplace_written_bytes
+
+        return inplace_written_bytes(self._source)
 
     def nki_source(self) -> str:
         """The kernel as a standalone ``@nki.jit`` Python module (docs/emit.md); run it with
@@ -184,7 +193,7 @@ class Kernel:
         """Estimated trn2 execution time from the cost model (see perf/costmodel.py)."""
         from .perf.costmodel import estimate
 
-        return estimate(self.nki, self.target, self.read_bytes())
+        return estimate(self.nki, self.target, self.read_bytes(), self.written_bytes())
 
     def report(self, path=None) -> str:
         """The HTML explorer of this kernel (docs/report.md): one self-contained file with the

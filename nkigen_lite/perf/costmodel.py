@@ -130,9 +130,12 @@ def _static_walk(block: Block, mult: int, tot: _Totals, sched: Scheduler) -> Non
         tot.by_op[key] = tot.by_op.get(key, 0.0) + mult * own
 
 
-def estimate(graph: Graph, target: Target = TRN2, read_bytes: dict | None = None) -> Estimate:
+def estimate(
+    graph: Graph, target: Target = TRN2, read_bytes: dict | None = None, written_bytes: dict | None = None
+) -> Estimate:
     """Estimate the trn2 execution time of an NKI kernel graph (verifying it first);
-    ``read_bytes`` ({input name: bytes the source program reads}) sets the minimum traffic
+    ``read_bytes`` ({input name: bytes the source program reads}) and ``written_bytes``
+    ({aliased input name: bytes its in-place update writes}) set the minimum traffic
     (``stats.min_io_bytes``)."""
     if not isinstance(graph, Graph):
         raise BuildError(f"estimate takes an NKI kernel Graph, got {type(graph).__name__}")
@@ -163,7 +166,7 @@ def estimate(graph: Graph, target: Target = TRN2, read_bytes: dict | None = None
         n_q = tot.dma_count // target.dge_instances + (q < tot.dma_count % target.dge_instances)
         resources[queue_name(q)] = n_q * target.dge_issue_ns
     resources[PORT] = tot.port
-    min_bytes = min_io_bytes(graph, read_bytes)
+    min_bytes = min_io_bytes(graph, read_bytes, written_bytes)
     memory = min_bytes / target.hbm_bytes_per_s * 1e9
     roofline = max(tot.compute_ns, memory)
     return Estimate(

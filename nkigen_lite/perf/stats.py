@@ -5,7 +5,8 @@ traffic against the minimum, and peak on-chip memory per partition.
 bytes onto p partitions moves n*p bytes); ``hbm_bytes`` counts the bytes each DMA reads from or
 writes to HBM (both sides of an HBM -> HBM copy); ``min_hbm_bytes`` is the size of every kernel
 output and of the part of every input the program must read (``min_io_bytes``; an output
-aliasing an input counts once: it is that buffer);
+aliasing an input counts once: it is that buffer, and only the bytes a pure in-place update
+writes of it);
 ``hbm_traffic_ratio = hbm_bytes / min_hbm_bytes``. A collective counts its source and
 destination in ``hbm_bytes`` and what the rank sends in ``collective_bytes``.
 """
@@ -87,12 +88,14 @@ def _gathered_bytes(graph: Graph) -> dict:
     return {v: n for v, n in acc.items() if v in set(graph.inputs) and only_gathered(v)}
 
 
-def min_io_bytes(graph: Graph, read_bytes: dict | None = None) -> int:
+def min_io_bytes(graph: Graph, read_bytes: dict | None = None, written_bytes: dict | None = None) -> int:
     """The HBM bytes any kernel computing this graph must move: every output once, and every
     input once, except that an input named in ``read_bytes`` (``{name: bytes}``, what the
     source program selects of it: ``read_footprint.input_read_bytes``) counts those bytes, and
     without it a table read only by indirect gathers counts the rows they read (at most its
-    size). An output aliasing an input counts whole, once."""
+    size). An output aliasing an input counts whole, once, unless ``written_bytes`` (``{input
+    name: bytes}``, ``inplace_footprint.inplace_written_bytes``) names it: a pure in-place
+    update moves only what it writes."""
     gathered = _gathered_bytes(graph)
     names = dict(zip(graph.inputs, graph.input_names))
     outs = set(graph.outputs.values())
@@ -100,7 +103,9 @@ def min_io_bytes(graph: Graph, read_bytes: dict | None = None) -> int:
     total = 0
     for v in io:
         full = v.type.size * v.type.dtype.itemsize
-        if v not in outs and read_bytes is not None and names.get(v) in read_bytes:
+        if written_bytes is not None and names.get(v) in written_bytes:
+            total += min(full, written_bytes[names[v]])
+        elif v not in outs and read_bytes is not None and names.get(v) in read_bytes:
             total += min(full, read_bytes[names[v]])
         else:
             total += min(full, gathered[v]) if v in gathered else full
@@ -118,9 +123,11 @@ def _trips(loop: ForiLoopOp) -> int:
     return max(0, -(-(hi - lo) // st))
 
 
-def kernel_stats(graph: Graph, target: Target = TRN2, read_bytes: dict | None = None) -> KernelStats:
+def kernel_stats(
+    graph: Graph, target: Target = TRN2, read_bytes: dict | None = None, written_bytes: dict | None = None
+) -> KernelStats:
     """Count the instructions and DMA traffic of an NKI kernel graph (verifying it);
-    ``read_bytes`` as ``min_io_bytes`` takes it."""
+    ``read_bytes`` and ``written_bytes`` as ``min_io_bytes`` takes them."""
     peaks = verify(graph, target)
     acc = {
         "static": {},
@@ -161,7 +168,7 @@ def kernel_stats(graph: Graph, target: Target = TRN2, read_bytes: dict | None = 
 
     walk(graph.body, 1)
     # each kernel tensor once: an output aliasing an input (updated in place) is that input
-    min_bytes = min_io_bytes(graph, read_bytes)
+    min_bytes = min_io_bytes(graph, read_bytes, written_bytes)
     return KernelStats(
         instructions_static=sum(acc["static"].values()),
         instructions_dynamic=sum(acc["dynamic"].values()),
