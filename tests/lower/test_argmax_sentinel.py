@@ -1,5 +1,5 @@
 """argmax / argmin of bf16 and fp16 rows on the rows-at-once path with the NaN key -FLT_MAX
-(topk_nan.py ``sentinel_keys``): one find_index8 per row gives the first NaN and the first
+(topk_sentinel.py): one find_index8 per row gives the first NaN and the first
 maximum. Results are compared exactly with NumPy on float64 copies of the inputs, through the
 NKI interpreter (Kernel.run) and nk.simulate; the positions are integers, so no tolerance."""
 

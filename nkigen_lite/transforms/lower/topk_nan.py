@@ -20,29 +20,15 @@ After the merge of the keys' candidates, the smallest NaN candidate of the row (
 segments: every NaN candidate is a global index) replaces the merged index when it is not
 ``NO_NAN``: the first NaN wins, as in NumPy, whatever the numbers hold (+inf included).
 
-**One find_index8 for both (floats narrower than fp32: bf16, fp16).** No bf16 or fp16 value
-is ``-FLT_MAX`` (their largest magnitudes are below it), so for them the keys write ``NAN_KEY``
-= ``-FLT_MAX`` at the NaNs instead of ``-inf`` (``sentinel_keys``): every other key keeps its
-value and order, and ``NAN_KEY`` marks exactly the NaNs. The ``vals`` tile then holds
-``NAN_KEY`` in every column but column 1, which receives the keys' max, and the keys'
-find_index8 gives both positions in one pass: column 0 the first NaN (or the all-ones miss:
-the NaN candidate as above), column 1 the first maximum. When the max is ``NAN_KEY`` itself
-(a segment of NaN and -inf only) find_index8 gives the repeated value successive matches
-(documented), so column 1 holds a later NaN or the miss — but that segment has a NaN, so the
-row's first NaN replaces whatever the merge picks. The mask's find_index8 pass is gone: one
-VectorE pass per element less (fp32 keeps it: any fp32 value may be in the data).
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from ...ir.dtypes import float32, uint8, uint32
 from ...nki.types import Access, DimSlice
 from .topk_merge import _tile
 
 NO_NAN = float(2**25)  # above every index (< 2**24): "this segment has no NaN"
-NAN_KEY = float(-np.finfo(np.float32).max)  # no bf16 / fp16 value: the NaNs' key (sentinel_keys)
 NAN_BYTES = 5  # per element: the f32 keys and the u8 NaN mask
 
 
@@ -50,13 +36,6 @@ def nan_mode(k: int, dt, values: bool) -> bool:
     """Whether topk(k) of ``dt`` runs NaN-free with NaN candidates (a float top-1 whose values
     nothing reads)."""
     return k == 1 and dt.is_float and not values
-
-
-def sentinel_keys(dt, folded: bool) -> bool:
-    """Whether the NaNs' keys are NAN_KEY and one find_index8 finds the first NaN and the first
-    maximum (module docstring): floats narrower than fp32, with the select's max (``folded``:
-    ``fold_max``) as the ``vals`` column."""
-    return folded and dt.is_float and dt.itemsize < 4
 
 
 def ones8(ctx, p: int):
@@ -71,19 +50,13 @@ def fold_max(size: int, target) -> bool:
     return size > 2 * target.min_ii_cycles
 
 
-def keys_max(ctx, p: int, sentinel: bool = False):
-    """The (p, 8) fp32 tile find_index8 reads as ``vals``: column ``max_column(sentinel)``
-    receives the keys' max (the select's ``reduce_res``), the other columns are 0 (find_index8
-    needs 8 defined values; only that column's position is used), or with ``sentinel`` NAN_KEY
-    (column 0's position is the first NaN's)."""
+def keys_max(ctx, p: int):
+    """The (p, 8) fp32 tile find_index8 reads as ``vals``: column 0 receives the keys' max (the
+    select's ``reduce_res``), the other columns are 0 (find_index8 needs 8 defined values; only
+    column 0's position is used)."""
     t = ctx.b.alloc((p, ctx.target.top8_width), float32, "sbuf", name="keys_max")
-    ctx.b.memset(dst=t, value=NAN_KEY if sentinel else 0.0)
+    ctx.b.memset(dst=t, value=0.0)
     return t
-
-
-def max_column(sentinel: bool) -> int:
-    """The column of the ``vals`` tile (``keys_max``) that holds the keys' max."""
-    return 1 if sentinel else 0
 
 
 def nan_free_keys(
@@ -98,7 +71,6 @@ def nan_free_keys(
     maxcol=None,
     psum_scale=None,
     defer=False,
-    sentinel=False,
 ):
     """The fp32 keys of ``tile`` (p, size) with NaN as -inf, which max8 / find_index8 read; writes
     the segment's NaN candidate (its first NaN's global index, ``start`` + position, or NO_NAN)
@@ -107,36 +79,30 @@ def nan_free_keys(
     (p, 1) access that receives the keys' max (the select's reduction). ``psum_scale`` (1 or -1,
     with ``maxcol``; ``keys_of`` unused): the keys are ``psum_scale · tile``, built piece by piece
     through PSUM (``_keys_via_psum``). ``defer``: return (keys, a function emitting the NaN
-    candidate's instructions), for the caller to emit them after the keys' find_index8.
-    ``sentinel`` (``sentinel_keys``): the NaNs' keys are NAN_KEY and the candidate function
-    takes the keys' find_index8 result, whose column 0 is the first NaN's position (``ones``
-    unused)."""
+    candidate's instructions), for the caller to emit them after the keys' find_index8."""
     b, w = ctx.b, ctx.target.top8_width
     mask = b.alloc((p, size), uint8, "sbuf", name="nan_mask")
     keys = b.alloc((p, size), float32, "sbuf", name="nan_free")
     b.tensor_tensor(dst=mask, data1=tile, data2=tile, op="not_equal", engine="gpsimd")
-    nan_key = NAN_KEY if sentinel else float("-inf")
     if psum_scale is not None:
-        _keys_via_psum(ctx, tile, mask, keys, p, size, psum_scale, maxcol, nan_key)
+        _keys_via_psum(ctx, tile, mask, keys, p, size, psum_scale, maxcol)
     else:
         on_true = tile if keys_of is None else keys_of
         b.select(
             dst=keys,
             predicate=mask,
             on_true=on_true,
-            on_false=nan_key,
+            on_false=float("-inf"),
             reverse_pred=True,
             reduce_res=maxcol,
         )
 
-    def candidate(pos=None) -> None:
+    def candidate() -> None:
         """cand = start + the first NaN's position, or NO_NAN: find_index8's all-ones sentinel
         (2**32 - 1, documented for a missing value) plus start stays above NO_NAN, so one
-        ``min(pos + start, NO_NAN)`` gives both (fp32: every real position is exact). ``pos``:
-        the keys' find_index8 result (``sentinel``), else the mask's own find_index8."""
-        if pos is None:
-            pos = b.alloc((p, w), uint32, "sbuf", name="nan_pos")
-            b.find_index8(dst=pos, data=mask, vals=ones)
+        ``min(pos + start, NO_NAN)`` gives both (fp32: every real position is exact)."""
+        pos = b.alloc((p, w), uint32, "sbuf", name="nan_pos")
+        b.find_index8(dst=pos, data=mask, vals=ones)
         b.tensor_scalar(
             dst=cand, data=_tile(pos, p, (0, 1, 1)), op0="add", operand0=start, op1="minimum", operand1=NO_NAN
         )
@@ -162,28 +128,45 @@ def first_nan_wins(ctx, nan_cands: Access, idx_f, oi, p: int) -> None:
     b.tensor_copy(dst=oi, src=pick)
 
 
-def _keys_via_psum(
-    ctx, tile, mask, keys, p: int, size: int, scale: float, maxcol: Access, nan_key: float
-) -> None:
-    """``keys = where(mask, nan_key, scale · tile)`` (``mask``: the NaNs of ``tile``) with the keys'
-    max in ``maxcol``, in pieces of one PSUM bank (512 fp32): per piece ScalarE copies
-    ``scale · tile`` into PSUM (fp32, exact; beside GpSimd's mask) and the select reads it from
-    PSUM and the mask from SBUF — one input stream per memory, so N VectorE cycles rather than
-    2N — and reduces the piece's max into a column; the columns' max is the keys' max."""
+def _keys_via_psum(ctx, tile, mask, keys, p: int, size: int, scale: float, maxcol: Access) -> None:
+    """``keys = where(mask, -inf, scale · tile)`` (``mask``: the NaNs of ``tile``) with the
+    keys' max in ``maxcol``: ``key_pieces`` emitted in order, then the pieces' max reduced."""
+    parts, pieces = key_pieces(ctx, tile, mask, keys, p, size, scale, float("-inf"))
+    for piece in pieces:
+        piece()
+    ctx.b.tensor_reduce(dst=maxcol, op="maximum", data=parts, axis=(1,))
+
+
+def key_pieces(ctx, tile, mask, keys, p: int, size: int, scale: float, nan_key: float):
+    """``keys = where(mask, nan_key, scale · tile)`` (``mask``: the NaNs of ``tile``) in pieces
+    of one PSUM bank (512 fp32): (the (p, pieces) tile of the pieces' maxima, one function per
+    piece emitting it). Per piece ScalarE copies ``scale · tile`` into PSUM (fp32, exact;
+    beside GpSimd's mask) and the select reads it from PSUM and the mask from SBUF — one input
+    stream per memory, so N VectorE cycles rather than 2N — and reduces the piece's max into
+    its column. ``mask`` None: the piece builds its own mask (GpSimd, a tile of its own), so its
+    select waits for that piece's mask only."""
     b = ctx.b
     width = ctx.target.psum_bank_bytes // float32.itemsize
-    pieces = [(c0, min(size, c0 + width)) for c0 in range(0, size, width)]
-    parts = b.alloc((p, len(pieces)), float32, "sbuf", name="piece_max")
-    for i, (c0, c1) in enumerate(pieces):
+    bounds = [(c0, min(size, c0 + width)) for c0 in range(0, size, width)]
+    parts = b.alloc((p, len(bounds)), float32, "sbuf", name="piece_max")
+
+    def piece(i: int, c0: int, c1: int) -> None:
         cols = (c0, c1 - c0, 1)
+        if mask is None:
+            pred = b.alloc((p, c1 - c0), uint8, "sbuf", name="nan_mask")
+            data = _tile(tile, p, cols)
+            b.tensor_tensor(dst=pred, data1=data, data2=data, op="not_equal", engine="gpsimd")
+        else:
+            pred = _tile(mask, p, cols)
         ps = b.alloc((p, c1 - c0), float32, "psum", name="keys_psum")
         b.activation(dst=ps, op="copy", data=_tile(tile, p, cols), scale=scale)
         b.select(
             dst=_tile(keys, p, cols),
-            predicate=_tile(mask, p, cols),
+            predicate=pred,
             on_true=ps,
             on_false=nan_key,
             reverse_pred=True,
             reduce_res=_tile(parts, p, (i, 1, 1)),
         )
-    b.tensor_reduce(dst=maxcol, op="maximum", data=parts, axis=(1,))
+
+    return parts, [lambda i=i, c0=c0, c1=c1: piece(i, c0, c1) for i, (c0, c1) in enumerate(bounds)]

@@ -29,12 +29,11 @@ from .topk_nan import (
     first_nan_wins,
     fold_max,
     keys_max,
-    max_column,
     nan_free_keys,
     nan_mode,
     ones8,
-    sentinel_keys,
 )
+from .topk_sentinel import sentinel_keys, sentinel_rows
 
 
 def fits(rows: int, q: int, seg: int, k: int, dt, target, nan: bool = False, negate: bool = False) -> bool:
@@ -72,15 +71,16 @@ def emit_rows_at_once(
     cand_i = b.alloc((q, rows, k), float32, "sbuf", name="cand_i")
     cand_n = b.alloc((q, rows), float32, "sbuf", name="cand_nan") if nan else None
     sentinel = nan and sentinel_keys(dt, fold_max(seg, t))  # one find_index8 per row: topk_nan.py
+    if sentinel:
+        sentinel_rows(ctx, loaded, q, seg, start, -1.0 if negate else 1.0, cand_v, cand_i, cand_n)
     ones = ones8(ctx, q) if nan and not sentinel else None
-    col = max_column(sentinel)  # v8's column holding the maximum
-    for r, tile in enumerate(loaded):
-        if nan and fold_max(seg, t):  # the select's max fills a column of v8: no max8 pass
-            v8 = keys_max(ctx, q, sentinel)
-            cand, maxcol = _tile(cand_n, q, (r, 1, 1)), _tile(v8, q, (col, 1, 1))
+    for r, tile in enumerate([] if sentinel else loaded):
+        if nan and fold_max(seg, t):  # the select's max fills v8's column 0: no max8 pass
+            v8 = keys_max(ctx, q)
+            cand, maxcol = _tile(cand_n, q, (r, 1, 1)), _tile(v8, q, (0, 1, 1))
             scale = -1.0 if negate else 1.0  # keys through PSUM (topk_nan._keys_via_psum)
             tile, nan_candidate = nan_free_keys(
-                ctx, tile, q, seg, start, ones, cand, None, maxcol, scale, True, sentinel
+                ctx, tile, q, seg, start, ones, cand, None, maxcol, scale, True
             )
         else:
             nan_candidate = None
@@ -93,15 +93,15 @@ def emit_rows_at_once(
             b.max8(dst=v8, src=tile)
         idx8 = b.alloc((q, w), uint32, "sbuf", name="pos8")
         b.find_index8(dst=idx8, data=tile, vals=v8)
-        b.tensor_copy(dst=_tile(cand_v, q, (r, 1, 1), (0, k, 1)), src=_tile(v8, q, (col, k, 1)))
+        b.tensor_copy(dst=_tile(cand_v, q, (r, 1, 1), (0, k, 1)), src=_tile(v8, q, (0, k, 1)))
         b.tensor_scalar(
             dst=_tile(cand_i, q, (r, 1, 1), (0, k, 1)),
-            data=_tile(idx8, q, (col, k, 1)),
+            data=_tile(idx8, q, (0, k, 1)),
             op0="add",
             operand0=start,
         )
         if nan_candidate is not None:  # after the keys' candidates, which the transposes wait for
-            nan_candidate(idx8 if sentinel else None)
+            nan_candidate()
     slots = k
     m = q * k
     row_v = b.alloc((rows, m), float32, "sbuf", name="row_cand_v")
