@@ -102,6 +102,19 @@ def test_traced_var_and_std(ddof):
     names = _names(k)  # one loop body over the 2 row tiles; var and std share their statistics
     assert names.count("nki.bn_stats") == 2 and names.count("nki.bn_aggr") == 1
     assert _stat_passes(k, 768) == 1.0  # the two-pass form: a row sum and a fused square-sum
+    assert _row_passes(k, 768) == 1.0  # x - mean, read only by the folded square, is not computed
+
+
+def test_var_of_a_wide_row_is_one_vector_pass():
+    """np.var(x, -1) of 2048 x 4096 f32 (compile only): per row tile 8 bn_stats of 512 columns and
+    one bn_aggr, nothing else over the row (before: also a dead x - mean pass, VectorE-bound at
+    1.75x the roofline; now DMA-bound)."""
+    k = nk.compile(lambda x: np.var(x, axis=-1), np.zeros((2048, 4096), np.float32))
+    names = _names(k)
+    assert names.count("nki.bn_stats") == 8 and names.count("nki.bn_aggr") == 1
+    assert _stat_passes(k, 4096) == 1.0
+    assert {op.name for op in k.nki.walk() if isinstance(op, ComputeOp)} == {"nki.bn_stats", "nki.bn_aggr"}
+    assert k.estimate().critical_engine == "dma"
 
 
 def test_a_sum_of_squares_without_the_mean_is_not_rewritten():

@@ -11,7 +11,8 @@ group's tile (one free dim, reduced whole in every instance), ``m`` and ``v`` ar
 VectorE pass instead: ``bn_stats`` writes (count, mean, sum of squared deviations) of the even and
 odd elements of each chunk, ``bn_aggr`` combines them into (mean, population variance) in one
 (P, 2) tile; ``m`` is its column 0 and ``v`` its column 1 (times ``c·n`` when ``ddof`` is not 0).
-``d`` is still computed by whatever else reads it (the centred multiply of LayerNorm).
+``d`` is still computed when something else reads it (the centred multiply of LayerNorm); when the
+square is its only reader (``np.var``, ``np.std``) it is folded away too.
 
 The statistics are computed in fp32 on the engine: the mean is the fp32 sum divided by the count
 (the decomposed form multiplies by ``fp32(1/n)``; both are within an ulp or two) and the variance
@@ -131,7 +132,8 @@ def _match(em: TileFrame, r1: Op, folded) -> Moments | None:
                 continue
             scale = k2 * n  # 1 up to the rounding of fp32(1/n) unless ddof is not 0
             scale = 1.0 if abs(scale - 1.0) <= 1e-6 else float(np.float32(scale))
-            return Moments(x, d, m, v, scale, (mul_m, q, r2, mul_v))
+            dead_d = (use,) if _only_use(em, s) is q else ()  # d read only by the square
+            return Moments(x, d, m, v, scale, (mul_m, q, r2, mul_v, *dead_d))
     return None
 
 
