@@ -81,16 +81,36 @@ def negated(ctx, tile, p: int, size: int):
 TOP1_MISS = float(2**25)  # above every candidate index (< 2**24)
 
 
-def merge_top1(ctx, cv, ci, out, p: int, m: int) -> None:
+def merge_top1(ctx, cv, ci, out, p: int, m: int, value=None) -> None:
     """``out`` (p, 1) fp32 = the index of the first maximum of the (p, m) NaN-free candidates
     ``cv`` with global indices ``ci`` (p, m): the smallest index among the candidates equal to
-    their max (candidates in index order, so ties go to the lower index) — a max, a compare, a
-    select and a min over the m candidates, where ``_merge`` takes seven instructions."""
+    their max (so ties go to the lower index whatever the candidates' order) — a max, a
+    compare, a select and a min over the m candidates, where ``_merge`` takes seven
+    instructions. ``value`` (p, 1): also receives the max (a copy, off the index's chain)."""
     b = ctx.b
     top = b.alloc((p, 1), float32, "sbuf", name="merge_max")
     b.tensor_reduce(dst=top, op="maximum", data=cv, axis=(1,))
+    if value is not None:
+        b.tensor_copy(dst=value, src=top, engine="scalar")
     hit = b.alloc((p, m), uint8, "sbuf", name="merge_hit")
     b.tensor_scalar(dst=hit, data=cv, op0="equal", operand0=_tile(top, p, (0, 1, 1)))
     idx = b.alloc((p, m), float32, "sbuf", name="merge_idx")
     b.select(dst=idx, predicate=hit, on_true=ci, on_false=TOP1_MISS)
     b.tensor_reduce(dst=out, op="minimum", data=idx, axis=(1,))
+
+
+def halved(ctx, tile, p: int, n: int):
+    """The (p, ceil(n / 2)) elementwise max of ``tile``'s two halves (p, n) — the middle element
+    of an odd n pairs with itself — on GpSimd (``150 + 2·(n/2)`` cycles, beside VectorE): its max
+    is the tile's, so a top-1's max8 reads half the elements (every value it returns is one of
+    the tile's, as find_index8 needs). A NaN stays a NaN (the top-8 instructions refuse it)."""
+    h = -(-n // 2)
+    out = ctx.b.alloc((p, h), tile.type.dtype, "sbuf", name="half_max")
+    ctx.b.tensor_tensor(
+        dst=out,
+        data1=_tile(tile, p, (0, h, 1)),
+        data2=_tile(tile, p, (n - h, h, 1)),
+        op="maximum",
+        engine="gpsimd",
+    )
+    return out

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ...ir.dtypes import float32, int32, uint32
 from ...nki.types import Access, DimSlice
-from .topk_merge import NEG_BYTES, _merge, _tile, merge_top1, negated
+from .topk_merge import NEG_BYTES, _merge, _tile, halved, merge_top1, negated
 from .topk_nan import (
     NAN_BYTES,
     first_nan_wins,
@@ -90,7 +90,9 @@ def emit_rows_at_once(
                 keys = None
             tile = tile if keys is None else keys
             v8 = b.alloc((q, w), float32, "sbuf", name="max8")
-            b.max8(dst=v8, src=tile)
+            # a top-1 after the first row: GpSimd halves the row beside VectorE (the first row's
+            # would only delay VectorE's start)
+            b.max8(dst=v8, src=halved(ctx, tile, q, seg) if k == 1 and dt.is_float and r else tile)
         idx8 = b.alloc((q, w), uint32, "sbuf", name="pos8")
         b.find_index8(dst=idx8, data=tile, vals=v8)
         b.tensor_copy(dst=_tile(cand_v, q, (r, 1, 1), (0, k, 1)), src=_tile(v8, q, (0, k, 1)))
@@ -105,8 +107,9 @@ def emit_rows_at_once(
     slots = k
     m = q * k
     row_v = b.alloc((rows, m), float32, "sbuf", name="row_cand_v")
-    row_i = b.alloc((rows, m) if nan else (rows, 1, m), float32, "sbuf", name="row_cand_i")
-    i_dims = () if nan else ((0, 1, 1),)  # merge_top1 reads 2-D indices, _merge 3-D
+    top1 = k == 1  # merge_top1: the first maximum (and its value) without _merge's rounds
+    row_i = b.alloc((rows, m) if top1 else (rows, 1, m), float32, "sbuf", name="row_cand_i")
+    i_dims = () if top1 else ((0, 1, 1),)  # merge_top1 reads 2-D indices, _merge 3-D
     engine = "scalar"
     for s in range(slots):
         for src, dst in (
@@ -120,8 +123,8 @@ def emit_rows_at_once(
     ov = b.alloc((rows, k), dt, "sbuf", name="top_v")
     oi = b.alloc((rows, k), int32, "sbuf", name="top_i")
     got = b.alloc((rows, k), float32, "sbuf", name="top_if") if nan else oi
-    if nan:  # k == 1, the values never read: the first maximum's index alone
-        merge_top1(ctx, row_v, row_i, got, rows, m)
+    if top1:  # the first maximum's index; its value only when something reads it
+        merge_top1(ctx, row_v, row_i, got, rows, m, ov if values and v_view is not None else None)
     else:
         _merge(ctx, row_v, row_i, ov, got, rows, k, 1, m, False)
     if nan:  # the segments' NaN candidates onto each row's partition, as the others
