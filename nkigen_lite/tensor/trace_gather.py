@@ -52,8 +52,8 @@ def wrap(b, ids, n: int, mode: str = "raise", what: str = "x[...]"):
     (anything else stays out of range and fails at run time), ``wrap`` is ``ids % n``,
     ``clip`` clamps (negatives to 0)."""
     signed = ids.dtype.numpy_name != "uint32"
-    if mode == "raise":
-        return b.where(b.less(ids, 0), b.add(ids, n), ids) if signed else ids
+    if mode == "raise":  # min(ids, 0) + n: the same values, an add its range keeps in int32
+        return b.where(b.less(ids, 0), b.add(b.minimum(ids, 0), n), ids) if signed else ids
     if mode == "wrap":
         return b.remainder(ids, n)
     if mode == "clip":
@@ -66,7 +66,10 @@ def take_traced(b, v, ids, axis: int, mode: str, what: str):
     ax = rules.normalize_axis(what, axis, v.ndim)
     n = v.shape[ax]
     require(n > 0, what, f"cannot take from axis {ax} of size 0")
-    ids = wrap(b, index_value(b, ids, what), n, mode, what)
+    raw = index_value(b, ids, what)
+    # the index arithmetic on a (k, 1) column: one id per partition, as the gather's index tile
+    col = wrap(b, b.reshape(raw, (raw.type.size, 1)), n, mode, what)
+    ids = b.reshape(col, raw.shape)
     if ax == 0:
         return b.gather_rows(v, ids)
     rest = [d for d in range(v.ndim) if d != ax]

@@ -11,8 +11,14 @@ from .constraints import OpConstraints, layout_rule
 
 
 @layout_rule(T.GatherRowsOp, T.ScatterRowsOp)
-def _hbm_only(_op: Op, _c: OpConstraints) -> None:
-    """Read and written in HBM by DMA: no role constraints."""
+def _hbm_only(op: Op, c: OpConstraints) -> None:
+    """Read and written in HBM by DMA; 1-D ids are asked (softly) for the partitions: the
+    indirect DMA takes one id per partition, so index arithmetic computed in that layout is
+    the index column itself (no SBUF -> SBUF relayout, lower/onchip_rows.py)."""
+    ids = op.operand(1)
+    c.operands = [[] for _ in op.operands]
+    if ids.ndim == 1:
+        c.operands[1] = [("req", 0, "P")]
 
 
 @layout_rule(T.TakeAlongAxisOp, T.OneHotOp, T.DynamicSliceOp, T.DynamicUpdateSliceOp)
