@@ -1,7 +1,7 @@
 """Value ranges of integer tensor values: an interval every element is known to lie in.
 
 Used to keep one-instruction integer arithmetic and casts where no element can leave the result
-dtype's range (no wrap-around to compute). The walk follows constants, iotas, casts, bitwise
+dtype's range (no wrap-around to compute). The walk follows constants (splat or dense), iotas, casts, bitwise
 ands with a non-negative value (or a negative constant: at most its bits below the sign), +, -,
 *, negation, maximum / minimum, where and data movement (reshape, broadcast, slice, transpose);
 anything else has its dtype's full range. Each query memoizes its walk (a value reached twice is
@@ -115,6 +115,9 @@ def _int_walk(op, v, depth: int, memo: dict) -> tuple[int, int] | None:
         return k, k
     if isinstance(op, T.IotaOp):
         return 0, max(v.shape[op.attrs["axis"]] - 1, 0)
+    if isinstance(op, T.ConstantOp) and v.dtype.is_int and op.attrs["value"].array.size:
+        a = op.attrs["value"].array
+        return int(a.min()), int(a.max())
     if isinstance(op, _MOVEMENT):
         return _int(op.operand(0), depth - 1, memo)
     if isinstance(op, T.CastOp):

@@ -87,7 +87,14 @@ class OneHotCompare(DecompositionPattern):
 
 
 class TakeAlongAxisGather(DecompositionPattern):
-    """take_along_axis(x, idx, axis) → gather_rows(reshape(x, (N, 1)), flat index)"""
+    """take_along_axis(x, idx, axis) → gather_rows(reshape(x, (N, 1)), flat index)
+
+    The index arithmetic keeps every int32 add provably in range (one instruction each, no
+    16-bit limbs, lower/wide_int_arith.py): ``c = clip(idx, -n, n - 1)`` equals an index in
+    range, ``w = c + n * (c < 0)`` is NumPy's wrapped index in ``[0, n)``, and an index out of
+    range (``c != idx``) adds ``2 * size`` to the flat index, past the table: the gather's
+    bounds check rejects it. Tables of more than ``(2**31 - 1) / 3`` elements keep a ``where`` with an
+    unbounded add instead."""
 
     root = T.TakeAlongAxisOp
 
@@ -97,9 +104,15 @@ class TakeAlongAxisGather(DecompositionPattern):
         out = op.result.shape
         n, total = x.shape[axis], x.type.size
         idx = _as_i32(e, op.operand(1))
-        ok = e.logical_and(e.greater_equal(idx, -n), e.less(idx, n))
-        wrapped = e.where(e.less(idx, 0), e.add(idx, n), idx)
-        flat = None
+        bounded = 3 * total < 2**31  # flat + 2 * size <= 3 * size - 1
+        if bounded:
+            c = e.minimum(e.maximum(idx, -n), n - 1)
+            wrapped = e.add(c, e.mul(e.cast(e.less(c, 0), int32), n))
+            flat = e.mul(e.cast(e.not_equal(c, idx), int32), 2 * total)
+        else:
+            ok = e.logical_and(e.greater_equal(idx, -n), e.less(idx, n))
+            wrapped = e.where(e.less(idx, 0), e.add(idx, n), idx)
+            flat = None
         for d in range(x.ndim):
             stride = math.prod(x.shape[d + 1 :])
             if d == axis:
@@ -110,7 +123,9 @@ class TakeAlongAxisGather(DecompositionPattern):
                 c = _iota(e, out, d)
             term = e.mul(c, stride) if stride != 1 else c
             flat = term if flat is None else e.add(flat, term)
-        flat = e.broadcast_to(e.where(ok, flat, total), out)
+        if not bounded:
+            flat = e.where(ok, flat, total)
+        flat = e.broadcast_to(flat, out)
         table = e.reshape(x, (total, 1))
         g = make(rw, T.GatherRowsOp, [table, flat])
         return replace(rw, op, e.reshape(g, out))

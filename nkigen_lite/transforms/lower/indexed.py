@@ -25,6 +25,7 @@ from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from .context import LowerContext
 from .homes import HbmHome
+from .indexed_columns import gather_columns
 from .onchip_rows import note_stored, relaid_on_chip
 from .rules import item_rule
 from .views import copy_home
@@ -87,6 +88,8 @@ def lower_gather_rows(ctx: LowerContext, op: T.GatherRowsOp) -> None:
     k = ids.type.size
     dt = table.dtype
     src = _rows_home(ctx, ctx.home(table), (n, row))
+    if gather_columns(ctx, op, src, row):
+        return
     idc = _ids_on_chip(ctx, ids, k) or _id_column(ctx, ids)
     out = ctx.home_for_store(op.result)
     out2 = out.reshape((k, row))
