@@ -30,6 +30,15 @@ from .trace_functions import implements, require, value
 
 _KEEP = ("int32", "uint32")
 
+GRID_ROWS = 128
+"""``np.take(x, ids, axis=-1)`` of at most this many rows (the partitions: one gather per id
+moves an element of every row) and ..."""
+GRID_AXIS_PER_ID = 32
+"""... of an axis at least this many times longer than the int32 ids becomes a take_along_axis
+of the ids repeated for every row: its gathers cost ~0.3 us per id, the rows transposed
+through HBM grow with the axis (cost model, 128 rows: 64 ids of 4,096 columns 51.8 -> 28.8 us,
+of 512 columns 17.8 us kept; docs/lowering.md)."""
+
 
 def _is_int(k) -> bool:
     return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))
@@ -67,6 +76,15 @@ def take_traced(b, v, ids, axis: int, mode: str, what: str):
     n = v.shape[ax]
     require(n > 0, what, f"cannot take from axis {ax} of size 0")
     raw = index_value(b, ids, what)
+    lead = math.prod(v.shape[:ax])
+    grid_ok = 1 < lead <= GRID_ROWS and raw.type.size * GRID_AXIS_PER_ID <= n
+    if ax == v.ndim - 1 and grid_ok and raw.dtype is int32:
+        # a few elements of each of few rows: every row's ids as a take_along_axis grid (one
+        # indirect DMA per id, element offsets computed on chip), not the rows transposed
+        m = raw.type.size
+        idx = raw if mode == "raise" else wrap(b, raw, n, mode, what)
+        grid = b.broadcast_to(b.reshape(idx, (1,) * ax + (m,)), v.shape[:ax] + (m,))
+        return b.reshape(b.take_along_axis(v, grid, ax), v.shape[:ax] + raw.shape)
     # the index arithmetic on a (k, 1) column: one id per partition, as the gather's index tile
     col = wrap(b, b.reshape(raw, (raw.type.size, 1)), n, mode, what)
     ids = b.reshape(col, raw.shape)

@@ -22,7 +22,7 @@ from ...nki.types import Access, DimSlice
 from .context import LowerContext
 from .onchip_rows import note_stored, relaid_on_chip
 
-_ENGINES = ("vector", "gpsimd")  # the gathered columns' copies into the stored tile, in turn
+_ENGINES = ("vector",)  # the gathered columns' copies into the stored tile: one engine, in order
 
 COLUMN_BYTES = 16 * 1024
 """At most this many bytes per partition in the gathered ``(K, M R)`` tile."""
