@@ -257,3 +257,37 @@ def test_nested_loop_pipeline_bitwise_equal_and_close(monkeypatch):
     tol = 0.03 * np.abs(want).max()
     for out in (got, nk.simulate(k, ins)[name]):
         np.testing.assert_allclose(out.astype(np.float64), want, rtol=0, atol=tol)
+
+
+def _mean_var(x):
+    return x.mean(-1), x.var(-1)
+
+
+@pytest.mark.parametrize("rows", [384, 1000, 1152])
+def test_row_statistics_with_two_stores_are_pipelined(monkeypatch, rows):
+    """x.mean(-1), x.var(-1): no full-tile pass after the statistics, but two column stores a
+    tile. Tile t+1's bn_aggr now comes before tile t's stores (before: tile by tile, the next
+    load queued behind a store waiting for the statistics). Bit for bit equal to the unpipelined
+    kernel; against float64: fp32 rtol 4e-5 (fp32 statistics of 300-element rows)."""
+    x = (np.random.default_rng(rows).standard_normal((rows, 300)) * 2 + 3).astype(np.float32)
+    g = nk.trace(_mean_var).trace(nk.TensorType((rows, 300), F32))
+    k = nk.compile(g)
+    stream = _executed(k.nki.body)
+    aggr = [i for i, op in enumerate(stream) if op.name == "nki.bn_aggr"]
+    stores = [i for i, op in enumerate(stream) if isinstance(op, DmaCopyOp) and op.loc.startswith("store")]
+    assert len(aggr) == -(-rows // 128) and len(stores) == 2 * len(aggr)
+    if rows > 128 * 2 * stage_pipeline.SLOTS:  # a loop (fewer trips: straight code, reordered later)
+        assert aggr[1] < stores[0]
+    outs = k.run({"x": x})
+    ref = _mean_var(x.astype(np.float64))
+    plain = _unpipelined(monkeypatch, g).run({"x": x})
+    for name, want in zip(k.output_names, ref):
+        np.testing.assert_array_equal(outs[name], plain[name])
+        np.testing.assert_allclose(outs[name], want, rtol=4e-5, atol=1e-6)
+        np.testing.assert_allclose(nk.simulate(k, {"x": x})[name], want, rtol=4e-5, atol=1e-6)
+
+
+def test_row_statistics_with_two_stores_schedule_shorter(monkeypatch):
+    """2048 x 4096 f32 mean and variance: the scheduled estimate drops (226.7 -> 120.2 us)."""
+    g = nk.trace(_mean_var).trace(nk.TensorType((2048, 4096), F32))
+    assert nk.compile(g).estimate().scheduled_ns < 0.6 * _unpipelined(monkeypatch, g).estimate().scheduled_ns

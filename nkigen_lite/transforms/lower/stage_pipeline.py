@@ -30,7 +30,7 @@ ahead, before tile t+1's matmuls.
 
 A loop qualifies when its body holds only allocations, deallocations, NKI instructions and
 nested loops (those only in stage 1), its iterations are independent (interleave.py's
-conditions), it runs at least two trips, the cut leaves a full-tile instruction in stage 2,
+conditions), it runs at least two trips, the cut leaves a full-tile instruction (or two stores) in stage 2,
 and the kernel's SBUF and PSUM still fit with the ``U`` buffers (counted as the verifier
 counts them). Results are unchanged bit for bit: the same instructions run on the same data,
 only their order across independent iterations changes. Runs after ``interleave_loops``
@@ -48,11 +48,15 @@ from .interleave import _candidates_of, _clone_op, _independent, _Unsupported, r
 SLOTS = 3  # buffers of a tile crossing the stages (tile t in buffer t mod SLOTS)
 
 
+NARROW = 2  # free size of a per-partition statistics tile: bn_aggr's (mean, variance)
+
+
 def _is_column(op) -> bool:
-    """The instruction writes a per-partition column (a tile access of free size 1)."""
+    """The instruction writes per-partition columns (an SBUF tile access of free size at most
+    ``NARROW``: a row sum, max, or bn_aggr's mean and variance)."""
     for name in op.writes:
         acc = op.access(name)
-        if acc is not None and acc.tensor.type.space is not MemorySpace.HBM and acc.free_size == 1:
+        if acc is not None and acc.tensor.type.space is not MemorySpace.HBM and acc.free_size <= NARROW:
             if acc.tensor.type.space is MemorySpace.SBUF:
                 return True
     return False
@@ -66,7 +70,10 @@ def _full_tile(op) -> bool:
 
 def _cut(body: list) -> int | None:
     """Index of the first op of stage 2: after the last instruction writing a column, when a
-    load comes before it and a full-tile instruction after it."""
+    load comes before it and after it a full-tile instruction or at least two stores (a row
+    loop storing several statistics, ``x.mean(-1), x.var(-1)``: with three DMAs a trip, the
+    round-robin HW-DGE queues put the next tile's load behind a store waiting for this tile's
+    statistics, so without the stage offset the loads never run ahead)."""
     last = None
     for k, op in enumerate(body):
         if isinstance(op, NkiOp) and not isinstance(op, DmaCopyOp) and _is_column(op):
@@ -75,7 +82,9 @@ def _cut(body: list) -> int | None:
         return None
     if not any(isinstance(op, DmaCopyOp) for op in body[:last]):
         return None
-    if not any(isinstance(op, NkiOp) and _full_tile(op) for op in body[last + 1 :]):
+    rest = body[last + 1 :]
+    stores = sum(isinstance(op, DmaCopyOp) for op in rest)
+    if stores < 2 and not any(isinstance(op, NkiOp) and _full_tile(op) for op in rest):
         return None
     return last + 1
 
