@@ -68,7 +68,8 @@ def combine_accumulator(em, op: T.ReduceOp, inst) -> None:
                 "the trailing ones; tensor_reduce reduces trailing free axes",
                 op,
             )
-        part = em.tile_access(em.scratch_tile(op.result, inst, "f32"), inst, em.ext(op.result))
+        part_dtype = _partial_dtype(em, kind, x)
+        part = em.tile_access(em.scratch_tile(op.result, inst, part_dtype), inst, em.ext(op.result))
         em.b.tensor_reduce(dst=part, op=COMBINE[kind], data=x, axis=tuple(sorted(pos)), keepdims=True)
         x = part
     if op in em.online:
@@ -81,6 +82,21 @@ def combine_accumulator(em, op: T.ReduceOp, inst) -> None:
     if op in em.rescale:
         rescale_running_sum(em, acc, em.rescale.pop(op))
     em.b.tensor_tensor(dst=acc, data1=acc, data2=x, op=COMBINE[kind])
+
+
+def _partial_dtype(em, kind: str, x: Access) -> str:
+    """The dtype of an instance's partial reduction: the data's own dtype for a max / min the
+    engine reduces at its fast rate in that dtype (bf16 in and out: N/2 cycles instead of N;
+    exact, a max or min is one of its inputs), else fp32."""
+    t = em.ctx.target
+    name = x.tensor.type.dtype.name
+    if (
+        kind in ("max", "min")
+        and name in t.vector_fast_reduce_dtypes
+        and COMBINE[kind] in t.vector_fast_reduce_ops
+    ):
+        return name
+    return "f32"
 
 
 def finish_accumulator(em, op: T.ReduceOp, inst) -> None:
