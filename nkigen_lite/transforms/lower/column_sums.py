@@ -36,6 +36,8 @@ from .column_blocks import (
     split_axis,
     store_columns,
 )
+from .leading_column_sums import emit_leading_column_sums, plan_fits
+from .spread_reduce import claims as spread_claims
 
 
 @dataclass(eq=False)
@@ -45,7 +47,7 @@ class ColumnSums:
     ops: set
     x: Value
     out: Value
-    geom: ColumnBlocks
+    geom: ColumnBlocks | None  # None: the sum over the first axis of a matrix, in row pieces
 
 
 def _returned(v: Value) -> bool:
@@ -74,7 +76,12 @@ def find_column_sums(graph, budget: int, units_max: int, taken: set) -> list[Col
             continue
         a = op.attrs["axes"][0]
         b_, n, d = split_axis(x.type.shape, a)
-        if a >= x.type.rank - 1 or b_ == 1 or b_ * d // P > units_max or not _returned(op.result):
+        if a >= x.type.rank - 1 or b_ * d // P > units_max or not _returned(op.result):
+            continue
+        if b_ == 1:  # x.sum(0) of a matrix: spread_reduce's when it fits SBUF, else streamed
+            if spread_claims(op, P) or not plan_fits(n, d, budget):
+                continue
+            out.append(ColumnSums({op}, x, op.result, None))
             continue
         geom = plan_blocks(b_, n, d, budget, tiles=2, extra=0)  # the input, two buffers
         if geom is not None:
@@ -85,6 +92,8 @@ def find_column_sums(graph, budget: int, units_max: int, taken: set) -> list[Col
 def emit_column_sums(ctx, cs: ColumnSums) -> bool:
     """Emit ``cs``; False (nothing emitted) when the input cannot be viewed as blocks of whole
     rows of contiguous columns or the output as rows of 128."""
+    if cs.geom is None:
+        return _emit_leading(ctx, cs)
     g = cs.geom
     hx = input_home(ctx, cs.x, g)
     units = g.outer * g.cols // P
@@ -122,4 +131,18 @@ def emit_column_sums(ctx, cs: ColumnSums) -> bool:
     store_columns(
         b, lambda u0, cnt: Access(sums, (_ds(0, P), _ds(u0, cnt))), units, ctx.view(hy), 1.0, "colsum"
     )
+    return True
+
+
+def _emit_leading(ctx, cs: ColumnSums) -> bool:
+    """x.sum(0) of an ``(N, D)`` matrix in row pieces (leading_column_sums.py)."""
+    n, d = cs.x.type.shape
+    hx = ctx.home(cs.x).reshape((P, n // P, d)) if cs.x in ctx.homes else None
+    if hx is None or hx.strides[2] != 1:
+        return False
+    hy = ctx.home_for_store(cs.out).reshape((d // P, P))
+    if hy is None or hy.strides[1] != 1:
+        return False
+    ctx.at(f"column sums over {n}x{d}")
+    emit_leading_column_sums(ctx, ctx.view(hx), ctx.view(hy), n, d)
     return True

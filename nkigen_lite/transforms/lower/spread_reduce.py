@@ -104,6 +104,11 @@ def _claim(op, partitions: int) -> SpreadReduce | None:
     return SpreadReduce(op, x, rows, cols)
 
 
+def claims(op, partitions: int) -> bool:
+    """The spread lowering claims ``op`` (find_spread_reduces would list it)."""
+    return _claim(op, partitions) is not None
+
+
 def find_spread_reduces(graph, partitions: int) -> list[SpreadReduce]:
     """Every sum of ``graph``'s top block the spread lowering claims."""
     out = []
