@@ -85,6 +85,8 @@ def test_take_along_axis_topk_gather_counts():
     assert len(dmas) <= 12  # ids in, 8 gathers, the output stored (no index scratch round trip)
     assert k.estimate().instructions <= 40  # index adds in one instruction each, not 16-bit limbs
     assert k.stats().hbm_traffic_ratio == 1.0
+    # the index, the 1,024 elements taken and written, and a (128, 1) column of row offsets
+    assert k.stats().hbm_bytes == 3 * 128 * 8 * 4 + 128 * 4
 
 
 def test_embedding_ids_need_no_relayout():

@@ -120,7 +120,7 @@ class TakeAlongAxisGather(DecompositionPattern):
             elif x.shape[d] == 1:
                 continue
             else:
-                c = _iota(e, out, d)
+                c = _iota(e, [out[k] if k == d else 1 for k in range(len(out))], d)  # broadcast
             term = e.mul(c, stride) if stride != 1 else c
             flat = term if flat is None else e.add(flat, term)
         if not bounded:
