@@ -36,7 +36,7 @@ moves an element of every row) and ..."""
 GRID_AXIS_PER_ID = 32
 """... of an axis at least this many times longer than the int32 ids becomes a take_along_axis
 of the ids repeated for every row: its gathers cost ~0.3 us per id, the rows transposed
-through HBM grow with the axis (cost model, 128 rows: 64 ids of 4,096 columns 51.8 -> 28.8 us,
+through HBM grow with the axis (cost model, 128 rows: 64 ids of 4,096 columns 51.8 -> 28.5 us,
 of 512 columns 17.8 us kept; docs/lowering.md)."""
 
 

@@ -91,7 +91,7 @@ class TakeAlongAxisGather(DecompositionPattern):
 
     The index arithmetic keeps every int32 add provably in range (one instruction each, no
     16-bit limbs, lower/wide_int_arith.py): ``c = clip(idx, -n, n - 1)`` equals an index in
-    range, ``w = c + n * (c < 0)`` is NumPy's wrapped index in ``[0, n)``, and an index out of
+    range, ``w = c + n * (idx < 0)`` is NumPy's wrapped index in ``[0, n)``, and an index out of
     range (``c != idx``) adds ``2 * size`` to the flat index, past the table: the gather's
     bounds check rejects it. Tables of more than ``(2**31 - 1) / 3`` elements keep a ``where`` with an
     unbounded add instead."""
@@ -107,7 +107,7 @@ class TakeAlongAxisGather(DecompositionPattern):
         bounded = 3 * total < 2**31  # flat + 2 * size <= 3 * size - 1
         if bounded:
             c = e.minimum(e.maximum(idx, -n), n - 1)
-            wrapped = e.add(c, e.mul(e.cast(e.less(c, 0), int32), n))
+            wrapped = e.add(c, e.mul(e.cast(e.less(idx, 0), int32), n))  # c < 0 iff idx < 0
             flat = e.mul(e.cast(e.not_equal(c, idx), int32), 2 * total)
         else:
             ok = e.logical_and(e.greater_equal(idx, -n), e.less(idx, n))
