@@ -11,6 +11,7 @@ from .gathered_matmul import GATHERED_MATMUL_PATTERNS
 from .gqa import GQA_PATTERNS
 from .grouped_attention import GROUPED_ATTENTION_PATTERNS
 from .identities import IDENTITY_PATTERNS
+from .leaky_relu import LEAKY_RELU_PATTERNS
 from .masks import MASK_PATTERNS
 from .matmul_split import MATMUL_SPLIT_PATTERNS
 from .recompose import RECOMPOSE_PATTERNS
@@ -27,6 +28,7 @@ PATTERNS = (
     + SHAPE_PATTERNS
     + RECOMPOSE_PATTERNS
     + MASK_PATTERNS
+    + LEAKY_RELU_PATTERNS
     + SOFTMAX_SCALE_PATTERNS
     + GATHER_SHAPE_PATTERNS
     + GQA_PATTERNS
