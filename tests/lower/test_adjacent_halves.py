@@ -65,7 +65,9 @@ def test_rope_halves_match_numpy_and_move_once():
 
 
 def test_rope_at_model_size_dma_bound_gone():
-    """(1,2048,16,128) q / (1,2048,8,128) k: 34 DMAs (was 58), under 2.2x the roofline."""
+    """(1,2048,16,128) q / (1,2048,8,128) k: 34 DMAs (was 58), under 1.8x the roofline (2.13x
+    before the loads went two tiles ahead, load_ahead.py; the DMA engines are now the busiest
+    resource, as they should be)."""
     specs = [
         ((1, 2048, 16, 128), BF16),
         ((1, 2048, 8, 128), BF16),
@@ -75,7 +77,7 @@ def test_rope_at_model_size_dma_bound_gone():
     k = nk.compile(rope, *(np.zeros(sh, d) for sh, d in specs))
     assert k.stats().dma_count <= 34
     e = k.estimate()
-    assert e.ratio < 2.2 and e.critical_engine != "dma"
+    assert e.ratio < 1.8
 
 
 def rope_interleaved(x, c, s):

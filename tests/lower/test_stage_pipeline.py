@@ -22,6 +22,7 @@ F32 = nk.float32
 def _unpipelined(monkeypatch, graph) -> nk.Kernel:
     with monkeypatch.context() as m:
         m.setattr(deallocs, "pipeline_stages", lambda g, t: 0)
+        m.setattr(deallocs, "load_ahead", lambda g, t: 0)  # nor its loads alone (load_ahead.py)
         m.setattr(deallocs, "split_last_store", lambda *a: False)  # whole row tiles
         return nk.compile(graph)
 

@@ -19,6 +19,7 @@ from .engine_balance import ScheduleOracle, balance_engines
 from .head_columns import split_head_columns
 from .head_halves import split_head_chains
 from .interleave import interleave_loops
+from .load_ahead import load_ahead
 from .load_hoist import hoist_loads
 from .rotation import plan_rotation
 from .stage_fit import keeps_pipeline
@@ -71,6 +72,7 @@ class InsertDeallocs(Pass):
         interleave_loops(graph, target, prefers_stages, lambda *a: keeps_pipeline(*a, target))
         pipeline_stages(graph, target)
         plan_rotation(graph, target)
+        load_ahead(graph, target)
         best_variant(
             graph,
             target,

@@ -481,7 +481,14 @@ def _folded_plan(ctx: LowerContext, g: FusionGroup, plans, budget: int):
     (never for groups touching a matmul, nor when a tile_size knob fixes the rows per tile)."""
     plan, row_bytes = plans[g]
     if not _touches_matmul(g) and _tile_rows(ctx, g) == ctx.partitions:
-        return fold_rows(plan, g, row_bytes, partitions=ctx.partitions, sbuf_budget=budget)
+        return fold_rows(
+            plan,
+            g,
+            row_bytes,
+            partitions=ctx.partitions,
+            sbuf_budget=budget,
+            wide_row_bytes=ctx.target.dma_saturating_bytes_per_partition,
+        )
     return plan
 
 

@@ -305,14 +305,44 @@ def _partition_chunk(dom, i_dims: tuple, p_dims: tuple, partitions: int) -> tupl
     return i_dims, p_list, chunk
 
 
+def _reads_column(plan: GroupPlan, group: FusionGroup) -> bool:
+    """Some op of ``group`` reads a per-row column: an operand spanning the partition dim with
+    extent 1 on every free dim of more than one element. Unfolded, each op reading it is one
+    ``tensor_scalar`` (or activation) with a per-partition operand; folded q rows to a partition,
+    the column holds q values per partition and the op becomes a two-input ``tensor_tensor`` of
+    twice the cycles (on GpSimd ~2.3x a ScalarE pass)."""
+    dom = plan.domain
+    d = plan.p_dims[0]
+    wide = [f for f in plan.f_dims if dom[f] > 1]
+    if not wide:
+        return False
+    for op in group.ops:
+        for u in op.operands:
+            shape = tuple(u.type.shape)
+            if len(shape) > len(dom):
+                continue
+            ext = (1,) * (len(dom) - len(shape)) + shape
+            if ext[d] == dom[d] and all(ext[f] == 1 for f in wide):
+                return True
+    return False
+
+
 def fold_rows(
-    plan: GroupPlan, group: FusionGroup, row_bytes: int, *, partitions: int, sbuf_budget: int
+    plan: GroupPlan,
+    group: FusionGroup,
+    row_bytes: int,
+    *,
+    partitions: int,
+    sbuf_budget: int,
+    wide_row_bytes: int | None = None,
 ) -> GroupPlan:
     """Fold several rows of a chunked partition dim into each partition's free dims when the
     rows are narrow: dim d of n rows becomes (n/q partitions, q rows per partition) so one
     instruction covers q times more elements. Only for groups of elementwise ops (no
     reductions or iotas, whose axes are dims of the unsplit domain); returns ``plan`` unchanged
-    when nothing is gained."""
+    when nothing is gained. With ``wide_row_bytes`` given, a group whose rows already hold that
+    many bytes of its result per partition and that reads a per-row column is not folded
+    (``_reads_column``)."""
     dom = plan.domain
     if (
         plan.split is not None
@@ -328,6 +358,10 @@ def fold_rows(
     width = 1
     for f in plan.f_dims:
         width *= dom[f]
+    if wide_row_bytes is not None and _reads_column(plan, group):
+        item = min(op.result.type.dtype.itemsize for op in group.ops)
+        if width * item >= wide_row_bytes:
+            return plan
     best, best_tiles = 1, -(-n // partitions)
     for q in range(2, n + 1):
         if q * width * row_bytes > sbuf_budget:
