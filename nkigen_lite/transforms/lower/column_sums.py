@@ -36,6 +36,7 @@ from .column_blocks import (
     split_axis,
     store_columns,
 )
+from .leading_column_extremes import emit_leading_column_extremes
 from .leading_column_sums import emit_leading_column_sums, plan_fits
 from .spread_reduce import claims as spread_claims
 
@@ -47,7 +48,8 @@ class ColumnSums:
     ops: set
     x: Value
     out: Value
-    geom: ColumnBlocks | None  # None: the sum over the first axis of a matrix, in row pieces
+    geom: ColumnBlocks | None  # None: the first axis of a matrix, in row pieces
+    kind: str = "sum"  # sum; max or min over the first axis of a matrix
 
 
 def _returned(v: Value) -> bool:
@@ -66,10 +68,11 @@ def _returned(v: Value) -> bool:
 
 def find_column_sums(graph, budget: int, units_max: int, taken: set) -> list[ColumnSums]:
     """Every float32 sum over a middle axis of a kernel input, only returned, in ``graph``'s top
-    block (ops in ``taken`` excluded)."""
+    block (ops in ``taken`` excluded); and over the first axis of a matrix the spread lowering
+    does not take, also max and min."""
     out = []
     for op in graph.body:
-        if not isinstance(op, T.ReduceOp) or op in taken or op.attrs["kind"] != "sum":
+        if not isinstance(op, T.ReduceOp) or op in taken or op.attrs["kind"] not in ("sum", "max", "min"):
             continue
         x = op.operand(0)
         if len(op.attrs["axes"]) != 1 or x.defining_op is not None or x.type.dtype.name != "f32":
@@ -81,7 +84,9 @@ def find_column_sums(graph, budget: int, units_max: int, taken: set) -> list[Col
         if b_ == 1:  # x.sum(0) of a matrix: spread_reduce's when it fits SBUF, else streamed
             if spread_claims(op, P) or not plan_fits(n, d, budget):
                 continue
-            out.append(ColumnSums({op}, x, op.result, None))
+            out.append(ColumnSums({op}, x, op.result, None, op.attrs["kind"]))
+            continue
+        if op.attrs["kind"] != "sum":
             continue
         geom = plan_blocks(b_, n, d, budget, tiles=2, extra=0)  # the input, two buffers
         if geom is not None:
@@ -135,14 +140,19 @@ def emit_column_sums(ctx, cs: ColumnSums) -> bool:
 
 
 def _emit_leading(ctx, cs: ColumnSums) -> bool:
-    """x.sum(0) of an ``(N, D)`` matrix in row pieces (leading_column_sums.py)."""
-    n, d = cs.x.type.shape
+    """x.sum(0) (max, min) of an ``(N, D)`` matrix in row pieces (leading_column_sums.py,
+    leading_column_extremes.py)."""
+    _, n, d = split_axis(cs.x.type.shape, 0)
     hx = ctx.home(cs.x).reshape((P, n // P, d)) if cs.x in ctx.homes else None
     if hx is None or hx.strides[2] != 1:
         return False
     hy = ctx.home_for_store(cs.out).reshape((d // P, P))
     if hy is None or hy.strides[1] != 1:
         return False
-    ctx.at(f"column sums over {n}x{d}")
-    emit_leading_column_sums(ctx, ctx.view(hx), ctx.view(hy), n, d)
+    if cs.kind == "sum":
+        ctx.at(f"column sums over {n}x{d}")
+        emit_leading_column_sums(ctx, ctx.view(hx), ctx.view(hy), n, d)
+    else:
+        ctx.at(f"column {cs.kind} over {n}x{d}")
+        emit_leading_column_extremes(ctx, ctx.view(hx), ctx.view(hy), n, d, cs.kind)
     return True
