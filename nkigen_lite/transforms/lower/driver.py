@@ -51,6 +51,7 @@ from .interleaved_concat import plan_interleaved_concats
 from .item_order import hoist_projections
 from .limits import LoweringLimit
 from .liveness import peak_live_bytes
+from .long_rows import split_long_rows
 from .matmul import lower_matmul
 from .mlp_block import emit_widest, match_mlp_block, plan_block
 from .mlp_prologue import match_prologue
@@ -314,7 +315,7 @@ def _lower_items(ctx: LowerContext, part, plans, row_local, outputs: set, pairs:
             _emit_row_split(ctx, rs, part, plans, row_local, done, flush)
             continue
         if isinstance(item, (FusionGroup, T.MatmulOp)):
-            member, plan = _pipeline_member(ctx, item, plans, row_local, budget, pipe)
+            member, plan = _pipeline_member(ctx, item, plans, row_local, budget, part, pipe)
             if member is None:
                 flush()
                 _emit_alone(ctx, item, plan, part, row_local, pairs.get(item), outputs)
@@ -476,23 +477,30 @@ def _emit_alone(ctx: LowerContext, item, plan, part, row_local, pair, outputs: s
         lower_matmul(ctx, item)
 
 
-def _folded_plan(ctx: LowerContext, g: FusionGroup, plans, budget: int):
-    """The group's plan with narrow rows folded several to a partition, when that applies
-    (never for groups touching a matmul, nor when a tile_size knob fixes the rows per tile)."""
+def _folded_plan(ctx: LowerContext, g: FusionGroup, plans, budget: int, part):
+    """The group's plan with narrow rows folded several to a partition, or few long rows split
+    over the partitions (long_rows.py), when that applies (never for groups touching a matmul,
+    nor when a tile_size knob fixes the rows per tile)."""
     plan, row_bytes = plans[g]
-    if not _touches_matmul(g) and _tile_rows(ctx, g) == ctx.partitions:
-        return fold_rows(
-            plan,
-            g,
-            row_bytes,
-            partitions=ctx.partitions,
-            sbuf_budget=budget,
-            wide_row_bytes=ctx.target.dma_saturating_bytes_per_partition,
-        )
-    return plan
+    if _touches_matmul(g) or _tile_rows(ctx, g) != ctx.partitions:
+        return plan
+    folded = fold_rows(
+        plan,
+        g,
+        row_bytes,
+        partitions=ctx.partitions,
+        sbuf_budget=budget,
+        wide_row_bytes=ctx.target.dma_saturating_bytes_per_partition,
+    )
+    if folded is not plan:
+        return folded
+    rank = len(g.domain)
+    stores = [(1,) * (rank - v.type.rank) + tuple(v.type.shape) for v in part.escaping(g)]
+    loads = [(1,) * (rank - u.type.rank) + tuple(u.type.shape) for u in _group_inputs(g)]
+    return split_long_rows(plan, g, ctx.partitions, loads, stores)
 
 
-def _pipeline_member(ctx: LowerContext, item, plans, row_local, budget: int, pipe=None):
+def _pipeline_member(ctx: LowerContext, item, plans, row_local, budget: int, part, pipe=None):
     """(row-pipeline member or None, plan) for a fusion group or matmul. None means the item is
     emitted on its own: a group whose narrow rows fold (with that folded plan; not when it reads
     an on-chip view of the pipeline being collected, pipeline_views.py), or a group or matmul
@@ -500,7 +508,7 @@ def _pipeline_member(ctx: LowerContext, item, plans, row_local, budget: int, pip
     if isinstance(item, T.MatmulOp):
         return matmul_member(item, ctx.partitions, ctx.homes), None
     plan, row_bytes = plans[item]
-    folded = _folded_plan(ctx, item, plans, budget)
+    folded = _folded_plan(ctx, item, plans, budget, part)
     reads_view = pipe is not None and any(u in pipe.views for op in item.ops for u in op.operands)
     if folded is not plan and not reads_view:
         return None, folded
@@ -585,16 +593,24 @@ def _emit_group(ctx: LowerContext, g: FusionGroup, plan, part, row_local) -> Non
     GroupEmitter(ctx, g, part.escaping(g), plan, row_local).run()
 
 
-def _broadcast_dims(g: FusionGroup) -> set[int]:
-    """Domain dims along which some input read by the group (not a constant) is broadcast."""
+def _group_inputs(g: FusionGroup) -> list[Value]:
+    """Values the group reads from outside itself (not uniform constants), in operand order."""
     members = set(g.ops)
-    dims: set[int] = set()
+    out: list[Value] = []
     for op in g.ops:
         for u in op.operands:
-            if u.defining_op in members or isinstance(u.defining_op, T.FullOp):
+            if u.defining_op in members or isinstance(u.defining_op, T.FullOp) or u in out:
                 continue
-            ext = (1,) * (len(g.domain) - u.type.rank) + tuple(u.type.shape)
-            dims |= {d for d, (e, n) in enumerate(zip(ext, g.domain)) if e == 1 and n > 1}
+            out.append(u)
+    return out
+
+
+def _broadcast_dims(g: FusionGroup) -> set[int]:
+    """Domain dims along which some input read by the group (not a constant) is broadcast."""
+    dims: set[int] = set()
+    for u in _group_inputs(g):
+        ext = (1,) * (len(g.domain) - u.type.rank) + tuple(u.type.shape)
+        dims |= {d for d, (e, n) in enumerate(zip(ext, g.domain)) if e == 1 and n > 1}
     return dims
 
 
