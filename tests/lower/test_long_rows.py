@@ -11,8 +11,9 @@ import pytest
 
 import nkigen_lite as nk
 from nkigen_lite.nki.ops import AllocOp, DeallocOp
+from nkigen_lite.nki.target import TRN2
 from nkigen_lite.testing import assert_close
-from nkigen_lite.transforms.lower.long_rows import split_long_rows
+from nkigen_lite.transforms.lower.long_rows import min_row, split_long_rows
 from nkigen_lite.transforms.lower.plan import GroupPlan
 
 BF16 = ml_dtypes.bfloat16
@@ -60,18 +61,18 @@ def test_gpt_oss_clamped_swiglu_runs_on_all_partitions():
 
 def test_clamped_swiglu_small_bf16_matches_numpy():
     rng = np.random.default_rng(0)
-    g = (3 * rng.standard_normal((4, 96))).astype(BF16)
-    u = (3 * rng.standard_normal((4, 96))).astype(BF16)
+    g = (3 * rng.standard_normal((4, 512))).astype(BF16)
+    u = (3 * rng.standard_normal((4, 512))).astype(BF16)
     kern = nk.compile(_clamped_swiglu, g, u)
-    assert all(op.access("dst").partitions == 128 for op in _compute(kern))  # 4 rows x 32 chunks
+    assert all(op.access("dst").partitions == 128 for op in _compute(kern))  # 4 rows x 32 chunks of 16
     _check(kern, (g, u), _swiglu_reference(g, u), nk.bfloat16, rtol=2e-2, atol=2e-2)
 
 
 def test_per_column_vectors_are_read_with_a_stride_zero_row_dim():
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((4, 96)).astype(np.float32)
-    w = rng.standard_normal(96).astype(np.float32)
-    b = rng.standard_normal(96).astype(np.float32)
+    x = rng.standard_normal((4, 512)).astype(np.float32)
+    w = rng.standard_normal(512).astype(np.float32)
+    b = rng.standard_normal(512).astype(np.float32)
     kern = nk.compile(lambda x, w, b: x * w + b, x, w, b)
     assert all(op.access("dst").partitions == 128 for op in _compute(kern))
     ref = x.astype(np.float64) * w.astype(np.float64) + b.astype(np.float64)
@@ -80,7 +81,7 @@ def test_per_column_vectors_are_read_with_a_stride_zero_row_dim():
 
 def test_per_row_columns_are_replicated_over_their_rows_chunks():
     rng = np.random.default_rng(2)
-    x = rng.standard_normal((4, 96)).astype(np.float32)
+    x = rng.standard_normal((4, 512)).astype(np.float32)
     c = rng.standard_normal((4, 1)).astype(np.float32)
     kern = nk.compile(lambda x, c: x * c + 1.0, x, c)
     assert all(op.access("dst").partitions == 128 for op in _compute(kern))
@@ -89,11 +90,11 @@ def test_per_row_columns_are_replicated_over_their_rows_chunks():
 
 def test_three_dim_rows_and_uneven_chunk_counts():
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((2, 3, 90)).astype(np.float32)
-    y = rng.standard_normal((2, 3, 90)).astype(np.float32)
+    x = rng.standard_normal((2, 3, 360)).astype(np.float32)
+    y = rng.standard_normal((2, 3, 360)).astype(np.float32)
     kern = nk.compile(lambda x, y: x * y - x, x, y)
-    # 6 rows: at most 21 chunks a row; 18 divides 90 -> 108 partitions of 5 elements
-    assert all(op.access("dst").partitions == 108 for op in _compute(kern))
+    # 6 rows: at most 21 chunks a row; 20 divides 360 -> 120 partitions of 18 elements
+    assert all(op.access("dst").partitions == 120 for op in _compute(kern))
     xd, yd = x.astype(np.float64), y.astype(np.float64)
     _check(kern, (x, y), xd * yd - xd, nk.float32)
 
@@ -114,11 +115,12 @@ class _Group:
         ((65, 1440), [(65, 1440)], [(65, 1440)], "more than half the partitions used already"),
         ((8, 1447), [(8, 1447)], [(8, 1447)], "no chunk count divides a prime row"),
         ((8, 1440), [(8, 1440)], [(8, 1)], "a stored value broadcast along the row"),
+        ((8, 256), [(8, 256)], [(8, 256)], "a row of at most min_row(TRN2) = 256 elements"),
     ],
 )
 def test_plans_left_alone(domain, loads, stores, why):
     plan = _plan(domain, ("P", "F"))
-    assert split_long_rows(plan, _Group(), 128, loads, stores) is plan, why
+    assert split_long_rows(plan, _Group(), 128, loads, stores, min_row(TRN2)) is plan, why
 
 
 def test_split_plan_shape():

@@ -51,7 +51,7 @@ from .interleaved_concat import plan_interleaved_concats
 from .item_order import hoist_projections
 from .limits import LoweringLimit
 from .liveness import peak_live_bytes
-from .long_rows import split_long_rows
+from .long_rows import min_row, split_long_rows
 from .matmul import lower_matmul
 from .mlp_block import emit_widest, match_mlp_block, plan_block
 from .mlp_prologue import match_prologue
@@ -497,7 +497,7 @@ def _folded_plan(ctx: LowerContext, g: FusionGroup, plans, budget: int, part):
     rank = len(g.domain)
     stores = [(1,) * (rank - v.type.rank) + tuple(v.type.shape) for v in part.escaping(g)]
     loads = [(1,) * (rank - u.type.rank) + tuple(u.type.shape) for u in _group_inputs(g)]
-    return split_long_rows(plan, g, ctx.partitions, loads, stores)
+    return split_long_rows(plan, g, ctx.partitions, loads, stores, min_row(ctx.target))
 
 
 def _pipeline_member(ctx: LowerContext, item, plans, row_local, budget: int, part, pipe=None):

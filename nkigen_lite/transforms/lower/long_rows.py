@@ -10,9 +10,13 @@ of the same HBM homes (partition ``r · n/q + j`` reads row ``r``'s elements ``j
 an input broadcast along the rows (a per-column vector) is read with a stride-0 row dim.
 
 Only for groups of element-wise ops (no reductions or iotas, whose axes are dims of the unsplit
-domain), one partition dim of whole rows, no free-dim chunking, and rows whose last free dim is
-read by every input and stored by every output (an input broadcast along it, such as a per-row
-column ``(8, 1)``, would need its values replicated over the new partitions: left alone).
+domain) whose partition dims hold whole rows on at most half the partitions, with no free-dim
+chunking and no other free dim of more than one element. Every stored value must span the last
+dim; an input either spans it or is broadcast along it (a per-row column ``(8, 1)``: read with a
+stride-0 dim over the row's chunks). Rows short enough that an instruction over a whole row
+costs VectorE's minimum initiation interval anyway (``min_row``) stay whole: splitting them gains
+nothing and would keep the next item (a topk, a matmul) from reading the group's tile in place
+(onchip_rows.py).
 """
 
 from __future__ import annotations
@@ -21,11 +25,20 @@ from ...tensor import ops as T
 from .plan import GroupPlan
 
 
-def split_long_rows(plan: GroupPlan, group, partitions: int, input_exts, store_exts) -> GroupPlan:
+def min_row(target) -> int:
+    """Row length (elements) at or below which an instruction over a whole row costs VectorE's
+    MIN_II anyway, even at its fastest perf mode: splitting such rows gains nothing."""
+    return target.min_ii_cycles * target.vector_perf_mode_sbuf_factor
+
+
+def split_long_rows(
+    plan: GroupPlan, group, partitions: int, input_exts, store_exts, shortest: int = 0
+) -> GroupPlan:
     """``plan`` with its last free dim split over the idle partitions (module docstring), or
-    ``plan`` unchanged when that does not apply or gains less than a factor of two in rows.
-    ``input_exts`` / ``store_exts``: extents (aligned to the group's domain) of the values the
-    group loads and stores."""
+    ``plan`` unchanged when that does not apply, would gain less than a factor of two in rows,
+    or the row holds at most ``shortest`` elements (``min_row``). ``input_exts`` /
+    ``store_exts``: extents (aligned to the group's domain) of the values the group loads and
+    stores."""
     dom = plan.domain
     if (
         plan.split is not None
@@ -41,6 +54,8 @@ def split_long_rows(plan: GroupPlan, group, partitions: int, input_exts, store_e
     if plan.roles[d] != "F" or any(dom[f] > 1 for f in plan.f_dims if f != d):
         return plan
     n = dom[d]
+    if n <= shortest:
+        return plan
     if any(ext[d] != n for ext in store_exts) or any(ext[d] not in (1, n) for ext in input_exts):
         return plan
     # the most chunks per row that fit the partitions and divide the row evenly
