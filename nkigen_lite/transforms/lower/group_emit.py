@@ -9,6 +9,8 @@ fori_loop over full chunks plus a peeled remainder instance with a smaller stati
 
 from __future__ import annotations
 
+import math
+
 from ...ir.value import Value
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
@@ -289,7 +291,7 @@ class GroupEmitter(TileFrame):
         if u in self.load_pairs:
             self._load_pair(u, inst)
             return
-        if self._partition_broadcast(u, inst):
+        if self._partition_broadcast(u, inst) or self._take_held(u, inst):
             return
         self.new_tile(u, inst)
         dst = self.access(u, inst)
@@ -332,15 +334,37 @@ class GroupEmitter(TileFrame):
             src = adjacent_halves.whole_last(self._window(view, inst), n2)
             self.b.dma_copy(dst=dst, src=src)
 
+    def _take_held(self, u: Value, inst: Instance) -> bool:
+        """Take the SBUF tile holding ``u`` (onchip_rows.py) as ``u``'s tile, read in place with
+        no DMA, when it has exactly the shape and dtype this group's tile of ``u`` would have
+        (``_held``'s conditions: no loops, ``u`` whole in row-major order)."""
+        if u in self.resident or u in self.into or u in self.store_pairs:
+            return False
+        shape = (inst.rows(),) + inst.free(self.ext(u))
+        if not self._whole_row_major(u, math.prod(shape)):
+            return False
+        held = rows_on_chip(self.ctx, u, shape[0])
+        if held is None or held.dtype != u.type.dtype or not held.is_whole():
+            return False
+        if tuple(held.tensor.type.shape) != shape:
+            return False
+        self.tiles[u] = held.tensor
+        return True
+
+    def _whole_row_major(self, u: Value, size: int) -> bool:
+        """True when this group has no loops and its tile of ``u`` (``size`` elements) is ``u``
+        whole in row-major order (dims in increasing order, none broadcast)."""
+        if self.loops or len(self.b._blocks) != 1 or size != u.type.size:
+            return False
+        ve = self.ext(u)
+        dims = [d for d in self.plan.order if ve[d] > 1]
+        return dims == sorted(dims) and u not in self.tile_offsets and u not in self.resident
+
     def _held(self, u: Value, dst: Access) -> Access | None:
         """The SBUF tile holding all of ``u`` row-major (onchip_rows.py), read by an SBUF -> SBUF
         DMA, when this group has no loops and its tile of ``u`` is ``u`` whole in row-major
         order (dims in increasing order, none broadcast)."""
-        if self.loops or len(self.b._blocks) != 1 or dst.size != u.type.size:
-            return None
-        ve = self.ext(u)
-        dims = [d for d in self.plan.order if ve[d] > 1]
-        if dims != sorted(dims) or u in self.tile_offsets or u in self.resident:
+        if not self._whole_row_major(u, dst.size):
             return None
         held = rows_on_chip(self.ctx, u, None)
         return held if held is not None and held.dtype == dst.dtype else None

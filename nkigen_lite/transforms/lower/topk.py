@@ -43,6 +43,7 @@ import numpy as np
 
 from ...ir.dtypes import float32, int32, uint32
 from ...ir.errors import BuildError
+from ...ir.value import Value
 from ...nki.types import Access, Affine, DimSlice
 from ...tensor import ops as T
 from .column_argmax import emit_column_argmax, match_column_argmax
@@ -52,6 +53,7 @@ from .permute_copy import MAX_FREE
 from .rules import item_rule
 from .topk_merge import NEG_BYTES, NEG_FLT_MAX, _finish_values, _merge, _tile, negated
 from .topk_nan import NAN_BYTES, first_nan_wins, fold_max, keys_max, nan_free_keys, nan_mode, ones8
+from .topk_onchip import held_rows, note_values
 from .topk_rows import emit_rows_at_once, fits
 from .views import copy_home
 
@@ -173,7 +175,9 @@ def lower_topk(ctx: LowerContext, op: T.TopkOp) -> None:
     for r in op.results:
         home, back = _rows_view(ctx, ctx.home_for_store(r), perm, rows, k, copy_in=False)
         outs.append((home, back))
-    _emit(ctx, src, outs[0][0], outs[1][0], n, k, dt, bool(op.results[0].uses) or outs[0][1] is not None)
+    held = held_rows(ctx, x, rows, n, perm == tuple(range(len(shape))))
+    reads = bool(op.results[0].uses) or outs[0][1] is not None
+    _emit(ctx, src, outs[0][0], outs[1][0], n, k, dt, reads, held=held, stored=op.results[0])
     for (_home, back), r in zip(outs, op.results):
         if back is not None:
             copy_home(ctx, back, ctx.home(r))
@@ -189,10 +193,13 @@ def _emit(
     dt,
     values: bool = True,
     negate: bool = False,
+    held: Access | None = None,
+    stored: Value | None = None,
 ) -> None:
     """topk of ``src`` (rows, n) into ``out_v`` / ``out_i`` (rows, k); ``values``: whether the
     values are read (argmax reads only the indices); ``out_v`` None: no values stored (argmin);
-    ``negate``: the top k of ``-src`` (argmin.py: only the indices, ``values`` False)."""
+    ``negate``: the top k of ``-src`` (argmin.py: only the indices, ``values`` False); ``held``:
+    the SBUF tile holding ``src`` whole, ``stored``: the values result (topk_onchip.py)."""
     assert not (negate and values) and (out_v is not None or not values)
     rows = src.shape[0]
     v_view = ctx.view(out_v) if out_v is not None else None  # views are made outside the loops
@@ -211,10 +218,11 @@ def _emit(
     b, t = ctx.b, ctx.target
     x_view = ctx.view(src)
     rounds, _, nchunks, _, keyed = _topk_plan(n, k, dt, t, nan, negate)
+    held = held if nchunks == 1 and rounds == 1 else None  # the tile is then only read
 
     def block(_bi: Affine, r0: Affine, p: int) -> None:
         cv, ci, width, cn = _candidates(
-            ctx, x_view, r0, p, n, k, dt, stride=0, pad=True, nan=nan, negate=negate
+            ctx, x_view, r0, p, n, k, dt, stride=0, pad=True, nan=nan, negate=negate, held=held
         )
         ov = b.alloc((p, k), dt, "sbuf", name="top_v")
         oi = b.alloc((p, k), int32, "sbuf", name="top_i")
@@ -228,6 +236,8 @@ def _emit(
             first_nan_wins(ctx, _tile(cn, p, (0, nchunks, 1)), got, oi, p)
         elif v_view is not None:
             b.dma_copy(dst=Access(v_view, (DimSlice(r0, p, 1), DimSlice(0, k, 1))), src=ov)
+            if p == rows:
+                note_values(ctx, stored, ov)
         b.dma_copy(dst=Access(i_view, (DimSlice(r0, p, 1), DimSlice(0, k, 1))), src=oi)
 
     _chunks(ctx, rows, ctx.partitions, block)
@@ -295,8 +305,10 @@ def _candidates(
     pad: bool,
     nan: bool = False,
     negate=False,
+    held: Access | None = None,
 ):
-    """Per partition of rows [r0, r0 + p) of ``x_view``, the top k of each chunk of its
+    """Per partition of rows [r0, r0 + p) of ``x_view`` (or of ``held``, the SBUF tile holding
+    them all when one chunk covers a row: read in place), the top k of each chunk of its
     ``length`` elements: (candidate values (p, width) fp32, their global indices (p, 1, width)
     fp32, width, the chunks' NaN candidates (p, chunks) fp32 with ``nan`` (topk_nan.py) else
     None). Partition c's elements start at index c * ``stride``. With ``pad``, fewer than 8
@@ -319,8 +331,11 @@ def _candidates(
     ones = ones8(ctx, p) if nan else None
 
     def chunk(j: Affine, c0: Affine, size_c: int) -> None:
-        tile = b.alloc((p, size_c), dt, "sbuf", name="chunk")
-        b.dma_copy(dst=tile, src=Access(x_view, (DimSlice(r0, p, 1), DimSlice(c0, size_c, 1))))
+        if held is not None:
+            tile = held.tensor
+        else:
+            tile = b.alloc((p, size_c), dt, "sbuf", name="chunk")
+            b.dma_copy(dst=tile, src=Access(x_view, (DimSlice(r0, p, 1), DimSlice(c0, size_c, 1))))
         start = b.alloc((p, 1), float32, "sbuf", name="chunk_start")
         b.iota(dst=start, pattern=[[0, 1]], offset=c0, channel_multiplier=stride)
         data = negated(ctx, tile, p, size_c) if negate else tile
