@@ -128,3 +128,18 @@ def test_take_axis_1_traced_ids_counts():
     assert len(_ops(k, N.DmaGatherOp)) == 64  # one element of every row per id
     # x is never transposed through HBM: only the 64 columns, the ids and their row offsets move
     assert k.stats().hbm_traffic_ratio < 2.0
+
+
+def test_ids_read_by_another_op_keep_its_layout():
+    # the ids also summed: the sum keeps them along the free dim (one partition), the gather
+    # reads them relaid; asking them for the partitions would make the int32 sum cross them
+    g = nk.trace(lambda t, i: (t[i], i.sum())).trace(
+        nk.TensorType((300, 40), nk.float32), nk.TensorType((100,), nk.int32)
+    )
+    tv = np.random.default_rng(5).standard_normal((300, 40)).astype(np.float32)
+    iv = np.random.default_rng(6).integers(-300, 300, 100).astype(np.int32)
+    k = nk.compile(g)
+    for got in (k.run({"t": tv, "i": iv}), nk.simulate(k, {"t": tv, "i": iv})):
+        np.testing.assert_array_equal(got["y0"], tv[iv])
+        assert int(got["y1"]) == int(iv.astype(np.int64).sum())
+    assert k.estimate().instructions <= 46
