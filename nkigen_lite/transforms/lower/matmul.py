@@ -75,15 +75,17 @@ def lower_matmul(
     publish: bool = False,
     store: bool = True,
     run: bool = True,
+    epilogue=None,
 ) -> MatmulEmitter | None:
     """Lower one matmul. Standalone (``run``): its own loop nest, C stored to HBM. As a row
     pipeline participant: A may come from ``pipe`` (a tile of the current row chunk), C may be
-    put in ``pipe`` (``publish``) and/or stored (``store``)."""
-    if run and store and pipe is None and not a_provided and lower_batched_small(ctx, op):
+    put in ``pipe`` (``publish``) and/or stored (``store``). ``epilogue``: a bias added while
+    C's PSUM banks are evacuated (matmul_bias.py); the value computed is then its result."""
+    if epilogue is None and run and store and pipe is None and not a_provided and lower_batched_small(ctx, op):
         return None
     ctx.at_op(op)
     a_v, b_v = op.operands
-    c_v = op.result
+    c_v = op.result if epilogue is None else epilogue.result
     ca, cb = narrow_matmul_dtypes(op) or _compute_dtypes(ctx.target, a_v.type.dtype, b_v.type.dtype)
     a_shape = (1,) + a_v.type.shape if a_v.type.rank == 1 else a_v.type.shape
     hb = ctx.home(b_v)
@@ -126,6 +128,7 @@ def lower_matmul(
     )
     em.stored_value = c_v if store and staging is None else None
     em.a_operand = a_v
+    em.epilogue = epilogue
     if run:
         if em.n_outer_pays():
             em.run_n_outer()
@@ -185,6 +188,7 @@ class MatmulEmitter:
         # beside VectorE's evacuation of C (matmul_lead.py)
         self.a_copy_engine = "vector"
         self.c_copy_engine = "vector"  # the engine evacuating C's PSUM banks
+        self.epilogue = None  # a bias added by the evacuation (matmul_bias.BiasEpilogue)
         self.hb = hb
         # A natural is (batch, M, K), K-major (batch, K, M); B natural (batch, N, K), K-major (batch, K, N)
         homes = {"b_nat": _swap_last(hb), "b_km": hb}
@@ -214,6 +218,8 @@ class MatmulEmitter:
 
     # ---- participant of a loop nest ----------------------------------------------------------------
     def prepare(self) -> None:
+        if self.epilogue is not None:
+            self.epilogue.load(self.ctx, self.n)
         if self.resident and self.resident_level() == 0 and not self.defer_resident:
             self._load_resident([0] * len(self.batch))
 
@@ -334,6 +340,8 @@ class MatmulEmitter:
         return True
 
     def run_n_outer(self) -> None:
+        if self.epilogue is not None:
+            self.epilogue.load(self.ctx, self.n)
         self.ctx.at(self.label)
         self.a_copy_engine = A_COPY_ENGINE
 
@@ -596,22 +604,24 @@ class MatmulEmitter:
         for (_at, m0, mt), tbanks in zip(tiles, banks):
             if row is not None:
                 for (j, nj), ps in zip(chunks, tbanks):
-                    self.b.tensor_copy(
-                        dst=self._cols(row, mt, Affine.of(n0) + j, nj),
-                        src=acc(ps, mt, nj),
-                        engine=self.c_copy_engine,
-                    )
+                    col = Affine.of(n0) + j
+                    self._evacuate(self._cols(row, mt, col, nj), acc(ps, mt, nj), col, nj, mt)
                 continue
             ct = self.b.alloc((self.p, w), self.c_dt, "sbuf", name="c")
             for (j, nj), ps in zip(chunks, tbanks):
-                self.b.tensor_copy(
-                    dst=_tile_acc(ct, _ds(0, mt), _ds(j, nj)),
-                    src=_tile_acc(ps, _ds(0, mt), _ds(0, nj)),
-                    engine=self.c_copy_engine,
-                )
+                dst = _tile_acc(ct, _ds(0, mt), _ds(j, nj))
+                self._evacuate(dst, _tile_acc(ps, _ds(0, mt), _ds(0, nj)), Affine.of(n0) + j, nj, mt)
             src = _tile_acc(ct, _ds(0, mt), _ds(0, w))
             self.b.dma_copy(dst=self._window("c", idx, m0, mt, n0, w), src=src)
             self._note_whole(src)
+
+    def _evacuate(self, dst: Access, src: Access, col0, ncols: int, mt: int) -> None:
+        """C's columns [col0, col0 + ncols) from their PSUM bank into ``dst``, adding the bias
+        when there is an epilogue."""
+        if self.epilogue is not None:
+            self.epilogue.evacuate(self.b, dst, src, col0, ncols, mt)
+        else:
+            self.b.tensor_copy(dst=dst, src=src, engine=self.c_copy_engine)
 
     def _note_whole(self, src: Access) -> None:
         """A stored C tile holding all of C at the kernel's top level: later items may read it

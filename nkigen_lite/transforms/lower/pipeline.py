@@ -21,6 +21,7 @@ from .groups import FusionGroup
 from .instance import LoopSpec, loops_of
 from .loopnest import Shifted, loop_signature, run_loop_nest
 from .matmul import lower_matmul
+from .matmul_bias import match_bias, without
 from .matmul_prefetch import choose_prefetch
 from .pipeline_skew import read_order, run_skewed, skew_applies
 from .pipeline_views import ConcatStore, ViewAlias, concat_parts, view_alias
@@ -224,6 +225,8 @@ def emit_pipeline(ctx, pipe: RowPipeline, outputs: set, row_local, extra=None, r
     ``extra(tiles)``: more participants after the members, reading the pipeline's tile table
     (mlp_prologue.py); ``rows`` = (loops, base): run the members over those loops only, their
     rows starting at ``base`` (a group of rows)."""
+    if extra is None and rows is None and _emit_alone_biased(ctx, pipe, outputs):
+        return
     block = ctx.b._blocks[-1]
     before = block.last
     saved = (dict(ctx.homes), dict(ctx._views), ctx._scratch)
@@ -264,9 +267,13 @@ def _emit_members(
     matmuls: dict = {}
     tiles: dict = {}
     participants = []
+    epilogues = bias_epilogues(ctx, pipe, outputs)
+    fused = {e.add for e in epilogues.values()}
     for m in pipe.members:
         if isinstance(m.item, FusionGroup):
-            g = m.item
+            g = without(m.item, fused)
+            if g is None:  # only bias adds, computed by the matmuls' evacuations
+                continue
             members = set(g.ops)
             escaping = [
                 op.result
@@ -305,14 +312,17 @@ def _emit_members(
             kept = ctx.kept_out.get(a)  # A held on chip for every row (attention_out.py)
             if kept is not None:
                 tiles[a] = kept
+            epi = epilogues.get(op)
+            c = op.result if epi is None else epi.result
             em = lower_matmul(
                 ctx,
                 op,
                 pipe=tiles,
                 a_provided=pipe.root(a) in pipe.passed or kept is not None,
-                publish=op.result in pipe.passed,
-                store=pipe.escapes(op.result, outputs),
+                publish=c in pipe.passed,
+                store=pipe.escapes(c, outputs),
                 run=False,
+                epilogue=epi,
             )
             if pipe.root(a) in pipe.passed or kept is not None:
                 em.a_value = pipe.root(a)
@@ -338,6 +348,45 @@ def _emit_members(
         if root in ctx.homes and alias not in ctx.homes and alias not in pipe.views:
             ctx.homes[alias] = ctx.homes[root]
     return matmuls
+
+
+def bias_epilogues(ctx, pipe: RowPipeline, outputs: set) -> dict:
+    """{matmul op: BiasEpilogue} for the pipeline's matmuls whose C only feeds a bias add in a
+    fusion group of the pipeline (matmul_bias.py). The add's result is then the matmul's:
+    passed on chip when a member reads it."""
+    groups = {op for m in pipe.members if isinstance(m.item, FusionGroup) for op in m.item.ops}
+    found = {}
+    for m in pipe.members:
+        op = m.item
+        if isinstance(op, FusionGroup) or op.result in pipe.split or op.result in pipe.into:
+            continue
+        if any(r is op.result for r in pipe.alias.values()):
+            continue
+        epi = match_bias(op, outputs, ctx.partitions, ctx.target.sbuf_bytes_per_partition)
+        if epi is None or epi.add not in groups or pipe.root(epi.bias) in pipe.produced:
+            continue
+        found[op] = epi
+        inside = pipe.all_ops() - {epi.add}
+        if any(u.op in inside for u in epi.result.uses):
+            pipe.passed.add(epi.result)
+    return found
+
+
+def _emit_alone_biased(ctx, pipe: RowPipeline, outputs: set) -> bool:
+    """A pipeline of one matmul and the group adding its bias and nothing else: the matmul
+    alone (its own loop order, matmul.py) with the bias epilogue. True when it applied."""
+    if len(pipe.members) != 2 or pipe.views or pipe.concats or pipe.inside or pipe.alias:
+        return False
+    mm, g = (m.item for m in pipe.members)
+    if not isinstance(mm, T.MatmulOp) or not isinstance(g, FusionGroup) or len(g.ops) != 1:
+        return False
+    if mm.operand(0) in ctx.kept_out:
+        return False
+    epi = match_bias(mm, outputs, ctx.partitions, ctx.target.sbuf_bytes_per_partition)
+    if epi is None or epi.add is not g.ops[0]:
+        return False
+    lower_matmul(ctx, mm, epilogue=epi)
+    return True
 
 
 class _AliasedTiles(dict):
