@@ -81,7 +81,14 @@ def lower_matmul(
     pipeline participant: A may come from ``pipe`` (a tile of the current row chunk), C may be
     put in ``pipe`` (``publish``) and/or stored (``store``). ``epilogue``: a bias added while
     C's PSUM banks are evacuated (matmul_bias.py); the value computed is then its result."""
-    if epilogue is None and run and store and pipe is None and not a_provided and lower_batched_small(ctx, op):
+    if (
+        epilogue is None
+        and run
+        and store
+        and pipe is None
+        and not a_provided
+        and lower_batched_small(ctx, op)
+    ):
         return None
     ctx.at_op(op)
     a_v, b_v = op.operands
@@ -219,7 +226,7 @@ class MatmulEmitter:
     # ---- participant of a loop nest ----------------------------------------------------------------
     def prepare(self) -> None:
         if self.epilogue is not None:
-            self.epilogue.load(self.ctx, self.n)
+            self.epilogue.load(self.ctx, self.n, min(self.m, self.p))
         if self.resident and self.resident_level() == 0 and not self.defer_resident:
             self._load_resident([0] * len(self.batch))
 
@@ -341,7 +348,7 @@ class MatmulEmitter:
 
     def run_n_outer(self) -> None:
         if self.epilogue is not None:
-            self.epilogue.load(self.ctx, self.n)
+            self.epilogue.load(self.ctx, self.n, min(self.m, self.p))
         self.ctx.at(self.label)
         self.a_copy_engine = A_COPY_ENGINE
 

@@ -5,18 +5,20 @@ matmul whose PSUM banks VectorE copied into C's row tile, then a fusion group ad
 broadcast row to that tile (on GpSimd, both inputs in SBUF: 150 + 2N cycles per row tile, and
 GpSimd shares VectorE's SBUF port). Here the copy is the add: one VectorE ``tensor_tensor`` per
 bank reads the bank (PSUM) and the bias columns (SBUF) and writes ``C + b`` in C's dtype — N
-cycles (one input stream per memory, docs/costmodel.md) against the copy's N / 2, and no pass
-over C in SBUF. The bias is broadcast to all partitions once per kernel (``ones[1, P]ᵀ · b`` on
-TensorE, one PSUM bank per 512 columns, copied to an SBUF tile on ScalarE). Adding the bias into
-PSUM by a K = 1 ones-row matmul instead would cost a full ``nc_matmul`` per bank (its cycles are
-the moving columns, not K) on TensorE, the engine a matmul is bound by.
+cycles (one input stream per memory, docs/costmodel.md), as the fp32 -> C copy it replaces, and
+no pass over C in SBUF. The bias is broadcast to all partitions once per kernel
+(``ones[1, P]ᵀ · b`` on TensorE, one PSUM bank per 512 columns, copied to an SBUF tile on
+ScalarE). Adding the bias into PSUM by a K = 1 ones-row matmul instead would cost a full
+``nc_matmul`` per bank (its cycles are the moving columns, not K) on TensorE, the engine a
+matmul is bound by.
 
-Numerics: the sum is rounded once, to C's dtype, where NumPy rounds C first and then the sum
-(for a 16-bit C at most one unit in the last place apart; exact for fp32).
+Numerics: the sum is rounded once, to C's dtype, where NumPy rounds C first and then the sum:
+for a 16-bit C the result lacks NumPy's rounding error of C (half a unit in C's last place);
+for an fp32 C (PSUM holds fp32) the two agree.
 
 Applies when C's only use is that add, the add keeps C's shape and dtype, ``b`` is a float
-Tensor-engine dtype (bf16 / fp16 / fp32) varying along C's last axis only, and its broadcast tile
-takes at most 1/8 of a partition.
+Tensor-engine dtype (bf16 / fp16 / fp32) varying along C's last axis only, its broadcast tile
+takes at most 1/8 of a partition, and B is not transposed on chip (``_b_transposed``).
 """
 
 from __future__ import annotations
@@ -45,10 +47,11 @@ class BiasEpilogue:
     def result(self) -> Value:
         return self.add.result
 
-    def load(self, ctx, n: int) -> None:
-        """Load the bias row into one partition and broadcast it to all (TensorE ones-matmuls,
-        copied out of PSUM on ScalarE), at the current (top) level."""
-        b, p, dt = ctx.b, ctx.partitions, self.bias.type.dtype
+    def load(self, ctx, n: int, p: int) -> None:
+        """Load the bias row into one partition and broadcast it to ``p`` partitions (C's rows
+        per tile; TensorE ones-matmuls, copied out of PSUM on ScalarE), at the current (top)
+        level."""
+        b, dt = ctx.b, self.bias.type.dtype
         ctx.at(f"bias {ctx.name(self.bias)} of {ctx.name(self.result)}")
         h = ctx.home(self.bias)
         s = h.strides[-1] if h.shape else 1
@@ -79,9 +82,10 @@ class BiasEpilogue:
         b.tensor_tensor(dst=dst, data1=src, data2=bias, op="add", engine="vector")
 
 
-def match_bias(op: T.MatmulOp, outputs: set, partitions: int, sbuf_bytes: int) -> BiasEpilogue | None:
+def match_bias(ctx, op: T.MatmulOp, outputs: set) -> BiasEpilogue | None:
     """The bias epilogue of ``op`` when its result's only use is ``C + b`` as the module
     docstring requires, else None."""
+    partitions, sbuf_bytes = ctx.partitions, ctx.target.sbuf_bytes_per_partition
     c = op.result
     uses = list(c.uses)
     if c in outputs or len(uses) != 1 or not isinstance(uses[0].op, T.AddOp):
@@ -99,9 +103,20 @@ def match_bias(op: T.MatmulOp, outputs: set, partitions: int, sbuf_bytes: int) -
         return None
     if bt.dtype.name not in ("bf16", "f16", "f32") or n * bt.dtype.itemsize * 8 > sbuf_bytes:
         return None
-    if partitions < 2:
+    if partitions < 2 or _b_transposed(ctx, op.operand(1)):
         return None
     return BiasEpilogue(add, bias)
+
+
+def _b_transposed(ctx, b: Value) -> bool:
+    """True when B's K dim is its contiguous one (``x @ w.T``), so TensorE transposes B and
+    their PSUM copies share the evacuating engines with C's: the evacuations, all on VectorE
+    once they add, then wait for each other (2048×1024 @ (4096×1024)ᵀ bf16 + b: 357.6 µs fused,
+    341.3 µs with the add a pass of its own)."""
+    if b.type.rank < 2 or b not in ctx.homes:
+        return False
+    h = ctx.homes[b]
+    return h.strides[-1] != 1 and h.strides[-2] == 1
 
 
 def without(g: FusionGroup, ops: set) -> FusionGroup | None:

@@ -362,7 +362,7 @@ def bias_epilogues(ctx, pipe: RowPipeline, outputs: set) -> dict:
             continue
         if any(r is op.result for r in pipe.alias.values()):
             continue
-        epi = match_bias(op, outputs, ctx.partitions, ctx.target.sbuf_bytes_per_partition)
+        epi = match_bias(ctx, op, outputs)
         if epi is None or epi.add not in groups or pipe.root(epi.bias) in pipe.produced:
             continue
         found[op] = epi
@@ -373,16 +373,18 @@ def bias_epilogues(ctx, pipe: RowPipeline, outputs: set) -> dict:
 
 
 def _emit_alone_biased(ctx, pipe: RowPipeline, outputs: set) -> bool:
-    """A pipeline of one matmul and the group adding its bias and nothing else: the matmul
-    alone (its own loop order, matmul.py) with the bias epilogue. True when it applied."""
+    """A pipeline of one matmul without batch dims and the group adding its bias and nothing
+    else: the matmul alone (its own loop order, matmul.py: B resident, lead M tiles) with the
+    bias epilogue. True when it applied. (With batch dims the standalone matmul reads a
+    broadcast B once per batch instance; the row pipeline keeps it resident.)"""
     if len(pipe.members) != 2 or pipe.views or pipe.concats or pipe.inside or pipe.alias:
         return False
     mm, g = (m.item for m in pipe.members)
     if not isinstance(mm, T.MatmulOp) or not isinstance(g, FusionGroup) or len(g.ops) != 1:
         return False
-    if mm.operand(0) in ctx.kept_out:
+    if mm.operand(0) in ctx.kept_out or any(e > 1 for e in mm.result.type.shape[:-2]):
         return False
-    epi = match_bias(mm, outputs, ctx.partitions, ctx.target.sbuf_bytes_per_partition)
+    epi = match_bias(ctx, mm, outputs)
     if epi is None or epi.add is not g.ops[0]:
         return False
     lower_matmul(ctx, mm, epilogue=epi)
