@@ -614,7 +614,10 @@ class MatmulEmitter:
                     col = Affine.of(n0) + j
                     self._evacuate(self._cols(row, mt, col, nj), acc(ps, mt, nj), col, nj, mt)
                 continue
-            ct = self.b.alloc((self.p, w), self.c_dt, "sbuf", name="c")
+            # with a bias epilogue and one M tile, exactly C's rows: the tile then holds C + b
+            # whole, for a later item to read in place (topk_onchip.py)
+            one = self.epilogue is not None and self.m <= self.p and not self.batch
+            ct = self.b.alloc((mt if one else self.p, w), self.c_dt, "sbuf", name="c")
             for (j, nj), ps in zip(chunks, tbanks):
                 dst = _tile_acc(ct, _ds(0, mt), _ds(j, nj))
                 self._evacuate(dst, _tile_acc(ps, _ds(0, mt), _ds(0, nj)), Affine.of(n0) + j, nj, mt)
