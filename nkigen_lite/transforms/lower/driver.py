@@ -49,6 +49,7 @@ from .index_chain import hoist_index_chain
 from .inplace import finish_aliased_outputs, place_aliased_outputs
 from .interleaved_concat import plan_interleaved_concats
 from .item_order import hoist_projections
+from .kept_axis_sums import KeptAxisSum, emit_kept_axis_sum, find_kept_axis_sums
 from .limits import LoweringLimit
 from .liveness import peak_live_bytes
 from .long_rows import min_row, split_long_rows
@@ -239,6 +240,7 @@ def _partition_and_plan(ctx: LowerContext, graph: Graph, free_limit: int):
     taken = {op for rs in splits for op in rs.ops}
     splits += find_column_sums(graph, budget, ctx.target.psum_bank_fmax, taken)  # middle axes
     splits += find_spread_reduces(graph, ctx.partitions)  # sums of inputs over all partitions
+    splits += find_kept_axis_sums(graph, budget, {op for rs in splits for op in rs.ops})  # x.sum((0, 2))
     claimed = {op for rs in splits for op in rs.ops}
     recomputed: set = {op.result for op in claimed}
 
@@ -460,6 +462,7 @@ def _emit_row_split(ctx: LowerContext, rs, part, plans, row_local, done: set, fl
         ColumnSoftmax: emit_column_softmax,
         ColumnMoments: emit_column_moments,
         ColumnSums: emit_column_sums,
+        KeptAxisSum: emit_kept_axis_sum,
     }.get(type(rs), emit_row_split)
     if emit(ctx, rs):
         return
