@@ -47,7 +47,7 @@ def test_column_extremes_against_float64(shape, kind, keepdims):
 def test_model_size_is_dma_bound():
     """2048 x 4096 f32 max(0, keepdims): 18 loads, 512 transposes of the data, VectorE reduces
     over PSUM banks (before: a VectorE max of every row tile into an SBUF accumulator, 182.7 us =
-    1.96x the roofline; now 105.4 us, DMA-bound)."""
+    1.96x the roofline; now 104.4 us, DMA-bound)."""
     k = nk.compile(_graph((2048, 4096), "max", True))
     names = _names(k)
     assert names.count("nki.nc_transpose") == 512 + 1

@@ -29,6 +29,17 @@ PSUM_BUFS = 4  # rotating PSUM tiles of the transposes
 COMBINE = {"max": "maximum", "min": "minimum"}
 
 
+def _slices_per_bank(g: int, slices: int) -> int:
+    """128-column slices side by side in one PSUM bank for groups of ``g`` rows: ``GROUP``
+    transposed blocks a bank, so a short group (the last pieces: 2 or 1 rows) still reduces 4
+    blocks in one instruction (one reduce of 512 elements, not 4 of 128 each paying the minimum
+    initiation interval and a dependency on the last)."""
+    sg = max(1, GROUP // g)
+    while slices % sg:
+        sg //= 2
+    return sg
+
+
 def emit_leading_column_extremes(ctx, rows, hy, n: int, d: int, kind: str) -> None:
     """Column ``kind`` (max / min) of the input ``rows`` (an HBM view ``(128, n/128, d)``:
     partition ``p`` rows ``p·q ...``) into ``hy`` (an HBM ``(d/128, 128)`` view of the
@@ -43,8 +54,19 @@ def emit_leading_column_extremes(ctx, rows, hy, n: int, d: int, kind: str) -> No
     part = b.alloc((P, units, most), "f32", "sbuf", name="colpart")
     res = b.alloc((P, units), "f32", "sbuf", name="colred")
     bufs = [b.alloc((P, rmax, w), "f32", "sbuf", name="colx") for _ in range(BUFS)]
-    banks = [b.alloc((P, GROUP * P), "f32", "psum", name="colx_t") for _ in range(PSUM_BUFS)]
-    k = nb = 0
+    banks: dict = {}  # (slices, rows) per bank -> its rotating PSUM tiles, as used
+
+    def bank(sg: int, g: int):
+        key = (sg, g)
+        if key not in banks:
+            n_bufs = PSUM_BUFS if sg == 1 else 2
+            shape = (P, sg, GROUP // sg, P)
+            banks[key] = [[b.alloc(shape, "f32", "psum", name="colx_t"), 0] for _ in range(n_bufs)]
+        ring = banks[key]
+        ring.append(ring.pop(0))
+        return ring[-1][0]
+
+    k = 0
     for cb, plan in enumerate(plans):
         r0 = slot = 0
         for r in plan:
@@ -56,20 +78,21 @@ def emit_leading_column_extremes(ctx, rows, hy, n: int, d: int, kind: str) -> No
             )
             for g0 in range(0, r, GROUP):
                 g = min(GROUP, r - g0)
-                for s in range(slices):
-                    ps = banks[nb % PSUM_BUFS]
-                    nb += 1
-                    for j in range(g):
-                        b.nc_transpose(
-                            dst=Access(ps, (_ds(0, P), _ds(j * P, P))),
-                            data=Access(t, (_ds(0, P), _ds(g0 + j, 1), _ds(s * P, P))),
-                        )
+                sg = _slices_per_bank(g, slices)
+                for s0 in range(0, slices, sg):
+                    ps = bank(sg, g)
+                    for si in range(sg):
+                        for j in range(g):
+                            b.nc_transpose(
+                                dst=Access(ps, (_ds(0, P), _ds(si, 1), _ds(j, 1), _ds(0, P))),
+                                data=Access(t, (_ds(0, P), _ds(g0 + j, 1), _ds((s0 + si) * P, P))),
+                            )
                     b.tensor_reduce(
-                        dst=Access(part, (_ds(0, P), _ds(cb * slices + s, 1), _ds(slot, 1))),
+                        dst=Access(part, (_ds(0, P), _ds(cb * slices + s0, sg), _ds(slot, 1))),
                         op=op,
-                        data=Access(ps, (_ds(0, P), _ds(0, g * P))),
-                        axis=(1,),
-                        keepdims=True,
+                        data=Access(ps, (_ds(0, P), _ds(0, sg), _ds(0, g), _ds(0, P))),
+                        axis=(2, 3),
+                        keepdims=False,
                     )
                 slot += 1
             r0 += r
