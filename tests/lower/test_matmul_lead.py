@@ -1,14 +1,24 @@
-"""Lead M tiles (transforms/lower/matmul_lead.py): with B resident, the first two M tiles run
-jointly over each K chunk of B as it arrives, B is loaded in small groups, the next tile's Aᵀ
-is staged before the lead tiles' stores, and Aᵀ's transposes are evacuated on ScalarE. Counts
-are read off the NKI IR; results are compared with float64 NumPy (interpreter and simulator)."""
+"""Lead M tiles (transforms/lower/matmul_lead.py): with B resident, the first three M tiles
+(two when B is transposed on TensorE) run jointly over each K chunk of B as it arrives, B is
+loaded in small groups with the leads' Aᵀ groups between them, every later tile's Aᵀ is staged
+one tile ahead (before the previous tile's stores), and Aᵀ's transposes, when TensorE does them (fp32),
+are evacuated on ScalarE (bf16 A is DMA-transposed: matmul_dma_transpose.py). Counts are read
+off the NKI IR; results are compared with float64 NumPy (interpreter and simulator)."""
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 import nkigen_lite as nk
-from nkigen_lite.nki.ops import AllocOp, DmaCopyOp, ForiLoopOp, MatmulOp, TensorCopyOp, TransposeOp
+from nkigen_lite.nki.ops import (
+    AllocOp,
+    DmaCopyOp,
+    DmaTransposeOp,
+    ForiLoopOp,
+    MatmulOp,
+    TensorCopyOp,
+    TransposeOp,
+)
 
 BF16 = ml_dtypes.bfloat16
 
@@ -41,52 +51,61 @@ def test_two_lead_tiles_accumulate_before_the_first_evacuation():
     k = _bf16_matmul(1024, 4096, 1024)
     ops = _top_level_until_first_evacuation(k)
     mms = [op for op in ops if isinstance(op, MatmulOp)]
-    # 2 M tiles x 32 K chunks x 2 PSUM banks of 512 columns (one M tile alone: 64)
-    assert len({op.access("dst").tensor for op in mms}) == 4
-    assert len({op.access("stationary").tensor for op in mms}) == 2 * 4  # 2 tiles' Aᵀ, 4 tiles each
-    # the first K chunk feeds both lead tiles before the second chunk is read
-    first = [op.access("stationary").tensor for op in mms[:4]]
-    assert len(set(first)) == 2
-    # executed: all 32 chunks of both lead tiles (the K loops run 1 or 2 chunks per segment)
+    # 3 M tiles x 32 K chunks x 2 PSUM banks of 512 columns (one M tile alone: 64)
+    assert len({op.access("dst").tensor for op in mms}) == 3 * 2
+    assert len({op.access("stationary").tensor for op in mms}) == 3 * 4  # 3 tiles' Aᵀ, 4 tiles each
+    # the first K chunk feeds all lead tiles before the second chunk is read
+    first = [op.access("stationary").tensor for op in mms[: 3 * 2]]
+    assert len(set(first)) == 3
+    # executed: all 32 chunks of both lead tiles (the K loops run 1 or 2 chunks per segment);
+    # matmuls only: A is DMA-transposed
     st = k.stats()
-    assert st.dynamic_by_engine["tensor"] == 8 * 32 + 8 * 32 * 2  # transposes + matmuls: unchanged
+    assert st.dynamic_by_engine["tensor"] == 8 * 32 * 2
 
 
-def test_b_is_loaded_in_sixteen_small_groups_before_the_follower():
+def test_b_is_loaded_in_sixteen_small_groups_between_the_leads_a_groups():
     k = _bf16_matmul(1024, 4096, 1024)
     top = [op for op in k.nki.body if isinstance(op, DmaCopyOp)]
     names = [str(op.access("dst").tensor.name_hint) for op in top]
-    # A of the two lead tiles, then B in 16 DMAs of 2 K chunks, then A of the follower tile,
-    # issued before the lead tiles' two stores (so no load queues behind a store)
-    assert names[:2] == ["a_nat", "a_nat"]
-    assert names[2:18] == ["b_cache"] * 16
-    assert names[18] == "a_nat"
-    assert names[19:21] == ["y", "y"]
-    assert all(op.access("dst").tensor.type.shape == (128, 2, 1024) for op in top[2:18])
+    # per 8 K chunks: Aᵀ of the three lead tiles (one DMA transpose each), then those chunks
+    # of B in 4 DMAs of 2 K chunks; then Aᵀ of the next tile, issued before the lead tiles'
+    # three stores (so no load queues behind a store), and so on one tile ahead
+    assert names[:28] == (["a_t"] * 3 + ["b_cache"] * 4) * 4
+    assert all(isinstance(op, DmaTransposeOp) for op, n in zip(top, names) if n == "a_t")
+    assert names[28:35] == ["a_t"] * 4 + ["y"] * 3
+    assert names[35:40] == ["a_t"] * 4 + ["y"]
+    assert all(
+        op.access("dst").tensor.type.shape == (128, 2, 1024)
+        for op in top
+        if op.access("dst").tensor.name_hint == "b_cache"
+    )
 
 
 def test_at_transposes_are_evacuated_on_scalar_and_c_on_vector():
-    k = _bf16_matmul(1024, 4096, 1024)
+    # fp32 A (no DMA transpose for 4-byte dtypes): TensorE transposes, 4 per PSUM bank
+    k = nk.compile(lambda a, b: a @ b, np.zeros((1024, 1024), np.float32), np.zeros((1024, 1024), np.float32))
     copies = [op for op in k.nki.walk() if isinstance(op, TensorCopyOp)]
     from_t = [op.attrs["engine"] for op in copies if op.access("src").tensor.name_hint == "ps_t"]
     from_acc = [op.attrs["engine"] for op in copies if op.access("src").tensor.name_hint == "acc"]
     assert from_t and set(from_t) == {"scalar"}
     assert from_acc and set(from_acc) == {"vector"}
-    # one transpose per 128 x 128 block of A: half a transpose per matmul (2 banks per chunk)
-    transposes = k.stats().dynamic_by_engine["tensor"] - 8 * 32 * 2
-    assert transposes == 8 * 32
-    assert sum(isinstance(op, TransposeOp) for op in k.nki.walk()) == 4 * 32
+    # one transpose per 128 x 128 block of A: half a transpose per matmul (2 banks per chunk);
+    # the 8 M tiles are straight code (each Aᵀ staged a tile ahead)
+    transposes = k.stats().dynamic_by_engine["tensor"] - 8 * 8 * 2
+    assert transposes == 8 * 8
+    assert sum(isinstance(op, TransposeOp) for op in k.nki.walk()) == 8 * 8
 
 
 def test_a_block_wider_than_half_the_banks_keeps_one_lead_tile():
-    # 4096 columns: one N block takes 4 banks, two blocks would leave none for A's transposes
+    # 4096 columns: one N block takes 4 banks, two blocks would leave none for A's transposes;
+    # K = 256 (2 chunks) is too short to narrow the block for two lead tiles
     k = _bf16_matmul(512, 256, 4096)
     shapes = [
         op.result.type.shape
         for op in k.nki.walk()
         if isinstance(op, AllocOp) and op.result.name_hint == "b_cache"
     ]
-    assert shapes == [(128, 2, 4096)]  # K = 256: 2 chunks, one group of up to 8
+    assert shapes == [(128, 2, 2048)] * 2  # K = 256: 2 chunks; one cache per 4-bank N block
     ops = _top_level_until_first_evacuation(k)
     assert len({op.access("dst").tensor for op in ops if isinstance(op, MatmulOp)}) == 4  # one tile
 

@@ -25,23 +25,23 @@ def _dmas(k) -> int:
 
 
 def test_a_row_tile_is_one_dma_and_b_one_dma_per_two_chunks():
-    """1024x4096x1024 bf16: A's 8 row tiles are one 8 KiB/partition DMA each (not 32 blocks of
+    """1024x4096x1024 f32: A's 8 row tiles are one 16 KiB/partition DMA each (not 32 blocks of
     128 x 128), B (resident) is 16 DMAs of 2 K chunks (matmul_lead.py: the two lead tiles keep
-    pace with small transfers), C is 8 stores. The two lead M tiles and the follower are
-    peeled (their A staged before B is loaded / before the leads' stores), so the IR holds four
-    copies of an M tile's staging."""
-    a = np.zeros((1024, 4096), BF16)
-    b = np.zeros((4096, 1024), BF16)
+    pace with small transfers), C is 8 stores, per 512-column block of resident B (A is read
+    twice). The 8 M tiles are straight code (each Aᵀ staged a tile ahead: matmul_lead.py), so
+    the IR holds eight copies of an M tile's staging, in a loop over the two B blocks. (bf16 A
+    is DMA-transposed instead: matmul_dma_transpose.py.)"""
+    a = np.zeros((1024, 4096), np.float32)
+    b = np.zeros((4096, 1024), np.float32)
     k = nk.compile(lambda a, b: a @ b, a, b)
-    assert _dmas(k) == 8 + 16 + 8
-    assert _allocs(k, "a_nat") == [(128, 4096)] * 4
-    assert _allocs(k, "b_cache") == [(128, 2, 1024)] * 16
-    # Aᵀ in 4 tiles of 8 chunks, one PSUM bank of 8 bf16 transposes each
-    assert _allocs(k, "a_t") == [(128, 8, 128)] * 16
-    assert _allocs(k, "ps_t") == [(128, 8, 128)] * 16
-    assert sum(isinstance(op, TransposeOp) for op in k.nki.walk()) == 4 * 32
-    assert k.stats().dynamic_by_engine["tensor"] == 8 * 32 + 8 * 32 * 2  # transposes + matmuls
-    assert k.stats().hbm_traffic_ratio == pytest.approx(1.0)
+    assert _dmas(k) == 8 * 2 + 16 * 2 + 8 * 2  # 512-column resident blocks: A read twice
+    assert _allocs(k, "a_nat") == [(128, 4096)] * 8
+    assert _allocs(k, "b_cache") == [(128, 2, 512)] * 16
+    # Aᵀ in 8 tiles of 4 chunks, one PSUM bank of 4 fp32 transposes each
+    assert _allocs(k, "a_t") == [(128, 4, 128)] * 64
+    assert _allocs(k, "ps_t") == [(128, 4, 128)] * 64
+    assert sum(isinstance(op, TransposeOp) for op in k.nki.walk()) == 8 * 32
+    assert k.stats().dynamic_by_engine["tensor"] == 2 * (8 * 32 + 8 * 32)  # transposes + matmuls
 
 
 @pytest.mark.parametrize(

@@ -27,8 +27,16 @@ from .context import LowerContext
 from .homes import HbmHome
 from .instance import LoopSpec
 from .loopnest import run_loop_nest
-from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles, run_k_segments
-from .matmul_lead import A_COPY_ENGINE, cache_groups, lead_tiles
+from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles, run_k_segments, split_cols
+from .matmul_dma_transpose import (
+    A_GROUP_CHUNKS,
+    DGE_ROWS,
+    dma_transposable,
+    load_transposed,
+    stage_a_dma,
+    transposed_source,
+)
+from .matmul_lead import A_COPY_ENGINE, STRAIGHT_M_TILES, cache_groups, lead_block, lead_tiles
 from .matmul_prefetch import load_prefetch, standalone_prefetch
 from .matmul_stage import b_chunk_home, load_b_part, natural_slice_bytes, stage_a_natural
 from .onchip_rows import note_stored, rows_on_chip
@@ -209,19 +217,34 @@ class MatmulEmitter:
         a_chunks = None if ha is None else b_chunk_home(homes["a_km"], self.p, k)
         if a_chunks is not None:
             homes["a_chunks"] = a_chunks
-        self.views = {key: ctx.view(h) for key, h in homes.items()}
-        # transpose on chip when the operand's K dim is the contiguous one (and it is not fp8)
+        # transpose when the operand's K dim is the contiguous one (and it is not fp8)
         self.transpose = {
             "a": ha is not None and m > 1 and ha.strides[-1] == 1 and a_dt.itemsize >= 2,
             "b": n > 1 and hb.strides[-1] != 1 and hb.strides[-2] == 1 and b_dt.itemsize >= 2,
         }
+        # ... by DMA transposes where the dtype and shape allow (matmul_dma_transpose.py), else
+        # on TensorE through PSUM
+        self.dma_t = {
+            "a": dma_transposable(self, "a", m, homes.get("a_nat")),
+            "b": dma_transposable(self, "b", n, homes["b_nat"]),
+        }
+        for which in ("a", "b"):
+            if self.dma_t[which]:
+                homes[which + "_dmat"] = transposed_source(homes[which + "_nat"], self.p)
+        # B tiles K-major store their width as (w / 16, 16) when DMA-transposed (ChunkTiles)
+        self.b_split = DGE_ROWS if self.dma_t["b"] else 0
+        self.views = {key: ctx.view(h) for key, h in homes.items()}
         # Aᵀ is staged before the accumulators are allocated (its transposes are dead by then);
         # B streamed per K chunk and transposed on chip shares PSUM with them
-        banks = matmul_block_banks(ctx.target, n, transposes=self.transpose["b"])
+        banks = matmul_block_banks(ctx.target, n, transposes=self.on_chip("b"))
         self.block = min(n, banks * self.fmax)
         self.loops = [LoopSpec("I", d, 1, e, 0) for d, e in enumerate(batch) if e > 1]
         if m > self.p:
             self.loops.append(LoopSpec("P", len(batch), self.p, m // self.p, m % self.p))
+
+    def on_chip(self, which: str) -> bool:
+        """True when operand ``which`` is transposed on TensorE (through PSUM)."""
+        return self.transpose[which] and not self.dma_t[which]
 
     # ---- participant of a loop nest ----------------------------------------------------------------
     def prepare(self) -> None:
@@ -244,7 +267,7 @@ class MatmulEmitter:
         self.ctx.at(self.label)
         nk = -(-self.k // self.p)
         self.b_resident = ChunkTiles.alloc(
-            self.b, self.p, nk, self.n, self.b_dt, "w_resident", B_GROUP_CHUNKS
+            self.b, self.p, nk, self.n, self.b_dt, "w_resident", B_GROUP_CHUNKS, split=self.b_split
         )
         self._load_b_cache(self.b_resident, idx, 0, self.n)
 
@@ -322,7 +345,7 @@ class MatmulEmitter:
         nk = -(-self.k // self.p)
         tg = self.ctx.target
         others = 2 * nk * self.p * self.a_dt.itemsize + 2 * self.block * self.c_dt.itemsize
-        if self.transpose["a"]:
+        if self.on_chip("a"):
             others += 2 * natural_slice_bytes(tg, self.k, self.a_dt.itemsize)
         room = (tg.sbuf_bytes_per_partition * 7) // 8 - others
         per_col = nk * self.b_dt.itemsize
@@ -351,6 +374,7 @@ class MatmulEmitter:
             self.epilogue.load(self.ctx, self.n, min(self.m, self.p))
         self.ctx.at(self.label)
         self.a_copy_engine = A_COPY_ENGINE
+        self.block = lead_block(self)
 
         def batch_level(d: int, idx: list) -> None:
             if d == len(self.batch):
@@ -364,48 +388,92 @@ class MatmulEmitter:
         batch_level(0, [])
 
     def _b_cached_block(self, idx, n0, w: int) -> None:
-        """B's columns [n0, n0 + w) loaded once into SBUF (K on the partitions), then every M
-        tile: Aᵀ staged once and one PSUM block of up to ``block`` columns at a time. The lead
-        M tiles (matmul_lead.py) are peeled, their Aᵀ staged before B is loaded (so their loads
-        are not served after all of B: the DMA engines serve transfers in order of readiness),
-        and they run jointly, each K chunk of B feeding all of them as it arrives."""
+        """B's columns [n0, n0 + w) loaded once into SBUF (K on the partitions), one cache per
+        PSUM block of columns, then every M tile: Aᵀ staged once and one PSUM block at a time.
+        The lead M tiles (matmul_lead.py) are peeled, their Aᵀ loaded between B's groups (so
+        their loads are not served after all of B: the DMA engines serve transfers in order of
+        readiness), and they run jointly, each K chunk of B feeding all of them as it arrives.
+        Up to ``STRAIGHT_M_TILES`` M tiles are straight code, each tile's Aᵀ staged before the
+        previous tile's evacuation and store (a store waits for the matmuls; a load queued
+        behind it on the in-order DMA queues would too)."""
         nk = -(-self.k // self.p)
         lead = lead_tiles(self, w)
-        cache = ChunkTiles.alloc_sizes(self.b, self.p, nk, w, self.b_dt, "b_cache", cache_groups(nk, lead))
-        leads = []
-        for t in range(lead):
-            mt = min(self.p, self.m - t * self.p)
-            leads.append((self._stage_a(idx, t * self.p, mt), t * self.p, mt))
-        self._load_b_cache(cache, idx, n0, w)
-        follower = []  # the next M tile's Aᵀ, staged before the lead tiles' stores
-
-        def stage_follower():
-            if lead * self.p < self.m:
-                mt = min(self.p, self.m - lead * self.p)
-                follower.append((self._stage_a(idx, lead * self.p, mt), lead * self.p, mt))
+        caches = {
+            j: ChunkTiles.alloc_sizes(
+                self.b,
+                self.p,
+                nk,
+                min(self.block, w - j),
+                self.b_dt,
+                "b_cache",
+                cache_groups(nk),
+                split=self.b_split,
+            )
+            for j in range(0, w, self.block)
+        }
+        leads = self._load_leads(idx, n0, w, lead, caches)
 
         def blocks(tiles, between=None):
             for j in range(0, w, self.block):
-                wj = min(self.block, w - j)
                 last = j + self.block >= w
+                wj = min(self.block, w - j)
                 self._n_block(
                     idx,
                     tiles,
                     Affine.of(n0) + j,
                     wj,
                     None,
-                    b_cache=(cache, j),
+                    b_cache=(caches[j], 0),
                     between=between if last else None,
                 )
 
-        blocks(leads, stage_follower)
-        if follower:
-            blocks(follower)
+        def stage(t):
+            mt = min(self.p, self.m - t * self.p)
+            return (self._stage_a(idx, t * self.p, mt), t * self.p, mt)
+
+        n_tiles = self.m_tiles()
+        if n_tiles <= STRAIGHT_M_TILES:  # every tile peeled, its Aᵀ staged one tile ahead
+            staged = dict(enumerate(leads))
+
+            def ahead(t):
+                return None if t >= n_tiles else lambda: staged.__setitem__(t, stage(t))
+
+            blocks(leads, ahead(lead))
+            for t in range(lead, n_tiles):
+                blocks([staged.pop(t)], ahead(t + 1))
+            return
+        follower = []  # the next M tile's Aᵀ, staged before the lead tiles' stores
+        blocks(leads, lambda: follower.append(stage(lead)))
+        blocks(follower)
 
         def m_tile(m0, mt, _first):
             blocks([(self._stage_a(idx, m0, mt), m0, mt)])
 
         self._instances(self.m, self.p, m_tile, skip=lead + len(follower))
+
+    def _load_leads(self, idx, n0, w: int, lead: int, caches: dict) -> list:
+        """Stage the ``lead`` tiles' Aᵀ and load B's ``caches`` (PSUM block offset -> ChunkTiles)
+        in the order the joint matmuls read them: each Aᵀ group loaded by DMAs alone
+        (``_a_group_loads``) goes just before the first group of B that needs it, others
+        before all of B. Returns the leads as [(Aᵀ, m0, mt)]."""
+        leads, pending = [], []  # pending: (first chunk, tile, load) of the leads' Aᵀ groups
+        for t in range(lead):
+            m0, mt = t * self.p, min(self.p, self.m - t * self.p)
+            split = self._a_group_loads(idx, m0, mt)
+            if split is None:
+                leads.append((self._stage_a(idx, m0, mt), m0, mt))
+                continue
+            leads.append((split[0], m0, mt))
+            pending += [(c0, t, load) for c0, load in split[1]]
+        pending.sort(key=lambda x: (x[0], x[1]))
+        for j, cache in caches.items():
+            for tile, c0, c1 in cache.parts:
+                while pending and pending[0][0] < c1:
+                    pending.pop(0)[2]()
+                load_b_part(self, tile, c0, c1, idx, Affine.of(n0) + j, min(self.block, w - j))
+        for _, _, load in pending:
+            load()
+        return leads
 
     def _load_b_cache(self, cache, idx, n0, w: int) -> None:
         """B's columns [n0, n0 + w) into ``cache`` (ChunkTiles of [p, chunks, w]), K on the
@@ -485,6 +553,33 @@ class MatmulEmitter:
         self._transpose_into(dst, src, kt, mt)
 
     # ---- one M tile ---------------------------------------------------------------------------------
+    def _a_group_loads(self, idx, m0, mt: int):
+        """Aᵀ of a standalone matmul's M tile staged by DMAs alone (DMA transposes, or a K-major
+        A read directly), as (ChunkTiles, [(first chunk, load)]) with the loads not yet issued:
+        one per tile of ``A_GROUP_CHUNKS`` chunks. None when staging needs more (TensorE
+        transposes, a pipeline's row tile, a partial K chunk)."""
+        if self.a_value is not None or self.a_key is not None or self.k % self.p:
+            return None
+        nk = self.k // self.p
+        if self.dma_t["a"]:
+            at = ChunkTiles.alloc(self.b, self.p, nk, mt, self.a_dt, "a_t", A_GROUP_CHUNKS, split=DGE_ROWS)
+            src = self.views["a_dmat"]
+
+            def dma_t(tile, c0, c1):
+                return lambda: load_transposed(self.b, src, tile, c0, c1 - c0, m0, mt, self.p)
+
+            return at, [(c0, dma_t(tile, c0, c1)) for tile, c0, c1 in at.parts]
+        if self.transpose["a"] or "a_chunks" not in self.views:
+            return None
+        at = ChunkTiles.alloc(self.b, self.p, nk, mt, self.a_dt, "a_t", A_GROUP_CHUNKS)
+        lead = tuple(_ds(i, 1) for i in idx)
+
+        def copy(tile, c0, c1):
+            src = Access(self.views["a_chunks"], lead + (_ds(0, self.p), _ds(c0, c1 - c0), _ds(m0, mt)))
+            return lambda: self.b.dma_copy(dst=Access.whole(tile), src=src)
+
+        return at, [(c0, copy(tile, c0, c1)) for tile, c0, c1 in at.parts]
+
     def _stage_a(self, idx, m0, mt: int):
         """Aᵀ for every K chunk of this M tile: [p, nk, mt] (shared by matmuls of one pipeline
         instance that read the same A)."""
@@ -500,8 +595,9 @@ class MatmulEmitter:
             if key is not None:
                 self.pipe[key] = at
             return at
-        if a_tile is None and self.transpose["a"]:  # wide natural loads (matmul_stage.py)
-            at = stage_a_natural(self, idx, m0, mt)
+        if a_tile is None and self.transpose["a"]:
+            # DMA transposes (matmul_dma_transpose.py) or wide natural loads (matmul_stage.py)
+            at = stage_a_dma(self, m0, mt) if self.dma_t["a"] else stage_a_natural(self, idx, m0, mt)
             if key is not None:
                 self.pipe[key] = at
             return at
@@ -581,7 +677,13 @@ class MatmulEmitter:
 
         def kstep(c, seg, first):
             kt = self.p if seg < full else self.k - full * self.p
-            if b_cache is None:
+            if b_cache is None and self.dma_t["b"]:  # one DMA transpose per K chunk
+                bt = self.b.alloc((self.p, 1, w // DGE_ROWS, DGE_ROWS), self.b_dt, "sbuf", name="b_k")
+                load_transposed(self.b, self.views["b_dmat"], bt, c, 1, n0, w, self.p)
+
+                def moving(j, nj):
+                    return _tile_acc(bt, _ds(0, kt), _ds(0, 1), *split_cols(_ds(j, nj), DGE_ROWS))
+            elif b_cache is None:
                 bt = self.b.alloc((self.p, w), self.b_dt, "sbuf", name="b_k")
                 k0 = c * self.p if not isinstance(c, int) else c * self.p
                 self._kmajor(_tile_acc(bt, _ds(0, kt), _ds(0, w)), "b", idx, k0, kt, n0, w, self.b_dt)

@@ -19,7 +19,9 @@ B_GROUP_CHUNKS = 8  # K chunks of resident B per tile (one DMA each): 128 x 8 ro
 
 @dataclass(frozen=True)
 class ChunkTiles:
-    """An operand [p, nk, width] split into tiles: ``parts`` = ((tile, first chunk, end), ...)."""
+    """An operand [p, nk, width] split into tiles: ``parts`` = ((tile, first chunk, end), ...).
+    A tile of rank 4 stores the width as ``(width / s, s)`` (``alloc_sizes(split=s)``: the
+    layout a DMA transpose writes, matmul_dma_transpose.py); its accesses split the columns."""
 
     parts: tuple
 
@@ -28,20 +30,22 @@ class ChunkTiles:
         return ChunkTiles(((tile, 0, nk),))
 
     @staticmethod
-    def alloc(b, p: int, nk: int, width: int, dt, name: str, group: int) -> ChunkTiles:
+    def alloc(b, p: int, nk: int, width: int, dt, name: str, group: int, split: int = 0) -> ChunkTiles:
         """Tiles of ``group`` chunks each (the last may hold fewer)."""
-        return ChunkTiles.alloc_sizes(b, p, nk, width, dt, name, [group] * -(-nk // group))
+        return ChunkTiles.alloc_sizes(b, p, nk, width, dt, name, [group] * -(-nk // group), split)
 
     @staticmethod
-    def alloc_sizes(b, p: int, nk: int, width: int, dt, name: str, sizes) -> ChunkTiles:
-        """Tiles of ``sizes[i]`` chunks each, in order, up to ``nk`` chunks in all."""
+    def alloc_sizes(b, p: int, nk: int, width: int, dt, name: str, sizes, split: int = 0) -> ChunkTiles:
+        """Tiles of ``sizes[i]`` chunks each, in order, up to ``nk`` chunks in all; ``split``
+        (a divisor of ``width``) stores the width as ``(width / split, split)``."""
         parts = []
         c0 = 0
+        cols = (width // split, split) if split else (width,)
         for size in sizes:
             if c0 >= nk:
                 break
             c1 = min(nk, c0 + size)
-            parts.append((b.alloc((p, c1 - c0, width), dt, "sbuf", name=name), c0, c1))
+            parts.append((b.alloc((p, c1 - c0) + cols, dt, "sbuf", name=name), c0, c1))
             c0 = c1
         return ChunkTiles(tuple(parts))
 
@@ -59,7 +63,8 @@ class ChunkTiles:
         """[kt, cols] of chunk ``c`` (static or a loop index) in the segment starting at
         ``seg_start``."""
         t, c0 = self.part(seg_start)
-        return Access(t, (DimSlice(Affine.of(0), kt, 1), DimSlice(Affine.of(c) + (-c0), 1, 1), cols))
+        col_dims = (cols,) if len(t.type.shape) == 3 else split_cols(cols, t.type.shape[-1])
+        return Access(t, (DimSlice(Affine.of(0), kt, 1), DimSlice(Affine.of(c) + (-c0), 1, 1)) + col_dims)
 
 
 def segments(nk: int, full: int, operands) -> list[tuple[int, int]]:
@@ -88,3 +93,19 @@ def run_k_segments(b, nk: int, full: int, operands, step) -> None:
         elif s1 - c > 1:
             with b.fori_loop(c, s1) as i:
                 step(i, s0, False)
+
+
+def div_affine(x, d: int) -> Affine:
+    """``x / d`` for an int or loop-index expression all of whose parts are multiples of ``d``."""
+    a = Affine.of(x)
+    if a.const % d or any(c % d for _, c in a.terms):
+        raise AssertionError(f"lowering bug: offset {a} is not a multiple of {d}")
+    return Affine(a.const // d, tuple((v, c // d) for v, c in a.terms))
+
+
+def split_cols(cols: DimSlice, split: int) -> tuple[DimSlice, DimSlice]:
+    """The columns ``cols`` (unit stride, offset and size multiples of ``split``) of a width
+    stored as ``(width / split, split)``: the two DimSlices addressing them."""
+    if cols.stride != 1 or cols.size % split:
+        raise AssertionError(f"lowering bug: columns {cols} do not split by {split}")
+    return DimSlice(div_affine(cols.offset, split), cols.size // split, 1), DimSlice(Affine.of(0), split, 1)

@@ -43,7 +43,7 @@ def standalone_prefetch(em) -> bool:
     tg = em.ctx.target
     nk = -(-em.k // em.p)
     others = nk * em.p * em.a_dt.itemsize + 2 * em.block * em.c_dt.itemsize
-    if em.transpose["a"]:
+    if em.on_chip("a"):
         others += 2 * natural_slice_bytes(tg, em.k, em.a_dt.itemsize)
     return size <= (tg.sbuf_bytes_per_partition * 7) // 8 - others
 
@@ -69,7 +69,7 @@ def load_prefetch(em, idx) -> dict:
     out = {}
     for n0 in range(0, em.n, em.block):
         w = min(em.block, em.n - n0)
-        tiles = ChunkTiles.alloc(em.b, em.p, nk, w, em.b_dt, "w_prefetch", group)
+        tiles = ChunkTiles.alloc(em.b, em.p, nk, w, em.b_dt, "w_prefetch", group, split=em.b_split)
         for tile, c0, c1 in tiles.parts:
             load_b_part(em, tile, c0, c1, idx, n0, w)
         out[n0] = tiles

@@ -20,6 +20,7 @@ from ...nki.types import Access, Affine, DimSlice
 from ...nki.types import ds as _ds
 from .homes import HbmHome
 from .matmul_chunks import ChunkTiles
+from .matmul_dma_transpose import load_transposed
 
 WHOLE_ROW_BYTES = 16 * 1024  # a row tile of A up to this many bytes per partition: one DMA
 
@@ -99,8 +100,12 @@ def b_chunk_home(hb: HbmHome, p: int, k: int) -> HbmHome | None:
 def load_b_part(em, tile, c0: int, c1: int, idx, n0, w: int) -> None:
     """Fill ``tile`` [p, c1 - c0, w] with chunks [c0, c1) of B's columns [n0, n0 + w), K on the
     partitions: one DMA for the full chunks (the emitter's ``b_chunks`` view), the partial last
-    chunk, or every chunk when B is transposed on chip, one at a time."""
+    chunk, or every chunk when B is transposed on chip, one at a time; one DMA transpose into
+    a split tile when B is loaded so (matmul_dma_transpose.py)."""
     p = em.p
+    if em.dma_t["b"]:  # one DMA transpose (matmul_dma_transpose.py)
+        load_transposed(em.b, em.views["b_dmat"], tile, c0, c1 - c0, n0, w, p)
+        return
     full = min(c1, em.k // p)
     if em.transpose["b"]:
         full = c0

@@ -621,7 +621,7 @@ class _BlockEmitter:
         caches = []
         for em, m in zip(self.ups, self.blk.ups):
             ctx.at_op(m)
-            cache = ChunkTiles.alloc(b, p, self.nk, bw, em.b_dt, "w_up", B_GROUP_CHUNKS)
+            cache = ChunkTiles.alloc(b, p, self.nk, bw, em.b_dt, "w_up", B_GROUP_CHUNKS, split=em.b_split)
             em._load_b_cache(cache, self.idx, col, bw)
             caches.append(cache)
         ctx.at_op(self.blk.down)
