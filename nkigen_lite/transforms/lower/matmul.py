@@ -27,16 +27,15 @@ from .context import LowerContext
 from .homes import HbmHome
 from .instance import LoopSpec
 from .loopnest import run_loop_nest
-from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles, run_k_segments, split_cols
+from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles, ColumnWindow, run_k_segments, split_cols
 from .matmul_dma_transpose import (
-    A_GROUP_CHUNKS,
     DGE_ROWS,
     dma_transposable,
     load_transposed,
     stage_a_dma,
     transposed_source,
 )
-from .matmul_lead import A_COPY_ENGINE, STRAIGHT_M_TILES, cache_groups, lead_block, lead_tiles
+from .matmul_lead import A_COPY_ENGINE, STRAIGHT_M_TILES, cache_groups, lead_a_groups, lead_block, lead_tiles
 from .matmul_prefetch import load_prefetch, standalone_prefetch
 from .matmul_stage import b_chunk_home, load_b_part, natural_slice_bytes, stage_a_natural
 from .onchip_rows import note_stored, rows_on_chip
@@ -457,6 +456,11 @@ class MatmulEmitter:
         (``_a_group_loads``) goes just before the first group of B that needs it, others
         before all of B. Returns the leads as [(Aᵀ, m0, mt)]."""
         leads, pending = [], []  # pending: (first chunk, tile, load) of the leads' Aᵀ groups
+        joint = self._a_group_loads(idx, 0, lead * self.p) if lead > 1 and lead * self.p <= self.m else None
+        if joint is not None:  # all leads' Aᵀ in one tile per group: one DMA, longer runs
+            leads = [(ColumnWindow(joint[0], t * self.p), t * self.p, self.p) for t in range(lead)]
+            pending = [(c0, 0, load) for c0, load in joint[1]]
+            lead = 0
         for t in range(lead):
             m0, mt = t * self.p, min(self.p, self.m - t * self.p)
             split = self._a_group_loads(idx, m0, mt)
@@ -556,13 +560,15 @@ class MatmulEmitter:
     def _a_group_loads(self, idx, m0, mt: int):
         """Aᵀ of a standalone matmul's M tile staged by DMAs alone (DMA transposes, or a K-major
         A read directly), as (ChunkTiles, [(first chunk, load)]) with the loads not yet issued:
-        one per tile of ``A_GROUP_CHUNKS`` chunks. None when staging needs more (TensorE
+        one per tile of ``lead_a_groups`` chunks. None when staging needs more (TensorE
         transposes, a pipeline's row tile, a partial K chunk)."""
         if self.a_value is not None or self.a_key is not None or self.k % self.p:
             return None
         nk = self.k // self.p
         if self.dma_t["a"]:
-            at = ChunkTiles.alloc(self.b, self.p, nk, mt, self.a_dt, "a_t", A_GROUP_CHUNKS, split=DGE_ROWS)
+            at = ChunkTiles.alloc_sizes(
+                self.b, self.p, nk, mt, self.a_dt, "a_t", lead_a_groups(nk), split=DGE_ROWS
+            )
             src = self.views["a_dmat"]
 
             def dma_t(tile, c0, c1):
@@ -571,7 +577,7 @@ class MatmulEmitter:
             return at, [(c0, dma_t(tile, c0, c1)) for tile, c0, c1 in at.parts]
         if self.transpose["a"] or "a_chunks" not in self.views:
             return None
-        at = ChunkTiles.alloc(self.b, self.p, nk, mt, self.a_dt, "a_t", A_GROUP_CHUNKS)
+        at = ChunkTiles.alloc_sizes(self.b, self.p, nk, mt, self.a_dt, "a_t", lead_a_groups(nk))
         lead = tuple(_ds(i, 1) for i in idx)
 
         def copy(tile, c0, c1):

@@ -67,6 +67,21 @@ class ChunkTiles:
         return Access(t, (DimSlice(Affine.of(0), kt, 1), DimSlice(Affine.of(c) + (-c0), 1, 1)) + col_dims)
 
 
+@dataclass(frozen=True)
+class ColumnWindow:
+    """The columns from ``col0`` of a ChunkTiles operand (one lead M tile's Aᵀ in a tile
+    loaded for several): the same ``bounds`` and ``access`` with the columns shifted."""
+
+    chunks: ChunkTiles
+    col0: int
+
+    def bounds(self) -> set[int]:
+        return self.chunks.bounds()
+
+    def access(self, c, seg_start: int, kt: int, cols: DimSlice) -> Access:
+        return self.chunks.access(c, seg_start, kt, DimSlice(cols.offset + self.col0, cols.size, cols.stride))
+
+
 def segments(nk: int, full: int, operands) -> list[tuple[int, int]]:
     """Chunk ranges [s0, s1) covering [0, nk) within which every operand is one tile; the
     partial chunk (``full`` < nk) is a segment of its own."""

@@ -18,6 +18,8 @@ their number is capped by the PSUM banks one N block takes, and a wide N block i
 
 from __future__ import annotations
 
+from .matmul_dma_transpose import A_GROUP_CHUNKS
+
 LEAD_GROUP_CHUNKS = 2  # K chunks per DMA of resident B when lead tiles run jointly
 MAX_LEAD_GROUPS = 16  # DMAs (tiles, K segments) of one resident B block at most
 A_COPY_ENGINE = "scalar"  # evacuates Aᵀ's transposes beside VectorE's evacuation of C
@@ -56,3 +58,14 @@ def cache_groups(nk: int) -> list[int]:
     than the matmuls before it."""
     size = max(LEAD_GROUP_CHUNKS, -(-nk // MAX_LEAD_GROUPS))
     return [size] * -(-nk // size)
+
+
+def lead_a_groups(nk: int) -> list[int]:
+    """K chunks per DMA (and tile) of a lead tile's Aᵀ loaded by DMAs alone, in load order: a
+    first group of ``LEAD_GROUP_CHUNKS`` (the first matmuls wait for a small transfer), then
+    ``A_GROUP_CHUNKS`` at a time from the next multiple of it."""
+    first = min(nk, LEAD_GROUP_CHUNKS)
+    sizes = [first, A_GROUP_CHUNKS - first] if first < A_GROUP_CHUNKS else [first]
+    done = sum(sizes)
+    sizes += [A_GROUP_CHUNKS] * -(-max(0, nk - done) // A_GROUP_CHUNKS)
+    return [x for x in sizes if x > 0]

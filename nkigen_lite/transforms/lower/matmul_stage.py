@@ -8,6 +8,10 @@ One bank holds ``psum_bank_bytes / (128 x itemsize)`` transposed blocks (8 in bf
 evacuated to Aᵀ in SBUF by one copy. The PSUM tile is one bank, so the PSUM plan
 (psum_plan.py) counts it like any other transpose tile.
 
+A B transposed on chip (its K contiguous, not DMA-transposed) is staged the same way per tile
+of resident B: one natural DMA per 128 rows of B over the tile's K chunks, the chunks'
+transposes into one PSUM bank, one copy per bank (``_b_rows_transposed``).
+
 B kept resident in SBUF ([128, ⌈K/128⌉, w], K on the partitions) is loaded by one DMA for all
 its full K chunks (a strided view of B whose partition stride is one row of B and whose chunk
 stride is 128 rows), instead of one DMA per K chunk and PSUM block: DMAs writing one tile wait
@@ -102,13 +106,16 @@ def load_b_part(em, tile, c0: int, c1: int, idx, n0, w: int) -> None:
     partitions: one DMA for the full chunks (the emitter's ``b_chunks`` view), the partial last
     chunk, or every chunk when B is transposed on chip, one at a time; one DMA transpose into
     a split tile when B is loaded so (matmul_dma_transpose.py)."""
-    p = em.p
+    p, first = em.p, c0
     if em.dma_t["b"]:  # one DMA transpose (matmul_dma_transpose.py)
         load_transposed(em.b, em.views["b_dmat"], tile, c0, c1 - c0, n0, w, p)
         return
     full = min(c1, em.k // p)
     if em.transpose["b"]:
-        full = c0
+        wide = min(c1, em.k // p)
+        if wide > c0:  # full chunks: natural row blocks transposed a PSUM bank at a time
+            _b_rows_transposed(em, tile, c0, wide, idx, n0, w)
+        full = c0 = wide
     if full > c0:
         src = Access(
             em.views["b_chunks"],
@@ -117,5 +124,35 @@ def load_b_part(em, tile, c0: int, c1: int, idx, n0, w: int) -> None:
         em.b.dma_copy(dst=Access(tile, (_ds(0, p), _ds(0, full - c0), _ds(0, w))), src=src)
     for c in range(full, c1):
         kt = min(p, em.k - c * p)
-        dst = Access(tile, (_ds(0, kt), _ds(c - c0, 1), _ds(0, w)))
+        dst = Access(tile, (_ds(0, kt), _ds(c - first, 1), _ds(0, w)))
         em._kmajor(dst, "b", idx, c * p, kt, Affine.of(n0), w, em.b_dt)
+
+
+def _b_rows_transposed(em, tile, c0: int, c1: int, idx, n0, w: int) -> None:
+    """Chunks [c0, c1) (all full) of B's columns [n0, n0 + w) into ``tile`` (its first chunk
+    c0) from B natural (N, K): per block of 128 columns of B one DMA of its rows over the
+    chunks' K range, TensorE transposes into the slots of a PSUM bank and one copy per bank."""
+    b, p = em.b, em.p
+    src_dt = em.views["b_nat"].type.dtype  # an operand cast: transpose 16-bit, cast after
+    nat_dt = src_dt if em.b_dt.name == "f32" and src_dt.name in ("bf16", "f16") else em.b_dt
+    per_bank = max(1, em.ctx.target.psum_bank_bytes // (p * nat_dt.itemsize))
+    nc = c1 - c0
+    for r in range(0, w, p):
+        rw = min(p, w - r)
+        nat = b.alloc((p, nc * p), nat_dt, "sbuf", name="b_nat")
+        b.dma_copy(
+            dst=Access(nat, (_ds(0, rw), _ds(0, nc * p))),
+            src=em._window("b_nat", idx, Affine.of(n0) + r, rw, c0 * p, nc * p),
+        )
+        for g in range(0, nc, per_bank):
+            ng = min(per_bank, nc - g)
+            ps = b.alloc((p, per_bank, p), nat_dt, "psum", name="ps_t")
+            for s in range(ng):
+                b.nc_transpose(
+                    dst=Access(ps, (_ds(0, p), _ds(s, 1), _ds(0, rw))),
+                    data=Access(nat, (_ds(0, rw), _ds((g + s) * p, p))),
+                )
+            b.tensor_copy(
+                dst=Access(tile, (_ds(0, p), _ds(g, ng), _ds(r, rw))),
+                src=Access(ps, (_ds(0, p), _ds(0, ng), _ds(0, rw))),
+            )
