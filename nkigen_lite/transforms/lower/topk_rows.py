@@ -91,8 +91,9 @@ def emit_rows_at_once(
             tile = tile if keys is None else keys
             v8 = b.alloc((q, w), float32, "sbuf", name="max8")
             # a top-1 after the first row: GpSimd halves the row beside VectorE (the first row's
-            # would only delay VectorE's start)
-            b.max8(dst=v8, src=halved(ctx, tile, q, seg) if k == 1 and dt.is_float and r else tile)
+            # would only delay VectorE's start) when the half still holds max8's minimum
+            halve = k == 1 and dt.is_float and r and -(-seg // 2) >= t.top8_free_min
+            b.max8(dst=v8, src=halved(ctx, tile, q, seg) if halve else tile)
         idx8 = b.alloc((q, w), uint32, "sbuf", name="pos8")
         b.find_index8(dst=idx8, data=tile, vals=v8)
         b.tensor_copy(dst=_tile(cand_v, q, (r, 1, 1), (0, k, 1)), src=_tile(v8, q, (0, k, 1)))
