@@ -35,6 +35,7 @@ from . import (
     sink_attention,  # noqa: F401  (registers tensor.sink_attention's lowering)
     topk,  # noqa: F401  (registers the native topk item rule)
 )
+from .affine_constants import build_affine_constants
 from .capacity import check_hbm_capacity
 from .column_moments import ColumnMoments, emit_column_moments, find_column_moments
 from .column_softmax import ColumnSoftmax, emit_column_softmax, find_column_softmaxes
@@ -84,6 +85,7 @@ def lower_to_nki(graph: Graph, target: Target = TRN2, layout=None, lnc: int = 1)
     """
     check_hbm_capacity(graph, target)
     empty = fold_empty(graph)
+    build_affine_constants(graph)  # iota ops instead of HBM constant inputs (affine_constants.py)
     alone: set = set()
     while True:
         try:

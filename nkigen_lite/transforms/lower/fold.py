@@ -12,6 +12,7 @@
 - exact widening casts read their operand's tile; a narrowing of an fp32 intermediate used only
   by the cast is folded into the producer's write;
 - a band mask ``where(cmp(iota_col - iota_row, k), a, b)`` -> one ``affine_select`` (affine_mask.py);
+- an int32 chain ``Σ iota_d · a_d + c`` -> one ``iota`` (affine_iota.py);
 - a row mean and the mean of the squared deviations from it -> ``bn_stats`` per chunk and one
   ``bn_aggr`` (moments.py).
 """
@@ -26,6 +27,7 @@ from ...ir.value import Value
 from ...tensor import ops as T
 from ..float_integral import pow2_multiple
 from ..int_range import int_range
+from .affine_iota import plan_affine_iotas
 from .affine_mask import mask_operands, plan_masks
 from .centred import plan_centred
 from .frame import TileFrame, immediate_of
@@ -57,6 +59,7 @@ class FoldPlan:
     aliased: set = field(default_factory=set)  # casts emitted as no instruction (same tile)
     narrowed: dict = field(default_factory=dict)  # producer op -> dtype its tile is written in
     masks: dict = field(default_factory=dict)  # where op -> MaskSpec (affine_mask.py)
+    iotas: dict = field(default_factory=dict)  # chain root op -> AffineIota (affine_iota.py)
     centred: dict = field(default_factory=dict)  # multiply op -> CentredMul (centred.py)
     centred_subs: set = field(default_factory=set)  # the subtractions those fold away
     moments: dict = field(default_factory=dict)  # row sum op -> Moments (moments.py)
@@ -66,6 +69,8 @@ class FoldPlan:
         """The values an op's emitted instruction(s) read."""
         if op in self.masks:
             return mask_operands(self.masks[op])
+        if op in self.iotas:
+            return list(self.iotas[op].iotas)
         if op in self.centred:
             return self.centred[op].operands()
         spec = self.act.get(op)
@@ -100,6 +105,7 @@ class FoldPlan:
         fp = FoldPlan()
         plan_moments(em, fp)
         plan_masks(em, fp)
+        plan_affine_iotas(em, fp)
         plan_centred(em, fp)
         _fold_activation_operands(em, fp)
         _negate_bias_reductions(em, fp)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...ir.errors import BuildError
 from ...ir.op import Op
 from . import elementwise, reduce, select, sources  # noqa: F401  (they register TILE_RULES)
+from .affine_iota import emit_affine_iota
 from .affine_mask import emit_mask
 from .frame import TileFrame
 from .moments import emit_moments
@@ -18,6 +19,8 @@ def emit_op(em: TileFrame, op: Op, inst) -> None:
         return elementwise.activation(em, op, inst)
     if op in em.fold.masks:
         return emit_mask(em, op, inst)
+    if op in em.fold.iotas:
+        return emit_affine_iota(em, op, inst)
     if op in em.fold.moments:
         return emit_moments(em, op, inst)
     rule = rule_for(TILE_RULES, type(op))
