@@ -98,3 +98,14 @@ def test_other_reversals_keep_the_dma_loop(shape, dtype, fn):
     x = np.arange(np.prod(shape)).reshape(shape).astype(dtype)
     k = _check(fn, x)
     assert "nki.stream_shuffle" not in [op.name for op in k.nki.walk()]
+
+
+def test_long_row_of_an_odd_number_of_blocks_fits_sbuf():
+    """One row of 209 blocks of 128 (26,752 f32; the vocabulary row 151,936 is 1,187 blocks):
+    no power-of-two split, so 128-column chunks; loading every chunk of the block before its
+    reversal held 208 x 1 KiB and failed verification (SBUF peak 212,992 > 212,984 B). The
+    chunks now go through in windows of 3/8 of SBUF."""
+    x = _data((1, 128 * 209), np.float32)
+    k = nk.compile(nk.trace(lambda x: np.flip(x, -1)).trace(x))
+    (got,) = k.run({"x": x}).values()
+    assert np.array_equal(np.asarray(got).view(np.uint8), np.flip(x, -1).copy().view(np.uint8))

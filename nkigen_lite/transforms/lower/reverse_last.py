@@ -90,10 +90,19 @@ def reverse_last(ctx, src: HbmHome, dst: HbmHome, every_axis: bool = False) -> b
     while w % chunk:
         chunk -= BLOCK
     b = ctx.b
+    # chunks loaded at once: each holds its loaded and its output tile and the gather's index
+    # column (the shuffled blocks of the few chunks between stages come on top)
+    per_chunk = 2 * chunk * dt.itemsize + 4
+    window = max(1, ctx.target.sbuf_bytes_per_partition * 3 // 8 // per_chunk) * chunk
 
     def block(r0, pr: int) -> None:
+        for w0 in range(0, w, window):
+            chunks_of(r0, pr, w0, min(w, w0 + window))
+
+    def chunks_of(r0, pr: int, lo: int, hi: int) -> None:
+        """Columns [lo, hi) of the block's rows: every load first, then the stages."""
         chunks = []
-        for c0 in range(0, w, chunk):  # every load first: they queue ahead of the compute
+        for c0 in range(lo, hi, chunk):  # every load first: they queue ahead of the compute
             x = b.alloc((pr, chunk), dt, "sbuf", name="rev_in")
             cols = DimSlice(c0, chunk, 1)
             if every_axis:  # source row rows-1-r for output row r
@@ -103,20 +112,30 @@ def reverse_last(ctx, src: HbmHome, dst: HbmHome, every_axis: bool = False) -> b
             else:
                 b.dma_copy(dst=x, src=Access(sview, (DimSlice(r0, pr, 1), cols)))
             chunks.append(_Chunk(b, x, pr, s, chunk, dt))
-        # the stages of chunk k run one step after those of chunk k - 1, so that every in-order
-        # engine has the next chunk's work queued while the previous chunk's results drain
-        for step in range(len(chunks) + len(_Chunk.STAGES) - 1):
-            for k in range(len(chunks) - 1, -1, -1):
-                if 0 <= step - k < len(_Chunk.STAGES):
-                    getattr(chunks[k], _Chunk.STAGES[step - k])()
-            done = step - len(_Chunk.STAGES) + 1
-            if 0 <= done < len(chunks):
-                c0 = done * chunk
-                out_at = (DimSlice(r0, pr, 1), DimSlice(w - c0 - chunk, chunk, 1))
-                b.dma_copy(dst=Access(dview, out_at), src=chunks[done].o)
+
+        def store(done: int) -> None:
+            c0 = lo + done * chunk
+            out_at = (DimSlice(r0, pr, 1), DimSlice(w - c0 - chunk, chunk, 1))
+            b.dma_copy(dst=Access(dview, out_at), src=chunks[done].o)
+
+        _run_stages(chunks, store)
 
     peeled_blocks(b, rows * s, (p // s) * s, block)
     return True
+
+
+def _run_stages(chunks: list, store) -> None:
+    """The stages of chunk k one step after those of chunk k - 1, so that every in-order engine
+    has the next chunk's work queued while the previous chunk's results drain; ``store(k)``
+    once chunk k's last stage is issued."""
+    stages = _Chunk.STAGES
+    for step in range(len(chunks) + len(stages) - 1):
+        for k in range(len(chunks) - 1, -1, -1):
+            if 0 <= step - k < len(stages):
+                getattr(chunks[k], stages[step - k])()
+        done = step - len(stages) + 1
+        if 0 <= done < len(chunks):
+            store(done)
 
 
 class _Chunk:
