@@ -45,6 +45,8 @@ class Moments:
     var: Value
     var_scale: float
     folded: tuple
+    mean_scale: float = 0.0  # fp32(1/n) of the decomposed mean
+    exact_mean: bool = False  # the mean leaves the statistics: formed from the row sum
 
 
 def _only_use(em: TileFrame, v: Value) -> Op | None:
@@ -94,6 +96,26 @@ def _row_sum(em: TileFrame, op: Op, fps) -> tuple[Value, int] | None:
     return x, d
 
 
+def _escapes(em: TileFrame, m: Value, x: Value) -> bool:
+    """Whether the mean ``m`` is read other than through the variance: stored, read outside
+    the group or by any op but a centring ``x - m``, or a centred value that is stored or read
+    outside the group (LayerNorm's centred rows, scaled by a function of the variance, are NaN
+    on a row holding an infinity whichever the mean). bn_aggr's way of combining its triples is
+    undocumented: its mean of a row holding an infinity may be NaN (the simulator's sequential
+    pairwise update: ``inf + (m - inf) / 2``), where NumPy's mean is the infinity; only the
+    variance (NaN for such rows either way) is taken from it then."""
+
+    def out(v: Value) -> bool:
+        return v in em.keep or any(u.op not in em.members for u in v.uses)
+
+    if out(m):
+        return True
+    uses = [u.op for u in m.uses]
+    if any(not (isinstance(u, T.SubOp) and u.operand(0) is x and u.operand(1) is m) for u in uses):
+        return True  # a cast, a product, ...: the mean's own value is read
+    return any(out(s.result) for s in uses)
+
+
 def _match(em: TileFrame, r1: Op, folded) -> Moments | None:
     found = _row_sum(em, r1, folded)
     if found is None:
@@ -133,7 +155,8 @@ def _match(em: TileFrame, r1: Op, folded) -> Moments | None:
             scale = k2 * n  # 1 up to the rounding of fp32(1/n) unless ddof is not 0
             scale = 1.0 if abs(scale - 1.0) <= 1e-6 else float(np.float32(scale))
             dead_d = (use,) if _only_use(em, s) is q else ()  # d read only by the square
-            return Moments(x, d, m, v, scale, (mul_m, q, r2, mul_v, *dead_d))
+            folded = (mul_m, q, r2, mul_v, *dead_d)
+            return Moments(x, d, m, v, scale, folded, k1, _escapes(em, m, x))
     return None
 
 
@@ -183,8 +206,17 @@ def emit_moments(em: TileFrame, op: Op, inst) -> None:
         b.bn_stats(dst=Access(stats, (whole, DimSlice(Affine.of(width * j), width, 1))), data=data)
     mv = b.alloc((rows, em.ctx.target.bn_aggr_width), "f32", "sbuf", name="mean_var")
     b.bn_aggr(dst=mv, data=stats)
-    em.tiles[spec.mean] = mv
-    em.columns[spec.mean] = 0
+    if spec.exact_mean:  # the row's sum of x * fp32(1/n) on ScalarE, beside bn_stats (_escapes)
+        n = inst.extents[spec.dim]
+        mean = b.alloc((rows, 1), "f32", "sbuf", name=spec.mean.name_hint or "mean")
+        discard = b.alloc((rows, n), "f32", "sbuf", name="mean_terms")
+        data = Access(x.tensor, (x.dims[0], DimSlice(row.offset, n, row.stride)))
+        b.activation(dst=discard, op="copy", data=data, scale=spec.mean_scale, reduce_res=mean)
+        b.dealloc(discard)
+        em.tiles[spec.mean] = mean
+    else:
+        em.tiles[spec.mean] = mv
+        em.columns[spec.mean] = 0
     if spec.var_scale == 1.0:
         em.tiles[spec.var] = mv
         em.columns[spec.var] = 1
