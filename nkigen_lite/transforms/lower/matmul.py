@@ -37,6 +37,7 @@ from .matmul_dma_transpose import (
 )
 from .matmul_lead import A_COPY_ENGINE, STRAIGHT_M_TILES, cache_groups, lead_a_groups, lead_block, lead_tiles
 from .matmul_prefetch import load_prefetch, standalone_prefetch
+from .matmul_rows import merged_rows
 from .matmul_stage import b_chunk_home, load_b_part, natural_slice_bytes, stage_a_natural
 from .onchip_rows import note_stored, rows_on_chip
 from .operand_cast import narrow_matmul_dtypes
@@ -114,6 +115,7 @@ def lower_matmul(
         if a_v.type.rank == 1:
             ha = ha.reshape((1,) + ha.shape)
         ha = ha.broadcast_to(batch + (m, k))
+    hb2 = hb  # B as (K, N) when it has no batch dims
     hb = hb.broadcast_to(batch + (k, n))
     hc = staging = home = None
     if store:
@@ -122,6 +124,11 @@ def lower_matmul(
         if hc is None:  # C's home is not contiguous (e.g. a concat slice): compute, then copy
             staging = ctx.alloc_hbm(c_v.type.shape, c_v.type.dtype)
             hc = staging.reshape(batch + (m, n))
+    merged = None if pipe is not None or not run else merged_rows(batch, b_v.type.rank, ha, hc, m, k, n)
+    if merged is not None:  # A's batch dims are more rows of one matmul (matmul_rows.py)
+        ha, hc = merged[0], merged[1] if merged[1] is not None else hc
+        m, batch = ha.shape[0], ()
+        hb = hb2
     em = MatmulEmitter(
         ctx,
         ha,

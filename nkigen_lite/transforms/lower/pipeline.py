@@ -23,6 +23,7 @@ from .loopnest import Shifted, loop_signature, run_loop_nest
 from .matmul import lower_matmul
 from .matmul_bias import match_bias, without
 from .matmul_prefetch import choose_prefetch
+from .matmul_rows import merged_rows
 from .pipeline_skew import read_order, run_skewed, skew_applies
 from .pipeline_views import ConcatStore, ViewAlias, concat_parts, view_alias
 from .plan import GroupPlan
@@ -375,20 +376,34 @@ def bias_epilogues(ctx, pipe: RowPipeline, outputs: set) -> dict:
 def _emit_alone_biased(ctx, pipe: RowPipeline, outputs: set) -> bool:
     """A pipeline of one matmul without batch dims and the group adding its bias and nothing
     else: the matmul alone (its own loop order, matmul.py: B resident, lead M tiles) with the
-    bias epilogue. True when it applied. (With batch dims the standalone matmul reads a
-    broadcast B once per batch instance; the row pipeline keeps it resident.)"""
+    bias epilogue. True when it applied. (With batch dims only when they merge with A's rows,
+    one matmul for all instances, matmul_rows.py; otherwise the standalone matmul would read a
+    broadcast B once per batch instance, and the row pipeline keeps it resident.)"""
     if len(pipe.members) != 2 or pipe.views or pipe.concats or pipe.inside or pipe.alias:
         return False
     mm, g = (m.item for m in pipe.members)
     if not isinstance(mm, T.MatmulOp) or not isinstance(g, FusionGroup) or len(g.ops) != 1:
         return False
-    if mm.operand(0) in ctx.kept_out or any(e > 1 for e in mm.result.type.shape[:-2]):
+    if mm.operand(0) in ctx.kept_out:
         return False
     epi = match_bias(ctx, mm, outputs)
     if epi is None or epi.add is not g.ops[0]:
         return False
+    if any(e > 1 for e in mm.result.type.shape[:-2]) and not _rows_merge(ctx, mm, epi.result):
+        return False
     lower_matmul(ctx, mm, epilogue=epi)
     return True
+
+
+def _rows_merge(ctx, mm: T.MatmulOp, c) -> bool:
+    """True when the batched matmul ``mm`` (result stored as ``c``) runs as one matmul over
+    A's batch dims merged with its rows (matmul_rows.py)."""
+    a, b = mm.operands
+    if a.type.rank < 3:
+        return False
+    batch, (m, k), n = a.type.shape[:-2], a.type.shape[-2:], c.type.shape[-1]
+    hc = ctx.home_for_store(c).reshape(batch + (m, n))
+    return merged_rows(batch, b.type.rank, ctx.home(a), hc, m, k, n) is not None and hc is not None
 
 
 class _AliasedTiles(dict):
