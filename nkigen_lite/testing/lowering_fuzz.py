@@ -65,7 +65,12 @@ def _shape2(rng, max_elems=MAX_ELEMS):
 
 
 def _floats(rng, shape, dtype, specials=True):
-    """Multiples of 1/8 in [-3, 3] (many ties) or normals; sometimes NaN / inf / -0.0."""
+    """Multiples of 1/8 in [-3, 3] (many ties) or normals; sometimes NaN / inf / -0.0; now and
+    then every element drawn from a few specials (rows of -inf, inf and NaN ties, signed zeros)."""
+    if specials and rng.random() < 0.08:
+        sets = ([-np.inf, 1.0], [-np.inf], [np.inf, -np.inf, 1.0], [np.nan, 1.0], [-0.0, 0.0], [np.inf, 2.0])
+        pick = sets[int(rng.integers(0, len(sets)))]
+        return rng.choice(np.array(pick), size=shape).astype(dtype)
     if rng.random() < 0.5:
         a = rng.integers(-24, 25, size=shape) / 8.0
     else:

@@ -5,7 +5,7 @@ compiled, run on the NKI interpreter and simulated, and compared with NumPy (flo
 within 2e-5 (f32) / 3e-2 (bf16) of max(|ref|, max |ref|, 1); integers exactly with NumPy's
 wraparound; argmax / argmin / topk indices exactly).
 
-By default (``ci`` profile, 25 examples) the inputs hold at most 16,384 elements together so
+By default (``ci`` profile, 25 examples) the inputs hold at most 4,096 elements together so
 the test takes a few seconds; ``NKIGEN_FUZZ_FULL=1`` draws the full sizes (rows up to 151,936
 elements, 2048-row column reductions), e.g. a long run:
 ``NKIGEN_FUZZ_FULL=1 NKIGEN_HYPOTHESIS_EXAMPLES=2000 uv run pytest tests/property/test_lowering_fuzz.py``.
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from nkigen_lite.testing.lowering_fuzz import FAMILIES, check_case, make_case
 
-QUICK_ELEMS = None if os.environ.get("NKIGEN_FUZZ_FULL") == "1" else 16384
+QUICK_ELEMS = None if os.environ.get("NKIGEN_FUZZ_FULL") == "1" else 4096
 
 
 @given(seed=st.integers(0, 2**32 - 1), family=st.sampled_from(sorted(FAMILIES)))
