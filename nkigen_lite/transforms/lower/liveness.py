@@ -32,9 +32,28 @@ def _tile_bytes(v: Value) -> int:
     return max(4, v.type.dtype.itemsize)
 
 
+def _bit_const_bytes(group: FusionGroup, dom: tuple[int, ...]) -> int:
+    """Bytes per free element of the GpSimd bitwise constant tiles (fold.bit_consts, filled by
+    group_emit before the loops): one 4-byte tile per distinct constant of a wide 32-bit
+    integer bitwise op, live for the whole group (charged whether or not the balance moves the
+    op to GpSimd)."""
+    seen = set()
+    for op in group.ops:
+        if not isinstance(op, (T.BitwiseAndOp, T.BitwiseOrOp, T.BitwiseXorOp)) or not _wide(op.result, dom):
+            continue
+        dt = op.result.type.dtype
+        if not dt.is_int or dt.bits != 32:
+            continue
+        for u in op.operands:
+            if isinstance(u.defining_op, T.FullOp):
+                seen.add((repr(u.defining_op.attrs["value"]), dt.name, tuple(op.result.type.shape)))
+    return 4 * len(seen)
+
+
 def peak_live_bytes(group: FusionGroup, keep=()) -> int:
     """Peak bytes per free element of the group's simultaneously live wide tiles, plus the
-    scratch margin. ``keep`` are values that must stay live to the end (stored or passed on)."""
+    GpSimd bitwise constant tiles and the scratch margin. ``keep`` are values that must stay
+    live to the end (stored or passed on)."""
     dom = group.domain
     members = set(group.ops)
     n = len(group.ops)
@@ -66,4 +85,4 @@ def peak_live_bytes(group: FusionGroup, keep=()) -> int:
     for x in delta:
         live += x
         peak = max(peak, live)
-    return peak + SCRATCH_BYTES
+    return peak + _bit_const_bytes(group, dom) + SCRATCH_BYTES
