@@ -288,6 +288,19 @@ def draw_case(rng, cap: int = MAX_ELEMENTS) -> Case:  # noqa: C901 (one branch p
     )
 
 
+# int32 -> int32 operand producers (their value ranges decide WideIntMatmul's digits)
+INT_PRODUCERS = {
+    "x % 256": lambda x: x % 256,
+    "x // 65536": lambda x: x // 65536,
+    "x & 255": lambda x: x & 255,
+    "abs(x)": np.abs,
+    "clip(x, -1000, 1000)": lambda x: np.clip(x, -1000, 1000),
+    "x.astype(int8).astype(int32)": lambda x: x.astype(np.int8).astype(np.int32),
+    "x % -7": lambda x: x % -7,
+    "x": lambda x: x,
+}
+
+
 def _aligned(rng, cap=MAX_ELEMENTS):
     """M, N, K biased to the DMA-transpose / lead-tile conditions: multiples of 16 and 128."""
     while True:
@@ -304,7 +317,8 @@ def draw_case2(rng, cap: int = MAX_ELEMENTS) -> Case:  # noqa: C901 (one branch 
     """Programs near the lowering's special paths: Linear layers ``x @ w.T + b``, bias forms
     (row, (1, N), f32 bias on a bf16 matmul, bias on the left, subtracted), chained matmuls,
     operand producers, sliced operands, mixed dtypes, batched transposes, integer
-    transposes, gathered rows and selected experts."""
+    transposes, int32 operands computed by range-deciding producers (INT_PRODUCERS), gathered
+    rows and selected experts."""
     kind = str(
         rng.choice(
             [
@@ -316,6 +330,7 @@ def draw_case2(rng, cap: int = MAX_ELEMENTS) -> Case:  # noqa: C901 (one branch 
                 "mixed",
                 "btrans",
                 "int_trans",
+                "int_producers",
                 "gather",
                 "expert",
             ]
@@ -492,6 +507,23 @@ def draw_case2(rng, cap: int = MAX_ELEMENTS) -> Case:  # noqa: C901 (one branch 
             ref,
             np.zeros(ref.shape),
             idt,
+        )
+    if kind == "int_producers":  # int32 operands computed by ops whose ranges pick the digits
+        while m * k > cap // 16 or k * n > cap // 16 or m * n > cap // 16:
+            m, n, k = _mnk(rng, cap // 16)
+        a = rng.integers(-(2**31), 2**31, size=(m, k), dtype=np.int64).astype(np.int32)
+        b = rng.integers(-(2**31), 2**31, size=(k, n), dtype=np.int64).astype(np.int32)
+        names = sorted(INT_PRODUCERS)
+        pa, pb = names[rng.integers(len(names))], names[rng.integers(len(names))]
+        fa, fb = INT_PRODUCERS[pa], INT_PRODUCERS[pb]
+        ref = (fa(a).astype(np.int64) @ fb(b).astype(np.int64)).astype(np.int32)
+        return Case(
+            f"({pa.replace('x', 'a')}) @ ({pb.replace('x', 'b')}) int32 M={m} K={k} N={n}",
+            lambda a, b: fa(a) @ fb(b),
+            {"a": a, "b": b},
+            ref,
+            np.zeros(ref.shape),
+            "int32",
         )
     if kind == "gather":
         e = int(rng.choice([4, 17, 300]))
