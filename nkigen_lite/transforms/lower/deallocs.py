@@ -86,8 +86,10 @@ class InsertDeallocs(Pass):
         )
         hoist_loads(graph, target, ScheduleOracle(graph, target))
         split_head_chains(graph, target)
-        split_head_columns(graph, target)
-        balance_engines(graph, target, None, ScheduleOracle(graph, target), True)  # staged kernels
+        decided: list = []  # the staged balance's decisions, when head_columns searched them
+        split_head_columns(graph, target, decided)
+        replay = decided[0] if decided else None  # (positional: tests stub balance_engines)
+        balance_engines(graph, target, None, ScheduleOracle(graph, target), True, None, replay)  # staged
         balance_in_windows(graph, target, ScheduleOracle(graph, target))  # above its cap
 
 

@@ -207,11 +207,26 @@ class _Movable:
                     keep.append(op)
 
 
-def balance_engines(graph: Graph, target: Target, insert_deallocs=None, oracle=None, staged=False) -> int:
+def balance_engines(
+    graph: Graph,
+    target: Target,
+    insert_deallocs=None,
+    oracle=None,
+    staged=False,
+    record: list | None = None,
+    replay: tuple | None = None,
+) -> int:
     """Move instructions to other engines (or to reading a broadcast row from PSUM, in a
     straight-line kernel, when ``insert_deallocs`` is given to move the banks' deallocations)
     where the scheduled time drops (module docstring); returns how many end in another form.
-    ``oracle``: a ScheduleOracle of ``graph`` shared with other passes (its caches)."""
+    ``oracle``: a ScheduleOracle of ``graph`` shared with other passes (its caches).
+
+    ``record``: a list that receives ``(states, makespan)``, the state each movable instruction
+    ends in and the scheduled time after the search. ``replay``: such a record from the search
+    of a kernel of the same structure (a ``clone_graph`` copy of this one, head_columns.py):
+    the search is deterministic, so its states are put in place without searching again; when
+    they do not fit this kernel's movable instructions or do not give the recorded time, they
+    are undone and the search runs."""
     instrs: list = []
     _instructions(graph.body, instrs)
     if not searched(instrs, staged):
@@ -228,7 +243,10 @@ def balance_engines(graph: Graph, target: Target, insert_deallocs=None, oracle=N
     if not movable:
         return 0
     oracle = oracle or ScheduleOracle(graph, target)
-    _search(movable, oracle)
+    if not (replay and _replayed(movable, oracle, replay)):
+        _search(movable, oracle)
+    if record is not None:
+        record.append((tuple(m.state for m in movable), oracle.makespan()))
     for m in movable:
         m.finish(oracle.replaced)
     if any(m.state == PSUM_READ for m in movable):
@@ -238,6 +256,22 @@ def balance_engines(graph: Graph, target: Target, insert_deallocs=None, oracle=N
                 op.erase()
         insert_deallocs(graph.body)
     return sum(m.state != m.tmpl.engine for m in movable)
+
+
+def _replayed(movable: list, oracle: ScheduleOracle, replay: tuple) -> bool:
+    """Put each movable instruction in its state of ``replay`` (``balance_engines``); False
+    (every instruction back in its first state) when the states do not fit or the scheduled
+    time is not the recorded one."""
+    states, makespan = replay
+    if len(states) != len(movable) or any(st not in m.states for m, st in zip(movable, states)):
+        return False
+    for m, st in zip(movable, states):
+        m.set(st)
+    if oracle.makespan() == makespan:
+        return True
+    for m in movable:
+        m.set(m.tmpl.engine)
+    return False
 
 
 def _search(movable: list, oracle: ScheduleOracle) -> None:

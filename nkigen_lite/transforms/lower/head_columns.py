@@ -22,8 +22,10 @@ kernel, or ``balance_windows.py`` above ``MAX_STAGED_INSTRUCTIONS``), which then
 ``tensor_scalar`` instructions between ScalarE and VectorE where that is shorter. Kept when
 the scheduled time drops: within the staged search's cap (the Qwen3-0.6B layer at seq 128 and
 512) measured after that balance, on two copies of the kernel (one rewritten), since the
-balance changes which is shorter (seq 128: 118.4 against 118.2 µs, refused; each copy costs
-one more staged search); above it (seq 2048) before the balance: two schedules of the kernel.
+balance changes which is shorter (seq 128: 118.4 against 118.2 µs, refused). The balance that
+follows puts the kept copy's decisions in place instead of searching the same kernel again
+(``balance_engines``' ``replay``), so the two copies cost one staged search more than the
+balance alone. Above the cap (seq 2048) decided before the balance: two schedules of the kernel.
 """
 
 from __future__ import annotations
@@ -242,9 +244,10 @@ def _interleave(block, runs: list) -> None:
         i += 2
 
 
-def _balanced(graph: Graph, target: Target, rewrite: bool) -> float:
+def _balanced(graph: Graph, target: Target, rewrite: bool) -> tuple[float, tuple | None]:
     """The scheduled time of a copy of ``graph``, rewritten or not, after the staged engine
-    balance the pass is followed by (the copy is dropped)."""
+    balance the pass is followed by (the copy is dropped), and that balance's record
+    (``balance_engines``; None when it searched nothing)."""
     trial = clone_graph(graph)
     if rewrite:
         plans = plan(trial.body, target)
@@ -252,13 +255,17 @@ def _balanced(graph: Graph, target: Target, rewrite: bool) -> float:
         for old, _, _ in plans:
             for o in old:
                 o.drop_operand_uses()
-    balance_engines(trial, target, None, ScheduleOracle(trial, target), True)
-    return ScheduleOracle(trial, target).makespan()
+    record: list = []
+    balance_engines(trial, target, None, ScheduleOracle(trial, target), True, record)
+    return ScheduleOracle(trial, target).makespan(), (record[0] if record else None)
 
 
-def split_head_columns(graph: Graph, target: Target) -> int:
+def split_head_columns(graph: Graph, target: Target, decided: list | None = None) -> int:
     """Rewrite the per-head column instructions of ``graph`` (module docstring) when that
-    shortens its scheduled time; returns how many instructions were replaced (0: none)."""
+    shortens its scheduled time; returns how many instructions were replaced (0: none).
+    ``decided``: when given, receives the record of the staged engine balance of the copy
+    kept (``balance_engines``' ``replay``: the balance that follows puts its states in place
+    instead of searching the same kernel again)."""
     block = graph.body
     instrs = [op for op in block.walk() if isinstance(op, NkiOp)]
     if not searched(instrs):
@@ -266,8 +273,15 @@ def split_head_columns(graph: Graph, target: Target) -> int:
     if not any(column_multiply(op, target) or square_sum(op) for op in block):
         return 0
     staged = len(instrs) <= MAX_STAGED_INSTRUCTIONS
-    if staged and _balanced(graph, target, True) >= _balanced(graph, target, False):
-        return 0  # decided after the balance, on copies
+    if staged:
+        rewritten, record = _balanced(graph, target, True)
+        kept, kept_record = _balanced(graph, target, False)
+        if rewritten >= kept:
+            if decided is not None and kept_record is not None:
+                decided.append(kept_record)
+            return 0  # decided after the balance, on copies
+        if decided is not None and record is not None:
+            decided.append(record)
     plans = plan(block, target)
     if staged:
         apply(block, plans)
