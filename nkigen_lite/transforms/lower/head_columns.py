@@ -260,6 +260,18 @@ def _balanced(graph: Graph, target: Target, rewrite: bool) -> tuple[float, tuple
     return ScheduleOracle(trial, target).makespan(), (record[0] if record else None)
 
 
+def _rewrite_after_balance(graph: Graph, target: Target, decided: list | None) -> bool:
+    """Whether the rewritten copy of ``graph`` is shorter than the other after the staged
+    balance; the kept copy's balance record goes to ``decided`` (when given and recorded)."""
+    rewritten, record = _balanced(graph, target, True)
+    kept, kept_record = _balanced(graph, target, False)
+    keep = rewritten < kept
+    chosen = record if keep else kept_record
+    if decided is not None and chosen is not None:
+        decided.append(chosen)
+    return keep
+
+
 def split_head_columns(graph: Graph, target: Target, decided: list | None = None) -> int:
     """Rewrite the per-head column instructions of ``graph`` (module docstring) when that
     shortens its scheduled time; returns how many instructions were replaced (0: none).
@@ -273,15 +285,8 @@ def split_head_columns(graph: Graph, target: Target, decided: list | None = None
     if not any(column_multiply(op, target) or square_sum(op) for op in block):
         return 0
     staged = len(instrs) <= MAX_STAGED_INSTRUCTIONS
-    if staged:
-        rewritten, record = _balanced(graph, target, True)
-        kept, kept_record = _balanced(graph, target, False)
-        if rewritten >= kept:
-            if decided is not None and kept_record is not None:
-                decided.append(kept_record)
-            return 0  # decided after the balance, on copies
-        if decided is not None and record is not None:
-            decided.append(record)
+    if staged and not _rewrite_after_balance(graph, target, decided):
+        return 0  # decided after the balance, on copies
     plans = plan(block, target)
     if staged:
         apply(block, plans)
