@@ -114,6 +114,28 @@ def _writes(op) -> list:
     return list(dict.fromkeys(_root(op.access(n).tensor) for n in op.writes if op.access(n) is not None))
 
 
+def _roots(op) -> tuple[list, list]:
+    """(``_reads(op)``, ``_writes(op)``), remembered on the op while its attributes and operands
+    stay the same objects (what they read: its accesses and the views' defining ops, fixed once
+    built), since every search pass schedules the same instructions again (compile time). The
+    lists are shared: never mutated."""
+    memo = getattr(op, "__dict__", None)
+    operands = op._operands
+    if memo is not None:
+        hit = memo.get("_roots")
+        if (
+            hit is not None
+            and hit[0] is op.attrs
+            and len(hit[1]) == len(operands)
+            and all(a is b for a, b in zip(hit[1], operands))
+        ):
+            return hit[2]
+    out = (_reads(op), _writes(op))
+    if memo is not None:  # the operands held: no other value takes their identities
+        memo["_roots"] = (op.attrs, tuple(operands), out)
+    return out
+
+
 class _Pending:
     """A DMA transfer issued but not yet booked on the DMA engines: ready time, transfer time,
     the buffer keys it reads and writes (resolved at issue), and its trace slot."""
@@ -193,7 +215,7 @@ class Scheduler:
             cost = self.costs.get(id(op))
             if cost is None:
                 cost = self.costs[id(op)] = instruction_cost(op, self.target)
-            info = self.info[id(op)] = _OpInfo(cost, _reads(op), _writes(op))
+            info = self.info[id(op)] = _OpInfo(cost, *_roots(op))
         return info
 
     def _loop_info(self, loop: ForiLoopOp) -> _LoopInfo:
@@ -532,12 +554,13 @@ def _place(gaps: list, last: float, ready: float, ns: float) -> tuple[float, flo
     idle intervals ``gaps`` (updated in place): in the first gap it fits (transfers of different
     queues are served as they become ready), else after ``last``. Returns (its end, the new
     ``last``)."""
-    for g in gaps:
-        start = max(ready, g[0])
-        if start + ns <= g[1]:
-            end = start + ns
-            if start > g[0] and end < g[1]:
-                gaps.insert(gaps.index(g) + 1, [end, g[1]])
+    for i, g in enumerate(gaps):
+        g0 = g[0]
+        start = g0 if g0 > ready else ready  # max(ready, g0) without the call
+        end = start + ns
+        if end <= g[1]:
+            if start > g0 and end < g[1]:
+                gaps.insert(i + 1, [end, g[1]])  # the gaps are disjoint: g is the first equal to g
                 g[1] = start
             elif start > g[0]:
                 g[1] = start
