@@ -38,7 +38,15 @@ from .ir.dtypes import (
     uint16,
     uint32,
 )
-from .ir.errors import BuildError, InterpretError, NkError, NkWarning, ParseError, VerifyError
+from .ir.errors import (
+    BuildError,
+    IndexOutOfRange,
+    InterpretError,
+    NkError,
+    NkWarning,
+    ParseError,
+    VerifyError,
+)
 from .ir.graph import Graph
 from .ir.parser import parse
 from .ir.passes import Pass, PassContext, Pipeline, get_pass
@@ -84,6 +92,7 @@ __all__ = [
     "uint16",
     "uint32",
     "BuildError",
+    "IndexOutOfRange",
     "InterpretError",
     "NkError",
     "ParseError",

@@ -18,7 +18,7 @@ import numpy as np
 
 from .gc_budget import fewer_collections
 from .ir.clone import clone_graph
-from .ir.errors import BuildError, InterpretError, VerifyError
+from .ir.errors import BuildError, IndexOutOfRange, InterpretError, VerifyError
 from .ir.graph import Graph
 from .ir.parser import parse
 from .ir.passes import PassContext, Pipeline, get_pass
@@ -27,6 +27,7 @@ from .nki.interpret import run as nki_run
 from .nki.target import TRN2, Target
 from .nki.verify import verify as nki_verify
 from .perf.stats import KernelStats, kernel_stats
+from .tensor.index_bounds import check_index_inputs, index_bounds
 from .transforms.layout.analysis import LayoutAnalysis
 from .transforms.lower import passes as _lower_passes  # noqa: F401  (registers lower, deallocs)
 from .transforms.lower.passes import KernelExtras
@@ -54,6 +55,7 @@ class Kernel:
     _stats: KernelStats | None = field(default=None, repr=False)
     _source: Graph | None = field(default=None, repr=False)
     _knobs: dict = field(default_factory=dict, repr=False)
+    _derived: dict = field(default_factory=dict, repr=False)  # results derived on first use
 
     def check_inputs(self, inputs) -> dict[str, np.ndarray]:
         """Validate ``{input name: array}`` against the signature (the same check and wording
@@ -69,8 +71,26 @@ class Kernel:
         arrays = self.kernel_inputs(inputs)
         out = {}
         if self.nki.outputs:  # none when every graph output is empty
-            out = nki_run(self.nki, {**arrays, **self.constants}, self.target, verify=False)
+            try:
+                out = nki_run(self.nki, {**arrays, **self.constants}, self.target, verify=False)
+            except IndexOutOfRange as e:
+                raise self.index_error(inputs, e) from e
         return self.with_empty_outputs(out)
+
+    def index_error(self, inputs, err: IndexOutOfRange) -> IndexOutOfRange:
+        """The tensor-level error for an index the kernel computed out of range (its DMA's
+        bounds check raised ``err``, in the lowering's terms): the source graph run on the
+        tensor interpreter names the tensor op, the index and its position, un-flattened;
+        ``err`` itself when the source is not kept or runs (it never should)."""
+        if self._source is None:
+            return err
+        from .tensor.interpret import run as tensor_run
+
+        try:
+            tensor_run(self._source, inputs)
+        except IndexOutOfRange as e:
+            return e  # raised from err: the traceback keeps the DMA's own report
+        return err
 
     @property
     def empty_inputs(self) -> dict:
@@ -81,7 +101,18 @@ class Kernel:
         """``inputs`` checked against the signature, without the empty ones the kernel does
         not take."""
         arrays = self.check_inputs(inputs)
+        check_index_inputs(self.index_bounds(), arrays)
         return {k: a for k, a in arrays.items() if k not in self.empty_inputs}
+
+    def index_bounds(self) -> tuple:
+        """The index inputs and the range each must be in (tensor/index_bounds.py): checked in
+        NumPy before the kernel runs, so a bad index is reported in the user's terms."""
+        if "index_bounds" not in self._derived:
+            src = self._source
+            if src is None and "input" in self.stage_ir:
+                src = parse(self.stage_ir["input"])
+            self._derived["index_bounds"] = index_bounds(src) if src is not None else ()
+        return self._derived["index_bounds"]
 
     def with_empty_outputs(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The kernel's outputs plus the empty ones it does not compute, in output order."""

@@ -11,7 +11,7 @@ import types
 
 import numpy as np
 
-from ..ir.errors import BuildError
+from ..ir.errors import BuildError, IndexOutOfRange
 from ..nki_sim import installed
 from ..nki_sim import simulate as sim_run
 
@@ -45,6 +45,7 @@ def simulate(source_or_kernel, inputs: dict[str, np.ndarray]) -> dict[str, np.nd
     kernel = None
     if _is_kernel(source_or_kernel):
         kernel = source_or_kernel
+        given = inputs
         inputs = kernel.kernel_inputs(inputs)  # the same check as Kernel.run / nk.run
         if not kernel.nki.outputs:  # every output is empty: there is nothing to run
             return kernel.with_empty_outputs({})
@@ -89,7 +90,12 @@ def simulate(source_or_kernel, inputs: dict[str, np.ndarray]) -> dict[str, np.nd
         # a 0-d graph tensor is a 1-element 1-D tensor in the kernel
         args[param] = a.reshape(specs[param][0]) if isinstance(a, np.ndarray) and a.ndim == 0 else a
     args.update(getattr(module, "CONSTANTS", {}))
-    outputs = sim_run(module, args)
+    try:
+        outputs = sim_run(module, args)
+    except IndexOutOfRange as e:  # an index the kernel computed: the tensor op's terms
+        if kernel is None:
+            raise
+        raise kernel.index_error(given, e) from e
     if shapes:
         outputs = {n: a.reshape(shapes[n]) for n, a in outputs.items()}
     return kernel.with_empty_outputs(outputs) if kernel is not None else outputs

@@ -32,6 +32,11 @@ class InterpretError(NkError):
     """An interpreter could not run the graph: bad inputs or an illegal access at run time."""
 
 
+class IndexOutOfRange(InterpretError, IndexError):
+    """A run-time index outside its axis (NumPy's IndexError): the message names the op, the
+    index value, its position in the index array, the axis and its size."""
+
+
 class NkWarning(UserWarning):
     """Something nkigen_lite did that may surprise: a float64 array traced as float32, a number
     argument that became a compile-time constant, ... (issued through ``warnings``)."""

@@ -1,5 +1,5 @@
 """Interpreter rules of the indirect DMAs (ops/indirect.py). An index outside the HBM tensor's
-rows is an InterpretError (the hardware DMA raises in its default ``oob_mode.error``); a
+rows is an IndexOutOfRange, an InterpretError (the hardware DMA raises in its default ``oob_mode.error``); a
 scatter whose repeated indices carry differing rows is one too (the write order of one
 indirect DMA is unspecified on the hardware)."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.errors import IndexOutOfRange
 from . import ops
 from .interpret import NkiInterpreter as I
 
@@ -20,11 +21,12 @@ def _rows(it, op, args):
     bad = (ids < 0) | (ids >= n)
     if bad.any():
         p = int(np.argmax(bad))
-        raise it.fail(
+        err = it.fail(
             op,
             f"index {int(ids[p])} (partition {p}) is out of range [0, {n}) for {buf.label}: the "
             "DMA's run-time bounds check raises (oob_mode.error)",
         )
+        raise IndexOutOfRange(str(err))
     if not buf.alive:
         raise it.fail(op, f"{name} uses {buf.label} after its dealloc")
     return buf, (ids,) + tuple(sl[1:]), ids

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .enums import sbuf
-from .errors import NkiSimError
+from .errors import NkiSimError, NkiSimIndexError
 from .storage import Storage
 
 
@@ -298,7 +298,7 @@ class NkiTensor:
             bad = (ids < 0) | (ids >= rows)
             if bad.any():
                 p = int(np.argmax(bad))
-                raise NkiSimError(
+                raise NkiSimIndexError(
                     f"indirect DMA: index {int(ids[p])} (partition {p}) is out of bounds for the "
                     f"{rows} rows of {self.storage.label()} (oob_mode.error)"
                 )

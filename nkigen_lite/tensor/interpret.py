@@ -20,6 +20,7 @@ from ..ir.errors import InterpretError
 from ..ir.graph import Graph, ReturnOp
 from ..ir.interpreter import Interpreter, check_inputs
 from . import ops as T
+from .index_bounds import check_index_inputs, index_bounds
 
 MODES = ("faithful", "float64")
 
@@ -238,6 +239,7 @@ def run(graph: Graph, inputs: Mapping[str, np.ndarray], mode: str = "faithful") 
         )
     it = TensorInterpreter(mode)
     arrays = check_inputs(graph, inputs)
+    check_index_inputs(index_bounds(graph), arrays)  # a bad index input in the user's terms
     ret = graph.return_op
     if ret is None:
         raise InterpretError(f"graph @{graph.name} has no outputs")

@@ -1,10 +1,10 @@
 """Tensor interpreter rules of the indexed ops (tensor/ops/indexed.py): values are moved, not
 computed (one_hot declares its 0/1 values in its dtype); an index out of range is one
-InterpretError naming the op, the index and the bound."""
+IndexOutOfRange (an InterpretError) naming the op, the index, its position and the bound."""
 
 from __future__ import annotations
 
-from ..ir.errors import InterpretError
+from ..ir.errors import IndexOutOfRange
 from . import ops as T
 from .interpret import TensorInterpreter as I
 
@@ -13,7 +13,9 @@ def _call(op, fn, *args, **kw):
     try:
         return fn(*args, **kw)
     except IndexError as e:
-        raise InterpretError(str(e) if str(e).startswith(op.name) else f"{op.name}: {e}") from None
+        text = str(e) if str(e).startswith(op.name) else f"{op.name}: {e}"
+        at = f" at {op.loc}" if isinstance(op.loc, str) and op.loc else ""
+        raise IndexOutOfRange(text + at) from None
 
 
 @I.impl(T.GatherRowsOp)

@@ -135,14 +135,16 @@ def test_out_of_range_indices_raise_in_the_nki_interpreter_and_the_simulator():
     b.set_outputs({"y": b.gather_rows(t, i)})
     k = nk.compile(b.graph)
     ins = {"t": np.zeros((10, 4), np.float32), "i": np.array([1, 10, 2], np.int32)}
+    # Kernel.run and nk.simulate(kernel) check index inputs first (tensor/index_bounds.py); the
+    # NKI graph and the emitted module run alone still stop at the DMA's bounds check
     with pytest.raises(
         nk.InterpretError, match=r"nki\.dma_gather: index 10 \(partition 1\) is out of range \[0, 10\)"
     ):
-        k.run(ins)
+        nk.nki.run(k.nki, ins)
     with pytest.raises(
         nk.InterpretError, match=r"indirect DMA: index 10 \(partition 1\) is out of bounds for the 10 rows"
     ):
-        nk.simulate(k, ins)
+        nk.simulate(k.nki_source(), ins)
 
 
 def test_a_dynamic_start_out_of_range_is_an_error_after_compiling_too():
@@ -152,10 +154,13 @@ def test_a_dynamic_start_out_of_range_is_an_error_after_compiling_too():
     b.set_outputs({"y": b.dynamic_slice(x, [p, 2], (3, 4))})
     k = nk.compile(b.graph)
     ins = {"x": np.zeros((6, 8), np.float32), "p": np.array(4, np.int32)}  # needs p <= 3
+    with pytest.raises(nk.IndexOutOfRange, match=r"start 4 is out of bounds for axis 0 with size 6"):
+        k.run(ins)  # checked before the kernel runs (tensor/index_bounds.py)
+    # the kernel run without that check stops at its DMA's bounds check
     with pytest.raises(nk.InterpretError, match=r"out of range \[0, 48\)"):
-        k.run(ins)
+        nk.nki.run(k.nki, {**ins, **k.constants})
     with pytest.raises(nk.InterpretError, match=r"out of bounds for the 48 rows"):
-        nk.simulate(k, ins)
+        nk.simulate(k.nki_source(), ins)
 
 
 def test_emitted_source_uses_vector_offset_indirect_dma():

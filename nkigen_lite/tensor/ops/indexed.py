@@ -2,8 +2,10 @@
 take_along_axis, one_hot, dynamic_slice, dynamic_update_slice.
 
 Indices are never clamped or wrapped silently: an index outside its dimension raises
-``IndexError`` from the reference (the interpreters turn it into one ``InterpretError``
-naming the op, the index and the bound). ``take_along_axis`` alone accepts NumPy's negative
+``IndexError`` from the reference (the interpreters turn it into one ``nk.IndexOutOfRange``,
+an ``InterpretError`` and an ``IndexError``, naming the op, the index value, its position, the
+axis and its size; an index that is a graph input is checked before any run path starts, in
+the user's terms: tensor/index_bounds.py). ``take_along_axis`` alone accepts NumPy's negative
 indices (``-n <= i < n``); ``one_hot`` gives an all-zero row for an id outside
 ``[0, depth)``, as ``jax.nn.one_hot`` does (it selects no memory).
 
@@ -44,7 +46,10 @@ def check_rows(op: str, ids: np.ndarray, n: int) -> np.ndarray:
     bad = (i < 0) | (i >= n)
     if bad.any():
         pos = tuple(int(k) for k in np.argwhere(bad)[0])
-        raise IndexError(f"{op}: index {int(i[pos])} at position {list(pos)} is out of range [0, {n})")
+        raise IndexError(
+            f"{op}: index {int(i[pos])} is out of bounds for axis 0 with size {n} (at position "
+            f"{list(pos)} of the ids; allowed [0, {n}))"
+        )
     return i
 
 
@@ -73,8 +78,8 @@ def take_along_axis(x, idx, axis):
     if bad.any():
         pos = tuple(int(k) for k in np.argwhere(bad)[0])
         raise IndexError(
-            f"tensor.take_along_axis: index {int(i[pos])} at position {list(pos)} is out of range "
-            f"[-{n}, {n}) for axis {axis}"
+            f"tensor.take_along_axis: index {int(i[pos])} is out of bounds for axis {axis} with size "
+            f"{n} (at position {list(pos)} of the indices; allowed [-{n}, {n}))"
         )
     shape = list(np.broadcast_shapes(i.shape, tuple(1 if d == axis else s for d, s in enumerate(x.shape))))
     shape[axis] = i.shape[axis]
@@ -94,8 +99,8 @@ def _check_window(op: str, starts, sizes, shape) -> list[int]:
         s = int(np.asarray(s))
         if not 0 <= s <= n - size:
             raise IndexError(
-                f"{op}: start {s} of dim {d} is out of range: a window of {size} needs a start in "
-                f"[0, {n - size}] for a dim of {n}"
+                f"{op}: start {s} is out of bounds for axis {d} with size {n}: a window of {size} "
+                f"needs a start in [0, {n - size}]"
             )
         out.append(s)
     return out
