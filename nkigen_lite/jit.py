@@ -30,7 +30,7 @@ import numpy as np
 from . import cache as _cache
 from .compiler import Kernel, pack_outputs
 from .compiler import compile as nk_compile
-from .ir.errors import BuildError
+from .ir.errors import BuildError, InterpretError
 from .nki.target import TRN2, Target
 from .tensor.trace import TracedFunction
 
@@ -176,6 +176,16 @@ class JitFunction:
     def _as_input(kernel: Kernel, name: str, a: np.ndarray) -> np.ndarray:
         want = kernel.input_types[name].dtype.np_dtype
         if a.dtype != want and a.dtype.itemsize == 8 and a.dtype.kind == np.dtype(want).kind:
+            if a.dtype.kind in "iu" and a.size:  # a value the narrow type cannot hold would wrap
+                info = np.iinfo(want)
+                bad = (a < info.min) | (a > info.max)
+                if bad.any():
+                    pos = tuple(int(k) for k in np.argwhere(bad)[0])
+                    raise InterpretError(
+                        f"input {name!r}: value {int(a[pos])} at position {list(pos)} does not fit in "
+                        f"{np.dtype(want).name}, the kernel's dtype for this {a.dtype.name} array "
+                        "(trn2 has no 64-bit types; it would wrap, not raise)"
+                    )
             return a.astype(want)  # 64-bit arrays narrow as the trace did (it warned)
         return a
 

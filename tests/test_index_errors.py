@@ -214,3 +214,19 @@ def test_the_nki_graph_alone_keeps_its_dma_bounds_check():
         nk.nki.run(k.nki, {"x": x, "i": i, **k.constants})
     with pytest.raises(nk.IndexOutOfRange, match=r"indirect DMA: index \d+ \(partition \d+\)"):
         nk.simulate(k.nki_source(), {"x": x, "i": i})
+
+
+def test_a_64_bit_index_array_gets_one_clear_error_never_a_wrapped_index():
+    k = _kernel("take axis 0")
+    x = CASES["take axis 0"][1][0]
+    with pytest.raises(
+        nk.InterpretError, match=r"input 'i' has dtype int64, expected int32 \(trn2 has no 64-bit"
+    ):
+        k(x, np.array([1, 2], np.int64))
+    f = nk.jit(lambda x, i: np.take(x, i, axis=0), cache=False)
+    big = np.array([1, 2**32 + 1], np.int64)  # as int32 it would wrap to 1, a valid row
+    with pytest.raises(
+        nk.InterpretError, match=r"input 'i': value 4294967297 at position \[1\] does not fit in int32"
+    ):
+        f(x, big)
+    np.testing.assert_array_equal(f(x, np.array([1, -1], np.int64)), np.take(x, [1, -1], axis=0))

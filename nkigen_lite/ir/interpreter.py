@@ -113,6 +113,9 @@ def check_signature(name: str, names, types, inputs) -> dict[str, np.ndarray]:
             raise InterpretError(f"input {n!r} has shape {tuple(a.shape)}, expected {t.shape}")
         want = t.dtype.np_dtype
         if a.dtype != want:
-            raise InterpretError(f"input {n!r} has dtype {a.dtype}, expected {t.dtype.numpy_name}")
+            hint = ""
+            if a.dtype.itemsize == 8 and a.dtype.kind in "iuf" and a.dtype.kind == np.dtype(want).kind:
+                hint = f" (trn2 has no 64-bit types: pass {n}.astype(np.{np.dtype(want).name}))"
+            raise InterpretError(f"input {n!r} has dtype {a.dtype}, expected {t.dtype.numpy_name}{hint}")
         out[n] = cast_array(a, t.dtype) if t.dtype.name == "tf32" else a
     return out
