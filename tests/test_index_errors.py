@@ -15,6 +15,7 @@ import nkigen_lite as nk
 
 X = np.arange(64, dtype=np.float32).reshape(4, 16)
 TABLE = np.arange(64 * 8, dtype=np.float32).reshape(64, 8)
+SQ = np.arange(64, dtype=np.float32).reshape(8, 8)  # square: the axis is told by its stride
 
 
 def _i32(a):
@@ -30,6 +31,12 @@ def _set_rows(x, i, v):
 def _put(x, i, v):
     y = x + 0
     np.put_along_axis(y, i, v, axis=1)
+    return y
+
+
+def _put_axis0(x, i, v):
+    y = x + 0
+    np.put_along_axis(y, i, v, axis=0)
     return y
 
 
@@ -102,6 +109,42 @@ CASES = {
         "tensor.scatter_rows",
         16,
         "i[2, 0]",
+        1,
+        16,
+    ),
+    "put_along_axis axis 0 of a square": (
+        _put_axis0,
+        (SQ, _i32([[0, 1, 2, 3, 4, 5, 6, -9]]), np.ones((1, 8), np.float32)),
+        "tensor.scatter_rows",
+        -9,
+        "i[0, 7]",
+        0,
+        8,
+    ),
+    "x[i, j] second array": (
+        lambda x, i, j: x[i, j],
+        (SQ, _i32([0, 1, 2]), _i32([3, 8, 1])),
+        "tensor.gather_rows",
+        8,
+        "j[1]",
+        1,
+        8,
+    ),
+    "x[i, j] first array": (
+        lambda x, i, j: x[i, j],
+        (SQ, _i32([0, -10, 2]), _i32([3, 4, 1])),
+        "tensor.gather_rows",
+        -10,
+        "i[1]",
+        0,
+        8,
+    ),
+    "x[arange, ids]": (
+        lambda x, i: x[np.arange(4), i],
+        (X, _i32([1, 2, 99, 3])),
+        "tensor.gather_rows",
+        99,
+        "i[2]",
         1,
         16,
     ),

@@ -15,6 +15,7 @@ the interpreters' own bounds checks (never loosened) report them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -123,12 +124,14 @@ def _op_bounds(op, inputs):
     if name in ("tensor.gather_rows", "tensor.scatter_rows"):
         table, ids = op.operands[0], op.operands[1]
         n = table.type.shape[0]
-        put = _put_along_axis(ids, inputs, n)
-        if put is not None and name == "tensor.scatter_rows":
-            src, m, signed = put
-            axis = _axis_of_size(table, m)
-            lo = -m if signed else 0
-            return [IndexBound(src, name, "np.put_along_axis", axis, m, lo, m - 1, loc=loc)]
+        checked = _range_checked(ids, inputs, n)
+        if checked:  # flat positions: np.put_along_axis, x[i, j] with several index arrays
+            what = "np.put_along_axis" if name == "tensor.scatter_rows" else "x[i, j] (several index arrays)"
+            out = []
+            for src, m, signed, stride in checked:
+                axis = _flattened_axis(table, m, stride)
+                out.append(IndexBound(src, name, what, axis, m, -m if signed else 0, m - 1, loc=loc))
+            return out
         src = _input_of(ids, inputs, n)
         if src is None:
             return []
@@ -204,31 +207,66 @@ def _wrap_of(op, n):
     return r
 
 
-def _put_along_axis(ids, inputs, total):
-    """``(input, n, signed)`` when ``ids`` is np.put_along_axis's flat positions:
-    ``where((r >= -n) & (r < n), ..., total)`` (or ``where(r < n, ..., total)`` for uint32 r)."""
+def _range_checked(ids, inputs, total):
+    """``[(input, n, signed, stride)]`` when ``ids`` are flat row-major positions built by
+    ``@nk.trace`` (np.put_along_axis, several index arrays): ``where(ok, flat, total)`` with
+    ``ok`` a logical_and of ``(r >= -n) & (r < n)`` (``r < n`` for uint32 r), one per index
+    input ``r`` whose wrapped value enters ``flat`` times ``stride``; else []."""
     while _op(ids, "tensor.reshape") is not None:
         ids = ids.owner.operands[0]
     where = _op(ids, "tensor.where")
     if where is None or _const(where.operands[2]) != total:
-        return None
-    cond = where.operands[0]
+        return []
+    out = []
+    for r, n, signed in _checks(where.operands[0]):
+        src = _input_of(r, inputs, n)
+        stride = _stride_of(where.operands[1], r, n)
+        if src is not None and stride is not None:
+            out.append((src[0], n, signed, stride))
+    return out
+
+
+def _checks(cond):
+    """The ``(r, n, signed)`` range checks ``cond`` is the logical_and of."""
+    while _op(cond, "tensor.broadcast_to") is not None:
+        cond = cond.owner.operands[0]
     both = _op(cond, "tensor.logical_and")
     if both is not None:
         ge, lt = _op(both.operands[0], "tensor.greater_equal"), _op(both.operands[1], "tensor.less")
-        if ge is None or lt is None or ge.operands[0] is not lt.operands[0]:
-            return None
-        n = _const(lt.operands[1])
-        if n is None or _const(ge.operands[1]) != -n:
-            return None
-        r, signed = lt.operands[0], True
-    else:
-        lt = _op(cond, "tensor.less")
-        if lt is None or not (_const(lt.operands[1]) or 0) > 0:
-            return None
-        r, n, signed = lt.operands[0], _const(lt.operands[1]), False
-    src = _input_of(r, inputs, int(n))
-    return None if src is None else (src[0], int(n), signed)
+        if ge is not None and lt is not None and ge.operands[0] is lt.operands[0]:
+            n = _const(lt.operands[1])
+            if n is not None and _const(ge.operands[1]) == -n:
+                return [(lt.operands[0], int(n), True)]
+        return _checks(both.operands[0]) + _checks(both.operands[1])
+    lt = _op(cond, "tensor.less")
+    if lt is not None and (_const(lt.operands[1]) or 0) > 0:
+        return [(lt.operands[0], int(_const(lt.operands[1])), False)]
+    return []
+
+
+def _stride_of(expr, r, n, depth=0):
+    """The multiplier of ``r`` (wrapped for an axis of ``n``, possibly cast) in the flat
+    position ``expr`` (adds of terms ``c`` or ``c * stride``), or None."""
+    if depth > 12:
+        return None
+    if expr is r:
+        return 1
+    op = expr.owner
+    name = getattr(op, "name", None)
+    if name in ("tensor.broadcast_to", "tensor.cast"):
+        return _stride_of(op.operands[0], r, n, depth + 1)
+    if name == "tensor.where" and _wrap_of(op, n) is r:
+        return 1
+    if name == "tensor.add":
+        for a in op.operands:
+            got = _stride_of(a, r, n, depth + 1)
+            if got is not None:
+                return got
+        return None
+    if name == "tensor.mul" and _const(op.operands[1]) is not None:
+        got = _stride_of(op.operands[0], r, n, depth + 1)
+        return None if got is None else got * int(_const(op.operands[1]))
+    return None
 
 
 def _table_axis(table) -> int:
@@ -238,10 +276,24 @@ def _table_axis(table) -> int:
     return int(op.attrs["perm"][0]) if op is not None else 0
 
 
-def _axis_of_size(table, n):
-    """np.put_along_axis scatters into the reshaped array: its one axis of size ``n``, if unique."""
+def _flattened_axis(table, n, stride):
+    """The axis of the user's array an index of an axis of ``n`` with row-major ``stride``
+    runs along, when ``table`` is ``reshape(x)`` or ``reshape(transpose(x, perm))``; else None."""
     op = _op(table, "tensor.reshape")
     if op is None:
         return None
-    dims = [d for d, s in enumerate(op.operands[0].type.shape) if s == n]
-    return dims[0] if len(dims) == 1 else None
+    src = op.operands[0]
+    perm = None
+    tr = _op(src, "tensor.transpose")
+    if tr is not None:
+        perm, src = list(tr.attrs["perm"]), tr.operands[0]
+    shape = [src.type.shape[p] for p in perm] if perm else list(src.type.shape)
+    total = table.type.shape[0]
+    k, size = 0, 1
+    while k < len(shape) and size < total:  # the leading dims flattened into the rows
+        size *= shape[k]
+        k += 1
+    for j in range(k):
+        if shape[j] == n and math.prod(shape[j + 1 : k]) == stride:
+            return perm[j] if perm else j
+    return None
