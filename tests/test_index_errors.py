@@ -216,6 +216,17 @@ COMPUTED = {
         (X, _i32([1, 2])),
         "tensor.gather_rows: index 4 is out of bounds for axis 0 with size 4 (at position [1]",
     ),
+    "x[i + 1, j] (flattened)": (
+        lambda x, i, j: x[i + 1, j],
+        (SQ, _i32([0, 7, 2]), _i32([1, 2, 3])),
+        "tensor.gather_rows: index 8 is out of bounds for axis 0 with size 8 (at position [1] of the index",
+    ),
+    "put_along_axis of i + 1 (flattened)": (
+        lambda x, i, v: _put_axis0(x, i + 1, v),
+        (SQ, _i32([[0, 1, 2, 3, 4, 5, 6, 7]]), np.ones((1, 8), np.float32)),
+        "tensor.scatter_rows: index 8 is out of bounds for axis 0 with size 8 "
+        "(at position [0, 7] of the index",
+    ),
 }
 
 

@@ -297,3 +297,36 @@ def _flattened_axis(table, n, stride):
         if shape[j] == n and math.prod(shape[j + 1 : k]) == stride:
             return perm[j] if perm else j
     return None
+
+
+def explain_flat(op, env) -> str | None:
+    """For a gather_rows / scatter_rows whose ids are trace-built flat positions
+    (``where(range checks, flat, total)``) and out of range: the first index out of its axis, from
+    the values the interpreter holds (``env``), in the user's terms — ``index 99 is out of bounds
+    for axis 1 with size 16 (at position [2] of the index ...)`` — instead of the row ``total``
+    it was flattened to; None when the ids are not such positions."""
+    table, ids = op.operands[0], op.operands[1]
+    total = table.type.shape[0]
+    v = ids
+    while _op(v, "tensor.reshape") is not None:
+        v = v.owner.operands[0]
+    where = _op(v, "tensor.where")
+    if where is None or _const(where.operands[2]) != total:
+        return None
+    shape = tuple(where.results[0].type.shape)
+    for r, n, signed in _checks(where.operands[0]):
+        vals = env.get(r)
+        stride = _stride_of(where.operands[1], r, n)
+        if vals is None or stride is None:
+            continue
+        a = np.broadcast_to(np.asarray(vals).astype(np.int64), shape)
+        bad = (a < (-n if signed else 0)) | (a >= n)
+        if bad.any():
+            pos = [int(k) for k in np.argwhere(bad)[0]]
+            axis = _flattened_axis(table, n, stride)
+            axis_text = f"axis {axis}" if axis is not None else "an axis"
+            return (
+                f"{op.name}: index {int(a[tuple(pos)])} is out of bounds for {axis_text} with size {n} "
+                f"(at position {pos} of the index; allowed [{-n if signed else 0}, {n}))"
+            )
+    return None

@@ -6,26 +6,28 @@ from __future__ import annotations
 
 from ..ir.errors import IndexOutOfRange
 from . import ops as T
+from .index_bounds import explain_flat
 from .interpret import TensorInterpreter as I
 
 
-def _call(op, fn, *args, **kw):
+def _call(op, fn, *args, env=None, **kw):
     try:
         return fn(*args, **kw)
     except IndexError as e:
         text = str(e) if str(e).startswith(op.name) else f"{op.name}: {e}"
+        text = (explain_flat(op, env) if env is not None else None) or text
         at = f" at {op.loc}" if isinstance(op.loc, str) and op.loc else ""
         raise IndexOutOfRange(text + at) from None
 
 
 @I.impl(T.GatherRowsOp)
-def _gather_rows(_it, op, args):
-    return [_call(op, op.reference, args[0], args[1])]
+def _gather_rows(it, op, args):
+    return [_call(op, op.reference, args[0], args[1], env=it.env)]
 
 
 @I.impl(T.ScatterRowsOp)
-def _scatter_rows(_it, op, args):
-    return [_call(op, op.reference, args[0], args[1], args[2])]
+def _scatter_rows(it, op, args):
+    return [_call(op, op.reference, args[0], args[1], args[2], env=it.env)]
 
 
 @I.impl(T.TakeAlongAxisOp)
