@@ -33,6 +33,8 @@ from .matmul_dma_transpose import (
     dma_transposable,
     load_transposed,
     stage_a_dma,
+    tail_source,
+    tail_window,
     transposed_source,
 )
 from .matmul_lead import A_COPY_ENGINE, STRAIGHT_M_TILES, cache_groups, lead_a_groups, lead_block, lead_tiles
@@ -146,6 +148,7 @@ def lower_matmul(
         c_value=c_v if publish else None,
         label=f"{op.name} {ctx.name(c_v)}",
         a_key=a_v if pipe is not None else None,
+        tail_ok=run and pipe is None and not a_provided and m <= ctx.partitions,
     )
     em.stored_value = c_v if store and staging is None else None
     em.a_operand = a_v
@@ -185,6 +188,7 @@ class MatmulEmitter:
         c_value=None,
         label="",
         a_key=None,
+        tail_ok=False,
     ):
         self.ctx, self.b = ctx, ctx.b
         self.batch, self.m, self.k, self.n = batch, m, k, n
@@ -234,6 +238,13 @@ class MatmulEmitter:
             "a": dma_transposable(self, "a", m, homes.get("a_nat")),
             "b": dma_transposable(self, "b", n, homes["b_nat"]),
         }
+        # a partial last K chunk of 32 / 64 columns: B streamed, its last chunk a DMA-transposed
+        # 128-column window (matmul_dma_transpose.tail_window)
+        self.b_tail = 0 if self.dma_t["b"] else tail_window(self, n, homes["b_nat"], tail_ok)
+        if self.b_tail:
+            self.dma_t["b"] = True
+            homes["b_dmat_tail"] = tail_source(homes["b_nat"], self.p)
+        self.a_tail = None  # Aᵀ of the window [K - p, K) of the current M tile (b_tail)
         for which in ("a", "b"):
             if self.dma_t[which]:
                 homes[which + "_dmat"] = transposed_source(homes[which + "_nat"], self.p)
@@ -650,6 +661,8 @@ class MatmulEmitter:
 
     def _m_tile(self, idx, m0, mt: int) -> None:
         at = self._stage_a(idx, m0, mt)
+        if self.b_tail:
+            self._stage_a_tail(idx, m0, mt)
         # issued after Aᵀ's loads; the queues run ahead of Aᵀ's compute chain
         pieces = load_prefetch(self, idx) if self.prefetch else None
         row = None
@@ -673,6 +686,26 @@ class MatmulEmitter:
             self.b.dma_copy(dst=self._window("c", idx, m0, mt, 0, self.n), src=src)
             self._note_whole(src)
 
+    def _stage_a_tail(self, idx, m0, mt: int) -> None:
+        """Aᵀ of the K window [K - p, K) of the M tile (``b_tail``): its last ``b_tail``
+        partitions are the partial chunk, on the partitions of B's DMA-transposed window."""
+        self.a_tail = self.b.alloc((self.p, mt), self.a_dt, "sbuf", name="a_tail")
+        dst = _tile_acc(self.a_tail, _ds(0, self.p), _ds(0, mt))
+        self._kmajor(dst, "a", idx, self.k - self.p, self.p, m0, mt, self.a_dt)
+
+    def _tail_step(self, tiles, banks, chunks, n0, w: int, kt: int, first: bool, acc) -> None:
+        """The partial last K chunk (``kt`` = ``b_tail`` columns) of a block: B's window
+        [K - p, K) by one DMA transpose, the matmuls contracting over its last ``kt``
+        partitions against Aᵀ's same window (matmul_dma_transpose.tail_window)."""
+        bt = self.b.alloc((self.p, 1, w // DGE_ROWS, DGE_ROWS), self.b_dt, "sbuf", name="b_tail")
+        load_transposed(self.b, self.views["b_dmat_tail"], bt, 0, 1, n0, w, self.p)
+        lo = self.p - kt
+        for (_at, _m0, mt), tbanks in zip(tiles, banks):
+            stat = _tile_acc(self.a_tail, _ds(lo, kt), _ds(0, mt))
+            for (j, nj), ps in zip(chunks, tbanks):
+                mov = _tile_acc(bt, _ds(lo, kt), _ds(0, 1), *split_cols(_ds(j, nj), DGE_ROWS))
+                self.b.nc_matmul(dst=acc(ps, mt, nj), stationary=stat, moving=mov, accumulate=not first)
+
     def _n_block(self, idx, tiles: list, n0, w: int, row, b_cache=None, between=None) -> None:
         """One PSUM block of columns [n0, n0 + w) for the M tiles ``tiles`` = [(Aᵀ, m0, mt)]
         (several: the lead tiles, run jointly over each K chunk of B), each accumulated in
@@ -690,6 +723,9 @@ class MatmulEmitter:
 
         def kstep(c, seg, first):
             kt = self.p if seg < full else self.k - full * self.p
+            if b_cache is None and self.b_tail and seg == full:  # the window [K - p, K)
+                self._tail_step(tiles, banks, chunks, n0, w, kt, first, acc)
+                return
             if b_cache is None and self.dma_t["b"]:  # one DMA transpose per K chunk
                 bt = self.b.alloc((self.p, 1, w // DGE_ROWS, DGE_ROWS), self.b_dt, "sbuf", name="b_k")
                 load_transposed(self.b, self.views["b_dmat"], bt, c, 1, n0, w, self.p)
@@ -723,6 +759,11 @@ class MatmulEmitter:
         run_k_segments(self.b, nk, full, operands, kstep)
         if between is not None:
             between()
+        self._evacuate_block(idx, tiles, banks, chunks, n0, w, row, acc)
+
+    def _evacuate_block(self, idx, tiles, banks, chunks, n0, w: int, row, acc) -> None:
+        """Copy the block's PSUM banks of every M tile out: into the pipeline's C row tile
+        ``row``, or into a C tile stored with one DMA."""
         for (_at, m0, mt), tbanks in zip(tiles, banks):
             if row is not None:
                 for (j, nj), ps in zip(chunks, tbanks):

@@ -16,6 +16,16 @@ rows]`` tiles the matmul reads otherwise (``ChunkTiles`` with ``split``). Condit
 (``dma_transposable``): a 2-byte operand staged in its own dtype (the DMA moves raw bytes),
 K a multiple of 128 (every chunk full: the transpose's ``src.shape[-1] == 128``), the row
 count a multiple of 16 and no batch dims (the source view is 4-D already).
+
+**Tail window** (``tail_window``): a streamed B whose K leaves a partial last chunk of ``r`` =
+32 or 64 columns (gpt-oss: K = 2880 = 22.5 chunks) is still DMA-transposed. Its full chunks go
+as above; the last chunk is the 128-column window ``[K - 128, K)`` (``tail_source``), whose
+transpose holds the partial chunk on partitions ``128 - r .. 127`` -- an engine access of r <= 64
+partitions may start there (a half or quadrant start). Aᵀ of those K rows is staged the same way
+(the window transposed whole, ``MatmulEmitter._stage_a_tail``) and the last matmul contracts over
+those partitions only, so the overlapping columns are read but never summed twice. Only a
+standalone matmul of one M tile with B streamed per K chunk takes it (no prefetch, no resident
+B); the window re-reads ``128 - r`` columns of B: HBM traffic ``(K + 128 - r) / K`` of B.
 """
 
 from __future__ import annotations
@@ -43,6 +53,28 @@ def dma_transposable(em, which: str, rows: int, nat: HbmHome | None) -> bool:
         and nat.strides[-1] == 1
         and em.k % p == 0
         and rows % DGE_ROWS == 0
+    )
+
+
+def tail_window(em, rows: int, nat: HbmHome | None, eligible: bool) -> int:
+    """The partial last K chunk's width ``r`` when operand B of the MatmulEmitter ``em`` is
+    DMA-transposed through a tail window (module docstring), else 0. ``eligible``: the caller's
+    structural conditions (standalone, one M tile, A from HBM, no pipeline)."""
+    r = em.k % em.p
+    if not eligible or not em.transpose["b"] or nat is None or em.batch or em.k < em.p:
+        return 0
+    if r not in (32, 64) or em.b_dt.itemsize != 2 or nat.base.type.dtype != em.b_dt:
+        return 0
+    return r if nat.strides[-1] == 1 and rows % DGE_ROWS == 0 else 0
+
+
+def tail_source(nat: HbmHome, p: int) -> HbmHome:
+    """The ``transposed_source`` view of the last ``p`` columns of the natural (rows, K) home
+    ``nat``: ``[16, 1, rows / 16, p]``, element ``[i, 0, r, k]`` = ``X[16 r + i, K - p + k]``."""
+    rows, k = nat.shape
+    rs = nat.strides[0]
+    return HbmHome(
+        nat.base, nat.offset + (k - p), (DGE_ROWS, 1, rows // DGE_ROWS, p), (rs, p, DGE_ROWS * rs, 1)
     )
 
 

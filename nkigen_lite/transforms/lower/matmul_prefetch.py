@@ -28,7 +28,7 @@ def prefetch_bytes(em) -> int | None:
     """SBUF bytes per partition B takes when prefetched, or None when the emitter's B is not a
     prefetch candidate: resident already, or read by more than one loop instance (resident.py
     weighs that case), or under batch loops."""
-    if em.resident or em.loops or em.m > em.p:
+    if em.resident or em.loops or em.m > em.p or em.b_tail:
         return None
     return -(-em.k // em.p) * em.n * em.b_dt.itemsize
 
