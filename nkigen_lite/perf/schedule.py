@@ -58,9 +58,20 @@ def queue_name(q: int) -> str:
 class _OpInfo:
     """What the scheduler needs of one static instruction."""
 
-    __slots__ = ("cost", "engine", "reads", "writes", "port", "ns", "read_roots", "sbuf_read")
+    __slots__ = (
+        "cost",
+        "engine",
+        "reads",
+        "writes",
+        "port",
+        "ns",
+        "read_roots",
+        "sbuf_read",
+        "rotating",
+        "keys",
+    )
 
-    def __init__(self, cost: InstructionCost, reads: list, writes: list):
+    def __init__(self, cost: InstructionCost, reads: list, writes: list, rotating: bool = True):
         self.cost = cost
         self.engine = cost.engine
         self.ns = cost.ns
@@ -72,6 +83,12 @@ class _OpInfo:
         self.sbuf_read = (
             None if not any(h for _, h in reads) else [i for i, (_, h) in enumerate(reads) if not h]
         )
+        # whether a root is a rotating allocation (only those name another buffer per execution);
+        # without one, ``keys`` is what ``Scheduler._buffer_keys`` gives every time
+        self.rotating = rotating
+        pos = self.sbuf_read
+        sbuf = self.read_roots if pos is None else [self.read_roots[i] for i in pos]
+        self.keys = (self.read_roots, writes, sbuf)
 
 
 # what ``_run_block`` does with an op, by its class (filled on first sight of each class)
@@ -114,11 +131,20 @@ def _writes(op) -> list:
     return list(dict.fromkeys(_root(op.access(n).tensor) for n in op.writes if op.access(n) is not None))
 
 
-def _roots(op) -> tuple[list, list]:
-    """(``_reads(op)``, ``_writes(op)``), remembered on the op while its attributes and operands
-    stay the same objects (what they read: its accesses and the views' defining ops, fixed once
-    built), since every search pass schedules the same instructions again (compile time). The
-    lists are shared: never mutated."""
+def _rotating(op) -> bool:
+    """Whether ``op`` accesses a tile of a rotating allocation (``bufs > 1``)."""
+    for v in op.tensors():
+        a = v.defining_op
+        if isinstance(a, AllocOp) and a.bufs > 1:
+            return True
+    return False
+
+
+def _roots(op) -> tuple[list, list, bool]:
+    """(``_reads(op)``, ``_writes(op)``, ``_rotating(op)``), remembered on the op while its
+    attributes and operands stay the same objects (what they read: its accesses and the views'
+    and allocations' defining ops, fixed once built), since every search pass schedules the same
+    instructions again (compile time). The lists are shared: never mutated."""
     memo = getattr(op, "__dict__", None)
     operands = op._operands
     if memo is not None:
@@ -130,7 +156,7 @@ def _roots(op) -> tuple[list, list]:
             and all(a is b for a, b in zip(hit[1], operands))
         ):
             return hit[2]
-    out = (_reads(op), _writes(op))
+    out = (_reads(op), _writes(op), _rotating(op))
     if memo is not None:  # the operands held: no other value takes their identities
         memo["_roots"] = (op.attrs, tuple(operands), out)
     return out
@@ -333,12 +359,10 @@ class Scheduler:
         """(buffer keys read, (key, is_hbm) written, on-chip keys read) of an instruction now:
         a rotating allocation names its current buffer."""
         key = self.key
-        if key:
-            reads = [key.get(root, root) for root in info.read_roots]
-            writes = [(key.get(root, root), hbm) for root, hbm in info.writes]
-        else:
-            reads = list(info.read_roots)
-            writes = list(info.writes)
+        if not (key and info.rotating):  # every root names itself (the lists are never mutated)
+            return info.keys
+        reads = [key.get(root, root) for root in info.read_roots]
+        writes = [(key.get(root, root), hbm) for root, hbm in info.writes]
         pos = info.sbuf_read
         return reads, writes, (reads if pos is None else [reads[i] for i in pos])
 
