@@ -28,8 +28,9 @@ on which equal element max8 itself reads first: only its values are used.
 included). ``k > 8`` replaces taken elements by ``-inf``, which must lie below every value: the
 chunk is first copied to fp32 keys ``max(x, -FLT_MAX)`` — exact for every dtype narrower than
 fp32 (bf16 / fp16 / small integers never reach ``-FLT_MAX``), and the values are mapped back
-(``-FLT_MAX`` → ``-inf``). fp32 with ``k > 8`` would tie ``-inf`` with ``-FLT_MAX``, so it takes
-the decomposed path instead.
+(``-FLT_MAX`` → ``-inf``). fp32 with ``k > 8`` would tie ``-inf`` with ``-FLT_MAX``: its keys
+merge ``-inf`` into ``-FLT_MAX`` and NaN into ``+inf``, and a second selection over small codes
+places those four values exactly (topk_wide.py, exact for every input, NaN first).
 
 ``native_topk_refusal`` says which topk ops this path takes; decompose expands the others into
 selection rounds (``TopkOp.expansion``; docs/lowering.md lists the cases).
@@ -55,12 +56,11 @@ from .topk_merge import NEG_BYTES, NEG_FLT_MAX, _finish_values, _merge, _tile, n
 from .topk_nan import NAN_BYTES, first_nan_wins, fold_max, keys_max, nan_free_keys, nan_mode, ones8
 from .topk_onchip import held_rows, note_values
 from .topk_rows import emit_rows_at_once, fits
+from .topk_wide import WIDE_BYTES, fix_up, wide_keys, wide_mode
 from .views import copy_home
 
 RAW_DTYPES = frozenset({"f32", "bf16", "f16", "i8", "u8", "i16", "u16"})
 """Dtypes whose values fp32 holds exactly (max8 / find_index8 compare in fp32)."""
-KEYED_DTYPES = RAW_DTYPES - {"f32"}
-"""Dtypes that may use k > 8: fp32 keys max(x, -FLT_MAX) keep their order with -inf free."""
 INDEX_LIMIT = 2**24  # fp32 holds every index below this exactly
 MERGE_MAX = 4096  # candidates one partition merges: candidates, indices, positions, one-hot in SBUF
 
@@ -72,6 +72,8 @@ def _topk_plan(n: int, k: int, dtype, target, nan: bool = False, negate: bool = 
     rounds = -(-k // w)
     keyed = rounds > 1
     per_elem = dtype.itemsize + (4 if keyed else 0) + (NAN_BYTES if nan else 0) + (NEG_BYTES if negate else 0)
+    if keyed and wide_mode(k, dtype, target):  # topk_wide.py: the codes and their temporaries
+        per_elem += WIDE_BYTES
     budget = (target.sbuf_bytes_per_partition * 3) // 8  # rotating buffers double it
     cmax = max(w, min(target.top8_free_max, budget // per_elem))
     nchunks = -(-n // cmax)
@@ -100,8 +102,6 @@ def topk_refusal(x, k: int, axis: int, target, negate: bool = False) -> str | No
     rounds, size, nchunks, cands, keyed = _topk_plan(
         n, k, x.dtype, target, k == 1 and x.dtype.is_float, negate
     )
-    if keyed and x.dtype.name not in KEYED_DTYPES:
-        return f"k = {k} > {target.top8_width} on {x.dtype}: no fp32 sentinel lies below every value"
     if nchunks > 1 and cands > MERGE_MAX:
         return f"{cands:,} candidates per row exceed the merge's {MERGE_MAX:,}"
     if n - (nchunks - 1) * size < target.top8_free_min:
@@ -221,13 +221,15 @@ def _emit(
     held = held if nchunks == 1 and rounds == 1 else None  # the tile is then only read
 
     def block(_bi: Affine, r0: Affine, p: int) -> None:
-        cv, ci, width, cn = _candidates(
+        cv, ci, width, cn, codes = _candidates(
             ctx, x_view, r0, p, n, k, dt, stride=0, pad=True, nan=nan, negate=negate, held=held
         )
         ov = b.alloc((p, k), dt, "sbuf", name="top_v")
         oi = b.alloc((p, k), int32, "sbuf", name="top_i")
         got = b.alloc((p, k), float32, "sbuf", name="top_if") if nan else oi
-        if nchunks == 1:  # the chunk's candidates are the answer
+        if codes is not None:  # fp32, k > 8: two selections and their fix-up (topk_wide.py)
+            _merge_wide(ctx, (cv, ci), codes, ov, oi, p, k, rounds, width, nchunks == 1)
+        elif nchunks == 1:  # the chunk's candidates are the answer
             _finish_values(ctx, ov, _tile(cv, p, (0, k, 1)), p, 0, k, keyed and dt.is_float)
             b.tensor_copy(dst=got, src=_tile(ci, p, (0, 1, 1), (0, k, 1)))
         else:
@@ -241,6 +243,26 @@ def _emit(
         b.dma_copy(dst=Access(i_view, (DimSlice(r0, p, 1), DimSlice(0, k, 1))), src=oi)
 
     _chunks(ctx, rows, ctx.partitions, block)
+
+
+def _merge_wide(ctx, main, codes, ov, oi, p: int, k: int, rounds: int, m: int, direct: bool) -> None:
+    """The top k of fp32 values from the candidates of the main keys and of the codes (pairs of
+    (p, m) values, (p, 1, m) indices; ``direct``: one chunk, the first k candidates are the
+    answer) into ``ov`` (p, k) fp32 and ``oi`` (p, k) int32 (topk_wide.py)."""
+    b = ctx.b
+    merged = []
+    for (cv, ci), tag in ((main, "v"), (codes, "code")):
+        mv = b.alloc((p, k), float32, "sbuf", name=f"merged_{tag}")
+        mi = b.alloc((p, k), float32, "sbuf", name=f"merged_{tag}i")
+        if direct:
+            b.tensor_copy(dst=mv, src=_tile(cv, p, (0, k, 1)))
+            b.tensor_copy(dst=mi, src=_tile(ci, p, (0, 1, 1), (0, k, 1)))
+        else:
+            _merge(ctx, cv, ci, mv, mi, p, k, rounds, m, False)
+        merged += [mv, mi]
+    idx = b.alloc((p, k), float32, "sbuf", name="top_if")
+    fix_up(ctx, *merged, ov, idx, p, k)
+    b.tensor_copy(dst=oi, src=idx)
 
 
 def fold_factor(rows: int, n: int, k: int, dt, target, negate: bool = False) -> int:
@@ -270,18 +292,26 @@ def _emit_folded(
     rounds, _, _, _, keyed = _topk_plan(seg, k, dt, t, nan, negate)
 
     def one_row(ri: Affine, _r: Affine, _one: int) -> None:
-        cv, ci, width, cn = _candidates(
+        cv, ci, width, cn, codes = _candidates(
             ctx, x_view, ri * q, q, seg, k, dt, stride=seg, pad=False, nan=nan, negate=negate
         )
         total = q * width
-        cv1 = b.alloc((1, total), float32, "sbuf", name="row_cand_v")
-        ci1 = b.alloc((1, 1, total), float32, "sbuf", name="row_cand_i")
-        b.dma_copy(dst=cv1, src=cv)
-        b.dma_copy(dst=ci1, src=ci)
+
+        def onto_row(pair, tag: str):
+            cv1 = b.alloc((1, total), float32, "sbuf", name=f"row_cand_{tag}")
+            ci1 = b.alloc((1, 1, total), float32, "sbuf", name=f"row_cand_{tag}i")
+            b.dma_copy(dst=cv1, src=pair[0])
+            b.dma_copy(dst=ci1, src=pair[1])
+            return cv1, ci1
+
+        cv1, ci1 = onto_row((cv, ci), "v")
         ov = b.alloc((1, k), dt, "sbuf", name="top_v")
         oi = b.alloc((1, k), int32, "sbuf", name="top_i")
         got = b.alloc((1, k), float32, "sbuf", name="top_if") if nan else oi
-        _merge(ctx, cv1, ci1, ov, got, 1, k, rounds, total, keyed and dt.is_float)
+        if codes is not None:  # fp32, k > 8: two selections and their fix-up (topk_wide.py)
+            _merge_wide(ctx, (cv1, ci1), onto_row(codes, "code"), ov, oi, 1, k, rounds, total, False)
+        else:
+            _merge(ctx, cv1, ci1, ov, got, 1, k, rounds, total, keyed and dt.is_float)
         if nan:  # every segment's NaN candidates onto the row's partition, in partition order
             cn1 = b.alloc((1, cn.type.shape[0] * cn.type.shape[1]), float32, "sbuf", name="row_cand_nan")
             b.dma_copy(dst=cn1, src=cn)
@@ -319,11 +349,18 @@ def _candidates(
     rounds, size, nchunks, _, keyed = _topk_plan(length, k, dt, t, nan, negate)
     m = nchunks * k
     width = max(m, w) if pad else m
-    cv = b.alloc((p, width), float32, "sbuf", name="cand_v")
-    ci = b.alloc((p, 1, width), float32, "sbuf", name="cand_i")
-    if width > m:
-        b.memset(dst=_tile(cv, p, (m, width - m, 1)), value=float("-inf"))
-        b.memset(dst=_tile(ci, p, (0, 1, 1), (m, width - m, 1)), value=0.0)
+    wide = keyed and wide_mode(k, dt, t)  # a second selection over the codes (topk_wide.py)
+
+    def candidate_tiles(tag: str):
+        cv = b.alloc((p, width), float32, "sbuf", name=f"cand_{tag}")
+        ci = b.alloc((p, 1, width), float32, "sbuf", name=f"cand_{tag}i")
+        if width > m:
+            b.memset(dst=_tile(cv, p, (m, width - m, 1)), value=float("-inf"))
+            b.memset(dst=_tile(ci, p, (0, 1, 1), (m, width - m, 1)), value=0.0)
+        return cv, ci
+
+    cv, ci = candidate_tiles("v")
+    codes = candidate_tiles("code") if wide else None
     folded = nan and fold_max(size, t)  # the select's max replaces max8 (topk_nan.py)
     v8 = keys_max(ctx, p) if folded else b.alloc((p, w), float32, "sbuf", name="max8")
     idx8 = b.alloc((p, w), uint32, "sbuf", name="pos8")
@@ -339,7 +376,10 @@ def _candidates(
         start = b.alloc((p, 1), float32, "sbuf", name="chunk_start")
         b.iota(dst=start, pattern=[[0, 1]], offset=c0, channel_multiplier=stride)
         data = negated(ctx, tile, p, size_c) if negate else tile
-        if keyed:
+        if wide:
+            data, code_keys = wide_keys(ctx, tile, p, size_c)
+            rounds_of(j, start, code_keys, codes[0], codes[1], False)
+        elif keyed:
             keys = b.alloc((p, size_c), float32, "sbuf", name="keys")
             b.tensor_scalar(dst=keys, data=data, op0="maximum", operand0=NEG_FLT_MAX)
             data = keys
@@ -347,6 +387,12 @@ def _candidates(
             cand = Access(cn, (DimSlice(0, p, 1), DimSlice(j, 1, 1)))
             maxcol = _tile(v8, p, (0, 1, 1)) if folded else None
             data = nan_free_keys(ctx, tile, p, size_c, start, ones, cand, data if negate else None, maxcol)
+        rounds_of(j, start, data, cv, ci, folded, v8, idx8)
+
+    def rounds_of(j, start, data, cv, ci, folded, v8=None, idx8=None) -> None:
+        """The chunk's top k of ``data`` into candidates ``cv`` / ``ci`` (slots j·k …)."""
+        v8 = b.alloc((p, w), float32, "sbuf", name="max8") if v8 is None else v8
+        idx8 = b.alloc((p, w), uint32, "sbuf", name="pos8") if idx8 is None else idx8
         for r in range(rounds):
             take = min(w, k - r * w)
             slot = j * k + r * w
@@ -362,4 +408,4 @@ def _candidates(
                 b.match_replace8(dst=data, data=data, vals=v8, imm=float("-inf"))
 
     _chunks(ctx, length, size, chunk)
-    return cv, ci, width, cn
+    return cv, ci, width, cn, codes
