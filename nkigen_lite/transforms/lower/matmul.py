@@ -212,6 +212,9 @@ class MatmulEmitter:
         # the engine evacuating Aᵀ's transposes (matmul_stage.py): ScalarE when B is resident,
         # beside VectorE's evacuation of C (matmul_lead.py)
         self.a_copy_engine = "vector"
+        # A's natural slices at the DMA's saturating size even when its whole row block would be
+        # one DMA: chosen by cache_width when that is what lets all of B stay resident
+        self.narrow_a_slices = False
         self.c_copy_engine = "vector"  # the engine evacuating C's PSUM banks
         self.epilogue = None  # a bias added by the evacuation (matmul_bias.BiasEpilogue)
         self.hb = hb
@@ -362,10 +365,14 @@ class MatmulEmitter:
         nk = -(-self.k // self.p)
         tg = self.ctx.target
         others = 2 * nk * self.p * self.a_dt.itemsize + 2 * self.block * self.c_dt.itemsize
-        if self.on_chip("a"):
-            others += 2 * natural_slice_bytes(tg, self.k, self.a_dt.itemsize)
         room = (tg.sbuf_bytes_per_partition * 7) // 8 - others
         per_col = nk * self.b_dt.itemsize
+        if self.on_chip("a"):
+            wide, narrow = (2 * natural_slice_bytes(tg, self.k, self.a_dt.itemsize, w) for w in (True, False))
+            # narrower slices of A when that keeps all of B resident: A is then read and
+            # transposed once, not once per column block of B
+            self.narrow_a_slices = per_col * self.n > room - wide and per_col * self.n <= room - narrow
+            room -= narrow if self.narrow_a_slices else wide
         if room < per_col * min(self.n, self.p):
             return None
         if per_col * self.n <= room:

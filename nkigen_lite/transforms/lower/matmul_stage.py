@@ -29,20 +29,21 @@ from .matmul_dma_transpose import load_transposed
 WHOLE_ROW_BYTES = 16 * 1024  # a row tile of A up to this many bytes per partition: one DMA
 
 
-def slice_columns(target, k: int, itemsize: int) -> int:
+def slice_columns(target, k: int, itemsize: int, whole_ok: bool = True) -> int:
     """K columns one natural load of A moves: all of K (rounded up to a 128-column transpose
     block) when that is at most ``WHOLE_ROW_BYTES`` per partition — one DMA per M tile — else
+    (or when not ``whole_ok``: the SBUF budget of a whole resident B, MatmulEmitter.cache_width)
     the DMA's saturating bytes per partition, a multiple of the block."""
     p = target.pe_transpose_max
     whole = -(-k // p) * p
-    if whole * itemsize <= WHOLE_ROW_BYTES:
+    if whole_ok and whole * itemsize <= WHOLE_ROW_BYTES:
         return whole
     return max(p, (target.dma_saturating_bytes_per_partition // itemsize) // p * p)
 
 
-def natural_slice_bytes(target, k: int, itemsize: int) -> int:
+def natural_slice_bytes(target, k: int, itemsize: int, whole_ok: bool = True) -> int:
     """SBUF bytes per partition of one natural slice tile (for the SBUF budget)."""
-    return slice_columns(target, k, itemsize) * itemsize
+    return slice_columns(target, k, itemsize, whole_ok) * itemsize
 
 
 def stage_a_natural(em, idx, m0, mt: int) -> ChunkTiles:
@@ -51,7 +52,7 @@ def stage_a_natural(em, idx, m0, mt: int) -> ChunkTiles:
     b, tg, p = em.b, em.ctx.target, em.p
     dt = em.a_dt
     nk = -(-em.k // p)
-    cols = slice_columns(tg, em.k, dt.itemsize)
+    cols = slice_columns(tg, em.k, dt.itemsize, not em.narrow_a_slices)
     per_bank = max(1, tg.psum_bank_bytes // (p * dt.itemsize))
     at = ChunkTiles.alloc(b, p, nk, mt, dt, "a_t", per_bank)
     for k0 in range(0, em.k, cols):  # static: each slice fills its own Aᵀ tiles
