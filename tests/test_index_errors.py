@@ -284,3 +284,11 @@ def test_a_64_bit_index_array_gets_one_clear_error_never_a_wrapped_index():
     ):
         f(x, big)
     np.testing.assert_array_equal(f(x, np.array([1, -1], np.int64)), np.take(x, [1, -1], axis=0))
+
+
+def test_run_ranks_checks_each_ranks_index_inputs():
+    fn, args, op, value, pos, axis, size = CASES["take_along_axis"]
+    g = nk.trace(fn).trace(*args)
+    good = dict(zip(g.input_names, (args[0], np.zeros_like(args[1]))))
+    with pytest.raises(nk.IndexOutOfRange, match=rf"rank 1: {op}: index {value} is out of bounds for axis 1"):
+        nk.run_ranks(g, [good, dict(zip(g.input_names, args))], 2)

@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..ir.errors import InterpretError
+from ..ir.errors import IndexOutOfRange, InterpretError
 from ..ir.graph import Graph, ReturnOp
 from ..ir.interpreter import check_inputs
+from ..tensor.index_bounds import check_index_inputs, index_bounds
 from ..tensor.interpret import TensorInterpreter
 from .collective_ops import CollectiveOp
 
@@ -44,6 +45,9 @@ def _graphs(graph_or_graphs, world: int) -> list[Graph]:
 def _rank_inputs(it: TensorInterpreter, g: Graph, inputs, rank: int) -> list[np.ndarray]:
     try:
         arrays = check_inputs(g, inputs)
+        check_index_inputs(index_bounds(g), arrays)  # a bad index input in the user's terms
+    except IndexOutOfRange as e:
+        raise IndexOutOfRange(f"rank {rank}: {e}") from None
     except InterpretError as e:
         raise InterpretError(f"rank {rank}: {e}") from None
     out = []
