@@ -380,9 +380,20 @@ class Scheduler:
         if need is not None:
             self._book_until(need)
 
-    def _ready(self, reads: list, writes: list, eng: str) -> tuple[float, float]:
-        """(earliest start on ``eng`` by the RAW / WAR / WAW dependencies of the buffer keys
-        ``reads`` and ``writes``, the largest dependency latency)."""
+    def _instruction(self, info: _OpInfo, op=None) -> tuple[float, float | None]:  # noqa: C901
+        """Schedule one instruction; returns its start (a DMA: its issue) and end (None for a
+        DMA: its transfer is booked later). Every schedule's hot path, so written out inline:
+        the buffer keys (``_buffer_keys`` for an instruction touching a rotating tile), the
+        earliest start by the RAW / WAR / WAW dependencies of those keys with the largest
+        dependency latency, and the last read and write of each (as ``_record``)."""
+        eng = info.engine
+        key = self.key
+        if not (key and info.rotating):
+            reads, writes, sbuf_reads = info.keys
+        else:
+            reads, writes, sbuf_reads = self._buffer_keys(info)
+        if self.pending_keys:
+            self._resolve(reads, writes)
         lat = self.lat
         w_end, w_eng, r_end, r_eng = self.w_end, self.w_eng, self.r_end, self.r_eng
         ready = 0.0
@@ -411,16 +422,6 @@ class Scheduler:
                 ready = x
             if d > dep:
                 dep = d
-        return ready, dep
-
-    def _instruction(self, info: _OpInfo, op=None) -> tuple[float, float | None]:
-        """Schedule one instruction; returns its start (a DMA: its issue) and end (None for a
-        DMA: its transfer is booked later)."""
-        eng = info.engine
-        reads, writes, sbuf_reads = self._buffer_keys(info)
-        if self.pending_keys:
-            self._resolve(reads, writes)
-        ready, dep = self._ready(reads, writes, eng)
         self.dependency_ns += dep
         if eng == "dma":
             return self._issue(info, op, ready, list(sbuf_reads), writes), None
@@ -436,7 +437,19 @@ class Scheduler:
         end = free[eng] = start + info.ns
         if port:
             free[PORT] = end
-        self._record(sbuf_reads, writes, eng, end)
+        for root in sbuf_reads:  # as ``_record``
+            if end >= r_end.get(root, -1.0):
+                r_end[root] = end
+                r_eng[root] = eng
+        for root, hbm in writes:
+            if hbm:
+                if end >= w_end.get(root, -1.0):
+                    w_end[root] = end
+                    w_eng[root] = eng
+                continue
+            w_end[root] = end
+            w_eng[root] = eng
+            r_end.pop(root, None)
         return start, end
 
     def _issue(self, info: _OpInfo, op, ready: float, sbuf_reads: list, writes: list) -> float:
