@@ -31,6 +31,7 @@ from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles, ColumnWindow, run_k_segme
 from .matmul_dma_transpose import (
     DGE_ROWS,
     dma_transposable,
+    batch_row,
     load_transposed,
     stage_a_dma,
     tail_source,
@@ -230,6 +231,7 @@ class MatmulEmitter:
         a_chunks = None if ha is None else b_chunk_home(homes["a_km"], self.p, k)
         if a_chunks is not None:
             homes["a_chunks"] = a_chunks
+        self.nat_homes = {"a": homes.get("a_nat"), "b": homes["b_nat"]}
         # transpose when the operand's K dim is the contiguous one (and it is not fp8)
         self.transpose = {
             "a": ha is not None and m > 1 and ha.strides[-1] == 1 and a_dt.itemsize >= 2,
@@ -597,7 +599,8 @@ class MatmulEmitter:
             src = self.views["a_dmat"]
 
             def dma_t(tile, c0, c1):
-                return lambda: load_transposed(self.b, src, tile, c0, c1 - c0, m0, mt, self.p)
+                r0 = batch_row(self, "a", idx, m0)
+                return lambda: load_transposed(self.b, src, tile, c0, c1 - c0, r0, mt, self.p)
 
             return at, [(c0, dma_t(tile, c0, c1)) for tile, c0, c1 in at.parts]
         if self.transpose["a"] or "a_chunks" not in self.views:
@@ -628,7 +631,7 @@ class MatmulEmitter:
             return at
         if a_tile is None and self.transpose["a"]:
             # DMA transposes (matmul_dma_transpose.py) or wide natural loads (matmul_stage.py)
-            at = stage_a_dma(self, m0, mt) if self.dma_t["a"] else stage_a_natural(self, idx, m0, mt)
+            at = stage_a_dma(self, idx, m0, mt) if self.dma_t["a"] else stage_a_natural(self, idx, m0, mt)
             if key is not None:
                 self.pipe[key] = at
             return at
@@ -735,7 +738,8 @@ class MatmulEmitter:
                 return
             if b_cache is None and self.dma_t["b"]:  # one DMA transpose per K chunk
                 bt = self.b.alloc((self.p, 1, w // DGE_ROWS, DGE_ROWS), self.b_dt, "sbuf", name="b_k")
-                load_transposed(self.b, self.views["b_dmat"], bt, c, 1, n0, w, self.p)
+                r0 = batch_row(self, "b", idx, n0)
+                load_transposed(self.b, self.views["b_dmat"], bt, c, 1, r0, w, self.p)
 
                 def moving(j, nj):
                     return _tile_acc(bt, _ds(0, kt), _ds(0, 1), *split_cols(_ds(j, nj), DGE_ROWS))

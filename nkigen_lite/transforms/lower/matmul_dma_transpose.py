@@ -15,7 +15,10 @@ in order along the flattened ``(rows / 16, 16)`` dims: the same bytes as the ``[
 rows]`` tiles the matmul reads otherwise (``ChunkTiles`` with ``split``). Conditions
 (``dma_transposable``): a 2-byte operand staged in its own dtype (the DMA moves raw bytes),
 K a multiple of 128 (every chunk full: the transpose's ``src.shape[-1] == 128``), the row
-count a multiple of 16 and no batch dims (the source view is 4-D already).
+count a multiple of 16 and batch dims only where they continue the rows in memory (a contiguous
+``(..., rows, K)`` operand: the source view is 4-D already, so the batch dims are folded into
+the rows of one ``(batch x rows, K)`` matrix and a batch instance's DMAs start at row
+``instance x rows``: ``batch_row``).
 
 **Tail window** (``tail_window``): a streamed B whose K leaves a partial last chunk of ``r`` =
 32 or 64 columns (gpt-oss: K = 2880 = 22.5 chunks) is still DMA-transposed. Its full chunks go
@@ -30,7 +33,7 @@ B); the window re-reads ``128 - r`` columns of B: HBM traffic ``(K + 128 - r) / 
 
 from __future__ import annotations
 
-from ...nki.types import Access, DimSlice
+from ...nki.types import Access, Affine, DimSlice
 from ...nki.types import ds as _ds
 from .homes import HbmHome
 from .matmul_chunks import ChunkTiles, div_affine
@@ -43,7 +46,7 @@ def dma_transposable(em, which: str, rows: int, nat: HbmHome | None) -> bool:
     """True when operand ``which`` ("a" or "b") of the MatmulEmitter ``em``, transposed on chip
     otherwise, is loaded by DMA transposes: the conditions of the module docstring. ``rows`` is
     the operand's non-K extent (M or N), ``nat`` its natural (rows, K) home."""
-    if not em.transpose[which] or nat is None or em.batch:
+    if not em.transpose[which] or nat is None or _merged(nat) is None:
         return False
     dt = em.a_dt if which == "a" else em.b_dt
     p = em.p
@@ -78,9 +81,36 @@ def tail_source(nat: HbmHome, p: int) -> HbmHome:
     )
 
 
+def _merged(nat: HbmHome) -> HbmHome | None:
+    """``nat`` (batch..., rows, K) as one (batch x rows, K) home when its batch dims continue
+    its rows in memory (each batch dim's stride is the next dim's extent times its stride;
+    extent-1 dims aside), else None."""
+    shape, strides = list(nat.shape[-2:]), list(nat.strides[-2:])
+    for n, st in zip(reversed(nat.shape[:-2]), reversed(nat.strides[:-2])):
+        if n == 1:
+            continue
+        if st != shape[0] * strides[0]:
+            return None
+        shape[0] *= n
+    return HbmHome(nat.base, nat.offset, tuple(shape), tuple(strides))
+
+
+def batch_row(em, which: str, idx, r0):
+    """Row ``r0`` of batch instance ``idx`` of operand ``which`` in its merged (batch x rows,
+    K) source (``_merged``): ``r0`` plus each batch index times its stride in rows."""
+    nat = em.nat_homes[which]
+    rs = nat.strides[-2]
+    out = Affine.of(r0)
+    for i, n, st in zip(idx, nat.shape[:-2], nat.strides[:-2]):
+        if n > 1:
+            out = out + Affine.of(i) * (st // rs)
+    return out
+
+
 def transposed_source(nat: HbmHome, p: int) -> HbmHome:
-    """The view ``[16, K / p, rows / 16, p]`` of the natural (rows, K) home ``nat``: element
-    ``[i, c, r, k]`` is ``X[16 r + i, p c + k]``."""
+    """The view ``[16, K / p, rows / 16, p]`` of the natural (rows, K) home ``nat`` (batch dims
+    folded into the rows: ``_merged``): element ``[i, c, r, k]`` is ``X[16 r + i, p c + k]``."""
+    nat = _merged(nat)
     rows, k = nat.shape
     rs = nat.strides[0]
     return HbmHome(nat.base, nat.offset, (DGE_ROWS, k // p, rows // DGE_ROWS, p), (rs, p, DGE_ROWS * rs, 1))
@@ -97,12 +127,12 @@ def load_transposed(b, src, tile, c0, nc: int, r0, nrows: int, p: int) -> None:
     )
 
 
-def stage_a_dma(em, m0, mt: int) -> ChunkTiles:
+def stage_a_dma(em, idx, m0, mt: int) -> ChunkTiles:
     """Aᵀ of the M tile at ``m0`` (``mt`` rows) of the MatmulEmitter ``em`` by DMA transposes:
     ChunkTiles of ``A_GROUP_CHUNKS`` K chunks each, one DMA per tile, so the first matmuls wait
     only for their own group."""
     nk = em.k // em.p
     at = ChunkTiles.alloc(em.b, em.p, nk, mt, em.a_dt, "a_t", A_GROUP_CHUNKS, split=DGE_ROWS)
     for tile, c0, c1 in at.parts:
-        load_transposed(em.b, em.views["a_dmat"], tile, c0, c1 - c0, m0, mt, em.p)
+        load_transposed(em.b, em.views["a_dmat"], tile, c0, c1 - c0, batch_row(em, "a", idx, m0), mt, em.p)
     return at

@@ -24,7 +24,7 @@ from ...nki.types import Access, Affine, DimSlice
 from ...nki.types import ds as _ds
 from .homes import HbmHome
 from .matmul_chunks import ChunkTiles
-from .matmul_dma_transpose import load_transposed
+from .matmul_dma_transpose import batch_row, load_transposed
 
 WHOLE_ROW_BYTES = 16 * 1024  # a row tile of A up to this many bytes per partition: one DMA
 
@@ -109,7 +109,7 @@ def load_b_part(em, tile, c0: int, c1: int, idx, n0, w: int) -> None:
     a split tile when B is loaded so (matmul_dma_transpose.py)."""
     p, first = em.p, c0
     if em.dma_t["b"]:  # one DMA transpose (matmul_dma_transpose.py)
-        load_transposed(em.b, em.views["b_dmat"], tile, c0, c1 - c0, n0, w, p)
+        load_transposed(em.b, em.views["b_dmat"], tile, c0, c1 - c0, batch_row(em, "b", idx, n0), w, p)
         return
     full = min(c1, em.k // p)
     if em.transpose["b"]:
