@@ -30,8 +30,8 @@ from .loopnest import run_loop_nest
 from .matmul_chunks import B_GROUP_CHUNKS, ChunkTiles, ColumnWindow, run_k_segments, split_cols
 from .matmul_dma_transpose import (
     DGE_ROWS,
-    dma_transposable,
     batch_row,
+    dma_transposable,
     load_transposed,
     stage_a_dma,
     tail_source,
