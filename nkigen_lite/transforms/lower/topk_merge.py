@@ -26,12 +26,16 @@ def _merge(ctx, cv, ci, ov, oi, p: int, k: int, rounds: int, m: int, map_back: b
     round max8, find_index8 (positions), then index = sum(ci * (iota == position)) for ``g``
     positions at a time (the one-hot tile within ONEHOT_BYTES)."""
     b, w = ctx.b, ctx.target.top8_width
+    spread = p == 1 and k <= ctx.partitions and m > w  # the pick on k partitions (pick_spread)
     g = max(1, min(w, ONEHOT_BYTES // (4 * m)))
     pos = b.alloc((p, w, 1), uint32, "sbuf", name="merge_pos")
     posf = b.alloc((p, w, 1), float32, "sbuf", name="merge_posf")
-    iot = b.alloc((p, 1, m), float32, "sbuf", name="cand_pos")
-    b.iota(dst=iot, pattern=[[1, m]])
-    onehot = b.alloc((p, g, m), float32, "sbuf", name="onehot")
+    if spread:
+        posk = b.alloc((1, k), float32, "sbuf", name="merge_posk")
+    else:
+        iot = b.alloc((p, 1, m), float32, "sbuf", name="cand_pos")
+        b.iota(dst=iot, pattern=[[1, m]])
+        onehot = b.alloc((p, g, m), float32, "sbuf", name="onehot")
     mv = b.alloc((p, w), float32, "sbuf", name="merge_v")
     gi = b.alloc((p, w), float32, "sbuf", name="merge_i")
     for r in range(rounds):
@@ -39,8 +43,12 @@ def _merge(ctx, cv, ci, ov, oi, p: int, k: int, rounds: int, m: int, map_back: b
         b.find_index8(dst=pos, data=cv, vals=mv)
         if r < rounds - 1:
             b.match_replace8(dst=cv, data=cv, vals=mv, imm=float("-inf"))
-        b.tensor_copy(dst=posf, src=pos)
         take = min(w, k - r * w)
+        if spread:
+            b.tensor_copy(dst=_tile(posk, 1, (r * w, take, 1)), src=_tile(pos, 1, (0, take, 1), (0, 1, 1)))
+            _finish_values(ctx, ov, _tile(mv, p, (0, take, 1)), p, r * w, take, map_back)
+            continue
+        b.tensor_copy(dst=posf, src=pos)
         for j0 in range(0, take, g):
             gj = min(g, take - j0)
             hot = _tile(onehot, p, (0, gj, 1), (0, m, 1))
@@ -54,6 +62,43 @@ def _merge(ctx, cv, ci, ov, oi, p: int, k: int, rounds: int, m: int, map_back: b
             b.tensor_reduce(dst=_tile(gi, p, (j0, gj, 1)), op="add", data=hot, axis=(2,))
         _finish_values(ctx, ov, _tile(mv, p, (0, take, 1)), p, r * w, take, map_back)
         b.tensor_copy(dst=_tile(oi, p, (r * w, take, 1)), src=_tile(gi, p, (0, take, 1)))
+    if spread:
+        pick_spread(ctx, ci, posk, oi, k, m)
+
+
+def pick_spread(ctx, ci, posk, oi, k: int, m: int) -> None:
+    """``oi`` (1, k) = ``ci[0, 0, posk[0, j]]`` for the k merged positions ``posk`` (1, k) fp32,
+    one output per partition: the positions go onto k partitions by a TensorE transpose, the
+    (1, 1, m) candidate indices onto every one of them by a ones matmul per PSUM bank (1.0 x an
+    integer below 2**24: exact, as the group emitter's partition broadcast), each partition's
+    one-hot compare reads its m candidates (k x m elements over k partitions, not k x m on one),
+    and a transpose brings the k indices back onto the row's partition. The merge of a folded
+    row (m = q x k candidates on one partition) spent most of its time in that pick."""
+    b, t = ctx.b, ctx.target
+    ps = b.alloc((k, 1), float32, "psum", name="pos_t")
+    b.nc_transpose(dst=ps, data=posk)
+    pos_col = b.alloc((k, 1), float32, "sbuf", name="pos_col")
+    b.tensor_copy(dst=pos_col, src=ps)
+    ones = b.alloc((1, k), float32, "sbuf", name="ones")
+    b.memset(dst=ones, value=1.0)
+    fmax = t.psum_bank_fmax
+    pieces = -(-m // fmax)
+    part = b.alloc((k, pieces), float32, "sbuf", name="pick_part")
+    for i, c0 in enumerate(range(0, m, fmax)):
+        wd = min(fmax, m - c0)
+        bc = b.alloc((k, wd), float32, "psum", name="cand_bcast")
+        b.nc_matmul(dst=bc, stationary=ones, moving=_tile(ci, 1, (0, 1, 1), (c0, wd, 1)))
+        iot = b.alloc((k, wd), float32, "sbuf", name="cand_pos")
+        b.iota(dst=iot, pattern=[[1, wd]], offset=c0)
+        hot = b.alloc((k, wd), float32, "sbuf", name="onehot")
+        b.tensor_scalar(dst=hot, data=iot, op0="equal", operand0=_tile(pos_col, k, (0, 1, 1)))
+        b.tensor_tensor(dst=hot, data1=hot, data2=bc, op="multiply")
+        b.tensor_reduce(dst=_tile(part, k, (i, 1, 1)), op="add", data=hot, axis=(1,))
+    col = b.alloc((k, 1), float32, "sbuf", name="pick_col")
+    b.tensor_reduce(dst=col, op="add", data=part, axis=(1,))
+    back = b.alloc((1, k), float32, "psum", name="pick_t")
+    b.nc_transpose(dst=back, data=col)
+    b.tensor_copy(dst=oi, src=back)
 
 
 def _finish_values(ctx, ov, keys: Access, p: int, at: int, count: int, map_back: bool) -> None:
