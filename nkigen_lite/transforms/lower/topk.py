@@ -269,15 +269,20 @@ def fold_factor(rows: int, n: int, k: int, dt, target, negate: bool = False) -> 
     """Partitions one row is spread over (1: rows stay one per partition). Few long rows are
     folded: each row runs alone on ``q`` partitions, a segment of n / q elements each (``q``
     the largest divisor of n with 16 <= q <= 128 that keeps a segment >= 8 elements and the
-    q x (candidates per segment) merge row within max8's 16,384), when rows <= q / 2."""
+    q x (candidates per segment) merge row within max8's 16,384), when rows <= q / 2. fp32 with
+    k > 8 (topk_wide.py) takes instead the valid ``q`` whose segment plus merge row is shortest:
+    each pass of its rounds reads both, on the segment's partitions and then on one."""
     p, w = target.num_partitions, target.top8_width
+    valid = []
     for q in range(p, 15, -1):
         if n % q or rows * 2 > q or n // q < target.top8_free_min:
             continue
         _, _, nchunks, _, _ = _topk_plan(n // q, k, dt, target, k == 1 and dt.is_float, negate)
         if w <= q * nchunks * k <= MERGE_MAX:
-            return q
-    return 1
+            if not wide_mode(k, dt, target):
+                return q
+            valid.append((n // q + q * nchunks * k, -q))
+    return -min(valid)[1] if valid else 1
 
 
 def _emit_folded(
