@@ -48,7 +48,8 @@ DEPTH = 16
 the int32 cast of its matmul sums)."""
 
 
-def _arith(op, a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+def arith_range(op, a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    """The exact interval of the integer add / sub / mul ``op`` on operands in ``a`` and ``b``."""
     if isinstance(op, T.AddOp):
         return a[0] + b[0], a[1] + b[1]
     if isinstance(op, T.SubOp):
@@ -65,7 +66,7 @@ def exact_range(op, depth: int = DEPTH) -> tuple[int, int] | None:
 
 def _exact(op, depth: int, memo: dict) -> tuple[int, int]:
     a, b = (_int(u, depth - 1, memo) for u in op.operands)
-    return _arith(op, a, b)
+    return arith_range(op, a, b)
 
 
 def int_range(v, depth: int = DEPTH) -> tuple[int, int]:

@@ -10,16 +10,17 @@ longer needs the wrap-around sequences of wide_int_arith.py (11 instructions per
 multiply) where the bounded result fits the dtype: ``(i * 3 + 7) & 255`` is
 ``((i & 255) * 3 + 7) & 255``, three one-instruction passes instead of 41.
 
-Applied only when some op of the tree needs the wrap (its exact result's range does not fit
-the dtype, as wide_int_arith.needs_wrap decides) and none does on the masked leaves and the tree's ops have
-no other use (a shared intermediate stays as it is, and is a leaf here).
+Applied only when some op of the tree needs the wrap (its exact result's range, carried
+through the tree from its leaves' ranges, does not fit the dtype) and none does on the masked
+leaves, and the tree's ops have no other use (a shared intermediate stays as it is, and is a
+leaf here).
 """
 
 from __future__ import annotations
 
 from ...ir.value import Value
 from ...tensor import ops as T
-from ..int_range import exact_range, fits, int_range
+from ..int_range import arith_range, dtype_range, fits, int_range
 from ..match import make, replace, splat_value
 from .base import DecompositionPattern, Emitter
 
@@ -47,40 +48,43 @@ def _tree_ops(y: Value, root: bool = True) -> list:
     return out + [op]
 
 
-def _needs_wrap(t) -> bool:
-    """Whether the operand ranges of the tree op ``t`` leave its exact result outside its dtype."""
+def _op_range(t, rs: list) -> tuple[int, int]:
+    """The exact result interval of the tree op ``t`` from its operands' intervals ``rs``."""
     if isinstance(t, T.NegOp):
-        lo, hi = int_range(t.operand(0))
-        return not fits((-hi, -lo), t.result.dtype)
-    return not fits(exact_range(t), t.result.dtype)
+        lo, hi = rs[0]
+        return -hi, -lo
+    return arith_range(t, rs[0], rs[1])
+
+
+def _any_wraps(ops: list) -> bool:
+    """Whether some tree op's exact result leaves its dtype, the intervals carried through the
+    tree itself (a wrapped op's result is its dtype's whole range) and only the leaves'
+    asked of int_range: its depth-bounded walk would call a deep tree's upper ops unbounded
+    after the rewrite too, and the pattern would match its own output forever."""
+    got: dict = {}
+    wraps = False
+    for t in ops:
+        r = _op_range(t, [got[u] if u in got else int_range(u) for u in t.operands])
+        if not fits(r, t.result.dtype):
+            wraps, r = True, dtype_range(t.result.dtype)
+        got[t.result] = r
+    return wraps
 
 
 def _bounded(ops: list, k: int) -> bool:
     """Whether the tree on leaves in [0, 2**k - 1] keeps every result within its dtype (so the
     rewrite removes every wrap, and does not match its own output again)."""
     low = (1 << k) - 1
-    inside = {t.result for t in ops}
     got: dict = {}
 
     def rng(v):
-        if v in inside:
+        if v in got:
             return got[v]
         c = splat_value(v)
         return (int(c) & low,) * 2 if c is not None and v.shape == () else (0, low)
 
     for t in ops:
-        if isinstance(t, T.NegOp):
-            lo, hi = rng(t.operand(0))
-            got[t.result] = (-hi, -lo)
-        else:
-            a, b = (rng(u) for u in t.operands)
-            if isinstance(t, T.AddOp):
-                got[t.result] = (a[0] + b[0], a[1] + b[1])
-            elif isinstance(t, T.SubOp):
-                got[t.result] = (a[0] - b[1], a[1] - b[0])
-            else:
-                corners = [x * y for x in a for y in b]
-                got[t.result] = (min(corners), max(corners))
+        got[t.result] = _op_range(t, [rng(u) for u in t.operands])
         if not fits(got[t.result], t.result.dtype):
             return False
     return True
@@ -103,7 +107,7 @@ class LowBitsArith(DecompositionPattern):
         if k >= 32 or y.num_uses != 1:
             return False
         ops = _tree_ops(y)
-        if not ops or not any(_needs_wrap(t) for t in ops) or not _bounded(ops, k):
+        if not ops or not _any_wraps(ops) or not _bounded(ops, k):
             return False
         e = Emitter(rw)
         low = (1 << k) - 1
