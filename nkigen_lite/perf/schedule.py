@@ -437,19 +437,7 @@ class Scheduler:
         end = free[eng] = start + info.ns
         if port:
             free[PORT] = end
-        for root in sbuf_reads:  # as ``_record``
-            if end >= r_end.get(root, -1.0):
-                r_end[root] = end
-                r_eng[root] = eng
-        for root, hbm in writes:
-            if hbm:
-                if end >= w_end.get(root, -1.0):
-                    w_end[root] = end
-                    w_eng[root] = eng
-                continue
-            w_end[root] = end
-            w_eng[root] = eng
-            r_end.pop(root, None)
+        self._record(sbuf_reads, writes, eng, end)
         return start, end
 
     def _issue(self, info: _OpInfo, op, ready: float, sbuf_reads: list, writes: list) -> float:
