@@ -18,7 +18,7 @@ K a multiple of 128 (every chunk full: the transpose's ``src.shape[-1] == 128``)
 count a multiple of 16 and batch dims only where they continue the rows in memory (a contiguous
 ``(..., rows, K)`` operand: the source view is 4-D already, so the batch dims are folded into
 the rows of one ``(batch x rows, K)`` matrix and a batch instance's DMAs start at row
-``instance x rows``: ``batch_row``).
+``instance x rows``: ``batch_row``), and not all of extent 1.
 
 **Tail window** (``tail_window``): a streamed B whose K leaves a partial last chunk of ``r`` =
 32 or 64 columns (gpt-oss: K = 2880 = 22.5 chunks) is still DMA-transposed. Its full chunks go
@@ -47,6 +47,11 @@ def dma_transposable(em, which: str, rows: int, nat: HbmHome | None) -> bool:
     otherwise, is loaded by DMA transposes: the conditions of the module docstring. ``rows`` is
     the operand's non-K extent (M or N), ``nat`` its natural (rows, K) home."""
     if not em.transpose[which] or nat is None or _merged(nat) is None:
+        return False
+    if em.batch and all(n == 1 for n in em.batch):
+        # only extent-1 batch dims, e.g. Qwen3's (1, seq, 2048) O projection: kept on TensorE
+        # transposes, which the staged MLP prologue runs a tile ahead (tests/lower/
+        # test_mlp_prologue.py, test_stage_pipeline.py); DMA transposes there not measured yet
         return False
     dt = em.a_dt if which == "a" else em.b_dt
     p = em.p

@@ -40,9 +40,18 @@ graph @topk_native(%x: tensor<4x64xf32>) {
 // CHECK-NOT: tensor.reduce
 
 // -----
-// f32 with k > 8 has no fp32 sentinel below -inf: expanded
+// f32 with k > 8 is native too (topk_wide.py: NaN-free keys plus a code selection): kept
 graph @topk_f32_k9(%x: tensor<2x64xf32>) {
   %v, %i = tensor.topk %x {k = 9, axis = 1} : tensor<2x9xf32>, tensor<2x9xi32>
+  return v = %v, i = %i
+}
+// CHECK: tensor.topk %x {k = 9, axis = 1} : tensor<2x9xf32>, tensor<2x9xi32>
+// CHECK-NOT: tensor.reduce
+
+// -----
+// u32 values are not all exact in fp32 (the top-8 instructions compare in fp32): expanded
+graph @topk_u32_k9(%x: tensor<2x64xu32>) {
+  %v, %i = tensor.topk %x {k = 9, axis = 1} : tensor<2x9xu32>, tensor<2x9xi32>
   return v = %v, i = %i
 }
 // CHECK: tensor.reduce
