@@ -37,6 +37,7 @@ from ..nki.target import Target
 from ..nki.types import MemorySpace
 from .dma_cost import dma_cost
 from .layout import unit_stride
+from .op_memo import remembered
 
 FREE_OPS = (AllocOp, DeallocOp, HbmViewOp, ProgramIdOp)
 
@@ -240,28 +241,13 @@ def instruction_cost(op, target: Target) -> InstructionCost:
     (a cost reads only those: the accesses, the operands' types and, for an HBM view, its
     defining op's strides, all fixed once built), since every search pass of the lowering costs
     the same instructions again (compile time)."""
-    memo = getattr(op, "__dict__", None)
-    operands = op._operands
-    if memo is not None:
-        hit = memo.get("_cost")
-        if (
-            hit is not None
-            and hit[0] is target
-            and hit[1] is op.attrs
-            and len(hit[2]) == len(operands)
-            and all(a is b for a, b in zip(hit[2], operands))
-        ):
-            return hit[3]
     rule = COST_RULES.get(type(op))
     if rule is None:
         raise VerifyError(
             f"cost model: no cost rule for {op.name}; rules exist for "
             + ", ".join(sorted(c.name for c in COST_RULES))
         )
-    cost = rule(op, target)
-    if memo is not None:  # the operands held: no other value takes their identities
-        memo["_cost"] = (target, op.attrs, tuple(operands), cost)
-    return cost
+    return remembered(op, "_cost", lambda: rule(op, target), target)
 
 
 from . import bn_cost, collective_cost, scan_cost, shuffle_cost, top8_cost  # noqa: E402, F401  (registers the collectives', scan, shuffle, top-8 and bn_stats / bn_aggr rules)

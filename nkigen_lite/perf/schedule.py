@@ -44,6 +44,7 @@ from ..nki.target import Target
 from ..nki.types import HbmType
 from .instruction_cost import FREE_OPS, InstructionCost, instruction_cost
 from .latency import latency_table
+from .op_memo import remembered
 
 STEADY_STATE_ITERATIONS = 8  # loop iterations scheduled before extrapolating (a model choice)
 IDLE_GAPS_KEPT = 32  # idle intervals of the DMA engines remembered for later transfers
@@ -145,21 +146,7 @@ def _roots(op) -> tuple[list, list, bool]:
     attributes and operands stay the same objects (what they read: its accesses and the views'
     and allocations' defining ops, fixed once built), since every search pass schedules the same
     instructions again (compile time). The lists are shared: never mutated."""
-    memo = getattr(op, "__dict__", None)
-    operands = op._operands
-    if memo is not None:
-        hit = memo.get("_roots")
-        if (
-            hit is not None
-            and hit[0] is op.attrs
-            and len(hit[1]) == len(operands)
-            and all(a is b for a, b in zip(hit[1], operands))
-        ):
-            return hit[2]
-    out = (_reads(op), _writes(op), _rotating(op))
-    if memo is not None:  # the operands held: no other value takes their identities
-        memo["_roots"] = (op.attrs, tuple(operands), out)
-    return out
+    return remembered(op, "_roots", lambda: (_reads(op), _writes(op), _rotating(op)))
 
 
 class _Pending:
